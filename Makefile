@@ -1,0 +1,47 @@
+# mtkit: every target installs what it needs, so `make demo` and `make test` work on a fresh clone.
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+# Where no GPU is present, install the CPU build of torch first (a plain `torch` pulls a multi-GB
+# CUDA build). Override, e.g. `make install TORCH_SPEC=torch TORCH_PIP_ARGS=` on a GPU machine.
+HAS_GPU := $(shell command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1 && echo 1)
+ifeq ($(HAS_GPU),1)
+TORCH_SPEC ?= torch
+TORCH_PIP_ARGS ?=
+else
+TORCH_SPEC ?= torch==2.13.0
+TORCH_PIP_ARGS ?= $(shell $(PYTHON) -m pip download --help >/dev/null 2>&1; \
+	ls /opt/wheels/torch-*+cpu-* >/dev/null 2>&1 || echo --index-url https://download.pytorch.org/whl/cpu --extra-index-url https://pypi.org/simple)
+endif
+STAMP := $(VENV)/.mtkit-installed
+DEMO_DIR ?= work/demo
+
+.PHONY: install test lint format demo bench clean
+
+install: $(STAMP)
+
+$(STAMP): pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -c "import torch" 2>/dev/null || $(BIN)/pip install $(TORCH_PIP_ARGS) "$(TORCH_SPEC)"
+	$(BIN)/pip install -e ".[dev]"
+	touch $(STAMP)
+
+lint: install
+	$(BIN)/ruff check mtkit tests benchmarks
+	$(BIN)/ruff format --check mtkit tests benchmarks
+
+format: install
+	$(BIN)/ruff format mtkit tests benchmarks
+	$(BIN)/ruff check --fix mtkit tests benchmarks
+
+test: lint
+	PATH="$(abspath $(BIN)):$$PATH" $(BIN)/python -m pytest
+
+demo: install
+	PATH="$(abspath $(BIN)):$$PATH" $(MAKE) -C recipes/multi30k demo WORK=$(abspath $(DEMO_DIR))
+
+bench: install
+	PATH="$(abspath $(BIN)):$$PATH" $(BIN)/python benchmarks/run_all.py
+
+clean:
+	rm -rf $(VENV) work build dist *.egg-info .pytest_cache .ruff_cache .hypothesis

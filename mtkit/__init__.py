@@ -1,0 +1,3 @@
+"""mtkit: a command-line machine-translation toolkit."""
+
+__version__ = "0.1.0"

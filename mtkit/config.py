@@ -1,0 +1,274 @@
+"""One config dataclass per stage, YAML load/dump, and type-checked overrides.
+
+Every config is plain data (str, int, float, bool, lists of those, None) so that it round-trips
+through YAML and lives inside checkpoints that load with ``torch.load(weights_only=True)``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import types
+import typing
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TypeVar
+
+import yaml
+
+from mtkit.errors import MtkitError
+
+# ---------------------------------------------------------------------------------------------
+# Model
+
+
+@dataclass
+class ModelConfig:
+    """Transformer encoder-decoder (Vaswani et al., 2017)."""
+
+    src_vocab_size: int = 8000
+    tgt_vocab_size: int = 8000
+    d_model: int = 256
+    ffn_dim: int = 1024
+    heads: int = 4
+    encoder_layers: int = 3
+    decoder_layers: int = 3
+    dropout: float = 0.1
+    attention_dropout: float = 0.1
+    activation_dropout: float = 0.0
+    pre_norm: bool = False  # False: post-LN as in the paper; True: pre-LN with final norms
+    tie_output: bool = True  # target embedding == output projection
+    share_all_embeddings: bool = False  # source == target == output (joint vocabulary)
+    max_positions: int = 1024
+
+
+MODEL_PRESETS: dict[str, dict[str, Any]] = {
+    "transformer-small": dict(d_model=256, ffn_dim=1024, heads=4, encoder_layers=3,
+                              decoder_layers=3, dropout=0.1),
+    "transformer-base": dict(d_model=512, ffn_dim=2048, heads=8, encoder_layers=6,
+                             decoder_layers=6, dropout=0.1),
+    "transformer-big": dict(d_model=1024, ffn_dim=4096, heads=16, encoder_layers=6,
+                            decoder_layers=6, dropout=0.3),
+}  # fmt: skip
+
+
+# ---------------------------------------------------------------------------------------------
+# Tokenizer and data
+
+
+@dataclass
+class SpmConfig:
+    """Sentencepiece BPE training."""
+
+    inputs: list[str] = field(default_factory=list)  # text files, one sentence per line
+    model_prefix: str = "spm"  # writes PREFIX.model and PREFIX.vocab
+    vocab_size: int = 8000
+    character_coverage: float = 1.0
+    input_sentence_size: int = 0  # sample this many sentences (0: use all)
+    seed: int = 1
+    num_threads: int = 2
+
+
+@dataclass
+class PrepareConfig:
+    """Read a parallel corpus, clean it, encode it with spm, and binarize it."""
+
+    src_lang: str = "en"
+    tgt_lang: str = "de"
+    out_dir: str = "data-bin"
+    src_spm: str = ""
+    tgt_spm: str = ""  # empty: same model as src_spm (joint vocabulary)
+    # sources, per split: a file prefix (PREFIX.SRC/PREFIX.TGT), a .tsv file, or a HF dataset
+    train: str = ""
+    valid: str = ""
+    test: str = ""
+    format: str = "auto"  # auto | text | tsv | hf
+    hf_config: str = ""  # HF dataset configuration, e.g. "de-en"
+    max_tokens: int = 256  # drop pairs longer than this (spm pieces, either side); 0: no limit
+    max_ratio: float = 3.0  # drop pairs whose length ratio exceeds this; 0: no limit
+    dedup: bool = False  # drop exact duplicate pairs
+    workers: int = 2
+    chunk_size: int = 2000
+
+
+# ---------------------------------------------------------------------------------------------
+# Training
+
+
+@dataclass
+class TrainConfig:
+    """`mtkit train`: optimisation, batching, validation and checkpointing."""
+
+    data: str = ""  # binarized dataset directory (mtkit prepare)
+    run_dir: str = "runs/default"
+    preset: str = "transformer-small"
+    seed: int = 1
+    device: str = "auto"  # auto | cpu | cuda | cuda:N
+    precision: str = "auto"  # auto (bf16 on CUDA if supported, else fp16; fp32 on CPU) | fp32 | bf16 | fp16
+    max_tokens: int = 4096  # target tokens per batch per process, padding counted
+    update_freq: int = 1  # gradient accumulation
+    lr: float = 7e-4
+    warmup_updates: int = 4000
+    warmup_init_lr: float = 1e-7
+    adam_betas: list[float] = field(default_factory=lambda: [0.9, 0.98])
+    adam_eps: float = 1e-9
+    weight_decay: float = 0.0
+    clip_norm: float = 1.0  # 0: no clipping
+    label_smoothing: float = 0.1
+    max_updates: int = 0  # 0: no limit
+    max_epochs: int = 0  # 0: no limit
+    max_time: float = 0.0  # wall-clock budget in seconds; 0: no limit
+    validate_every: int = 1000  # updates
+    validate_bleu: bool = True
+    valid_beam: int = 1
+    valid_max_sentences: int = 0  # decode at most this many validation sentences (0: all)
+    save_every: int = 1000  # updates
+    keep_last: int = 5
+    patience: int = 0  # early stop after this many validations without BLEU gain; 0: never
+    log_every: int = 50
+    num_workers: int = 0
+    nan_policy: str = "stop"  # stop | skip
+    max_skipped_batches: int = 10
+
+
+# ---------------------------------------------------------------------------------------------
+# Decoding and evaluation
+
+
+@dataclass
+class TranslateConfig:
+    """`mtkit translate`: batched beam search."""
+
+    beam: int = 5
+    nbest: int = 1
+    lenpen: float = 1.0
+    lenpen_style: str = "fairseq"  # fairseq: len**a | gnmt: ((5+len)/6)**a
+    max_len_a: float = 1.2
+    max_len_b: int = 10
+    min_len: int = 1
+    no_repeat_ngram: int = 0
+    unk_penalty: float = 0.0
+    sampling: bool = False
+    top_k: int = 0
+    top_p: float = 1.0
+    temperature: float = 1.0
+    max_tokens: int = 4096  # source tokens per batch
+    max_input_tokens: int = 1000  # longer inputs are truncated to this many pieces (documented cap)
+    device: str = "auto"
+    dtype: str = "fp32"
+    quantize: str = ""  # "" | int8
+    seed: int = 1
+
+
+@dataclass
+class EvaluateConfig:
+    """`mtkit evaluate`: sacrebleu metrics."""
+
+    metrics: list[str] = field(default_factory=lambda: ["bleu", "chrf", "ter"])
+    tokenize: str = ""  # "" : sacrebleu's default for the metric (13a for BLEU)
+    lowercase: bool = False
+    paired_bs_n: int = 1000
+    paired_ar_n: int = 10000
+    seed: int = 12345
+
+
+# ---------------------------------------------------------------------------------------------
+# YAML and overrides
+
+C = TypeVar("C")
+
+
+def _check_value(name: str, value: Any, annotation: Any, where: str) -> Any:
+    """Return ``value`` converted to ``annotation`` or raise MtkitError naming the key."""
+    origin = typing.get_origin(annotation)
+    if origin in (typing.Union, types.UnionType):
+        args = typing.get_args(annotation)
+        if value is None and type(None) in args:
+            return None
+        annotation = next(a for a in args if a is not type(None))
+        origin = typing.get_origin(annotation)
+    if origin is list:
+        (item,) = typing.get_args(annotation)
+        if not isinstance(value, list | tuple):
+            raise MtkitError(f"{where}: '{name}' must be a list, got {value!r}")
+        return [_check_value(name, v, item, where) for v in value]
+    if annotation is bool:
+        if isinstance(value, bool):
+            return value
+    elif annotation is int:
+        if isinstance(value, int) and not isinstance(value, bool):
+            return value
+    elif annotation is float:
+        if isinstance(value, int | float) and not isinstance(value, bool):
+            return float(value)
+    elif annotation is str:
+        if isinstance(value, str):
+            return value
+    else:  # pragma: no cover - every field uses one of the types above
+        return value
+    raise MtkitError(
+        f"{where}: '{name}' must be {annotation.__name__}, got {type(value).__name__} {value!r}"
+    )
+
+
+def _parse_scalar(text: str) -> Any:
+    """Parse a command-line override value with YAML rules (1 -> int, true -> bool, ...)."""
+    try:
+        return yaml.safe_load(text)
+    except yaml.YAMLError:
+        return text
+
+
+def from_dict(cls: type[C], data: dict[str, Any], where: str = "config") -> C:
+    """Build ``cls`` from a mapping, rejecting unknown keys and wrong types with a clear error."""
+    if not isinstance(data, dict):
+        raise MtkitError(f"{where}: expected a mapping of options, got {type(data).__name__}")
+    hints = typing.get_type_hints(cls)
+    names = {f.name for f in dataclasses.fields(cls)}  # type: ignore[arg-type]
+    kwargs = {}
+    for key, value in data.items():
+        if key not in names:
+            raise MtkitError(f"{where}: unknown option '{key}' (known: {', '.join(sorted(names))})")
+        kwargs[key] = _check_value(key, value, hints[key], where)
+    return cls(**kwargs)
+
+
+def apply_overrides(config: C, overrides: dict[str, Any], where: str = "override") -> C:
+    """Return a copy of ``config`` with ``overrides`` (already-typed or string values) applied."""
+    data = dataclasses.asdict(config)  # type: ignore[call-overload]
+    for key, value in overrides.items():
+        data[key] = _parse_scalar(value) if isinstance(value, str) else value
+    hints = typing.get_type_hints(type(config))
+    for key, value in overrides.items():  # strings stay strings where the field is a str
+        if isinstance(value, str) and hints.get(key) is str:
+            data[key] = value
+    return from_dict(type(config), data, where)
+
+
+def load_yaml(path: str | Path) -> dict[str, Any]:
+    """Read a YAML mapping, with one-line errors for missing files and bad syntax."""
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise MtkitError(f"{path}: no such config file") from None
+    except UnicodeDecodeError as err:
+        raise MtkitError(f"{path}: not UTF-8 ({err.reason})") from None
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as err:
+        mark = getattr(err, "problem_mark", None)
+        line = f" line {mark.line + 1}" if mark is not None else ""
+        raise MtkitError(f"{path}:{line} invalid YAML ({getattr(err, 'problem', err)})") from None
+    if data is None:
+        return {}
+    if not isinstance(data, dict):
+        raise MtkitError(f"{path}: expected a mapping of options at the top level")
+    return data
+
+
+def to_dict(config: Any) -> dict[str, Any]:
+    return dataclasses.asdict(config)
+
+
+def dump_yaml(config: Any, path: str | Path) -> None:
+    Path(path).write_text(yaml.safe_dump(to_dict(config), sort_keys=False), encoding="utf-8")

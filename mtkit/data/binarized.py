@@ -1,0 +1,136 @@
+"""The binarized dataset directory that `mtkit prepare` writes and `mtkit train` memory-maps.
+
+Layout of a dataset directory::
+
+    manifest.json            languages, sources and hashes, filters, counts (see prepare)
+    spm.src.model            the source sentencepiece model (bytes, as trained)
+    spm.tgt.model            the target model (a copy of the source one for a joint vocabulary)
+    {split}.src.bin          all source token ids of the split, flat, dtype from the manifest
+    {split}.src.idx          int64 offsets, n+1 entries: sentence i is bin[idx[i]:idx[i+1]]
+    {split}.tgt.bin / .idx   the same for the target side
+    {split}.src.txt          (valid/test) the kept source lines, for decoding and BLEU
+    {split}.tgt.txt          (valid/test) the kept reference lines
+
+Token ids exclude BOS and EOS: batching adds them.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from mtkit.data.tokenizer import Tokenizer
+from mtkit.errors import MtkitError
+
+MANIFEST = "manifest.json"
+FORMAT_VERSION = 1
+SIDES = ("src", "tgt")
+
+
+def token_dtype(vocab_size: int) -> np.dtype:
+    return np.dtype(np.uint16) if vocab_size <= 65536 else np.dtype(np.int32)
+
+
+def read_manifest(data_dir: str | Path) -> dict[str, Any]:
+    path = Path(data_dir) / MANIFEST
+    if not path.is_file():
+        raise MtkitError(f"{data_dir}: not an mtkit dataset (no {MANIFEST}; run `mtkit prepare`)")
+    try:
+        manifest = json.loads(path.read_text(encoding="utf-8"))
+    except (json.JSONDecodeError, UnicodeDecodeError) as err:
+        raise MtkitError(f"{path}: unreadable manifest ({err})") from None
+    if manifest.get("format_version") != FORMAT_VERSION:
+        raise MtkitError(
+            f"{path}: dataset format {manifest.get('format_version')!r}, this mtkit reads "
+            f"{FORMAT_VERSION}: prepare the data again"
+        )
+    return manifest
+
+
+def load_tokenizers(data_dir: str | Path) -> tuple[Tokenizer, Tokenizer]:
+    data_dir = Path(data_dir)
+    return (
+        Tokenizer.from_file(data_dir / "spm.src.model"),
+        Tokenizer.from_file(data_dir / "spm.tgt.model"),
+    )
+
+
+class SplitWriter:
+    """Streams encoded pairs of one split to ``{split}.{src,tgt}.{bin,idx}``."""
+
+    def __init__(self, out_dir: str | Path, split: str, dtype: np.dtype) -> None:
+        self.dtype = np.dtype(dtype)
+        self.count = 0
+        self.tokens = {side: 0 for side in SIDES}
+        out_dir = Path(out_dir)
+        self._bin = {side: open(out_dir / f"{split}.{side}.bin", "wb") for side in SIDES}
+        self._idx = {side: open(out_dir / f"{split}.{side}.idx", "wb") for side in SIDES}
+        for side in SIDES:
+            self._idx[side].write(np.zeros(1, dtype=np.int64).tobytes())
+
+    def add_many(self, src: Sequence[Sequence[int]], tgt: Sequence[Sequence[int]]) -> None:
+        for side, seqs in zip(SIDES, (src, tgt), strict=True):
+            if not seqs:
+                continue
+            lengths = np.fromiter((len(s) for s in seqs), dtype=np.int64, count=len(seqs))
+            flat = np.fromiter((t for s in seqs for t in s), dtype=self.dtype, count=lengths.sum())
+            self._bin[side].write(flat.tobytes())
+            offsets = self.tokens[side] + np.cumsum(lengths)
+            self._idx[side].write(offsets.astype(np.int64).tobytes())
+            self.tokens[side] += int(lengths.sum())
+        self.count += len(src)
+
+    def close(self) -> None:
+        for handle in (*self._bin.values(), *self._idx.values()):
+            handle.close()
+
+
+class ParallelData:
+    """One split of a binarized dataset, memory-mapped."""
+
+    def __init__(self, data_dir: str | Path, split: str) -> None:
+        self.data_dir = Path(data_dir)
+        self.split = split
+        manifest = read_manifest(data_dir)
+        if split not in manifest.get("splits", {}):
+            raise MtkitError(f"{data_dir}: dataset has no '{split}' split")
+        dtype = np.dtype(manifest["dtype"])
+        self._tokens, self._offsets = {}, {}
+        for side in SIDES:
+            base = self.data_dir / f"{split}.{side}"
+            try:
+                idx = np.fromfile(f"{base}.idx", dtype=np.int64)
+                size = Path(f"{base}.bin").stat().st_size
+            except FileNotFoundError as err:
+                raise MtkitError(f"{err.filename}: missing from the dataset") from None
+            if len(idx) == 0 or idx[-1] * dtype.itemsize != size:
+                raise MtkitError(f"{base}.bin: size does not match its index (truncated?)")
+            self._offsets[side] = idx
+            self._tokens[side] = (
+                np.memmap(f"{base}.bin", dtype=dtype, mode="r") if size else np.zeros(0, dtype)
+            )
+        if len(self._offsets["src"]) != len(self._offsets["tgt"]):
+            raise MtkitError(f"{self.data_dir}: {split} source and target counts differ")
+        self.src_lengths = np.diff(self._offsets["src"])
+        self.tgt_lengths = np.diff(self._offsets["tgt"])
+
+    def __len__(self) -> int:
+        return len(self.src_lengths)
+
+    def side(self, side: str, i: int) -> np.ndarray:
+        offsets = self._offsets[side]
+        return np.asarray(self._tokens[side][offsets[i] : offsets[i + 1]], dtype=np.int64)
+
+    def pair(self, i: int) -> tuple[np.ndarray, np.ndarray]:
+        return self.side("src", i), self.side("tgt", i)
+
+    def text(self, side: str) -> list[str]:
+        """The kept raw lines of a valid/test split (for decoding and BLEU)."""
+        path = self.data_dir / f"{self.split}.{side}.txt"
+        if not path.is_file():
+            raise MtkitError(f"{path}: missing (only valid/test splits keep their text)")
+        return path.read_text(encoding="utf-8").split("\n")[: len(self)]
