@@ -1,4 +1,4 @@
-"""The one exception type for user mistakes: the CLI prints its message on one line, no traceback."""
+"""The one exception type for user mistakes: the CLI prints it on one line, no traceback."""
 
 
 class MtkitError(Exception):

@@ -1,0 +1,145 @@
+"""Checkpoints: plain data written atomically, loaded with ``torch.load(weights_only=True)``.
+
+A checkpoint is a dict::
+
+    format            "mtkit-checkpoint"
+    format_version    CHECKPOINT_VERSION
+    mtkit_version     the writer's version string
+    model_config      ModelConfig as a dict
+    train_config      TrainConfig as a dict (the resolved config of the run)
+    spm               {"src": bytes, "tgt": bytes}: the sentencepiece models themselves
+    model             the model's state dict
+    ...               training state (optimizer, scheduler, RNG, data position) when saved by
+                      `mtkit train`; `mtkit average` and exports keep only the above
+
+so `mtkit translate -m CKPT` needs nothing else. Loading never unpickles code: anything beyond
+tensors and plain containers is refused with a clear error.
+"""
+
+from __future__ import annotations
+
+import os
+import pickle
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from mtkit import __version__
+from mtkit.config import ModelConfig, from_dict
+from mtkit.data.tokenizer import Tokenizer
+from mtkit.errors import MtkitError
+from mtkit.model.transformer import Transformer, build_model
+
+FORMAT = "mtkit-checkpoint"
+CHECKPOINT_VERSION = 1
+
+
+def save_checkpoint(payload: dict[str, Any], path: str | Path) -> None:
+    """Write ``payload`` to a temporary file beside ``path``, fsync, then rename over it."""
+    path = Path(path)
+    if not path.parent.is_dir():
+        raise MtkitError(f"{path.parent}: directory does not exist")
+    payload = {"format": FORMAT, "format_version": CHECKPOINT_VERSION,
+               "mtkit_version": __version__, **payload}  # fmt: skip
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            torch.save(payload, handle)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, path)
+    except BaseException as err:
+        Path(tmp).unlink(missing_ok=True)
+        if isinstance(err, OSError):
+            raise MtkitError(
+                f"{path}: could not write checkpoint ({err.strerror or err})"
+            ) from None
+        raise
+    _fsync_dir(path.parent)
+
+
+def _fsync_dir(directory: Path) -> None:
+    try:
+        fd = os.open(directory, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+def load_checkpoint(path: str | Path, map_location: str | torch.device = "cpu") -> dict[str, Any]:
+    """Load and validate a checkpoint without executing any code from it."""
+    path = Path(path)
+    if not path.exists():
+        raise MtkitError(f"{path}: no such checkpoint")
+    if path.is_dir():
+        raise MtkitError(f"{path}: is a directory, not a checkpoint")
+    try:
+        ckpt = torch.load(path, map_location=map_location, weights_only=True)
+    except pickle.UnpicklingError as err:
+        first = str(err).strip().splitlines()[0] if str(err).strip() else "unsafe content"
+        if "Weights only load failed" in first or "Unsupported" in str(err):
+            raise MtkitError(
+                f"{path}: refused: the file holds objects other than tensors and plain data "
+                "(not an mtkit checkpoint, or crafted to run code)"
+            ) from None
+        raise MtkitError(f"{path}: not a checkpoint ({first})") from None
+    except Exception as err:  # torch raises many types for truncated or foreign files
+        reason = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+        raise MtkitError(
+            f"{path}: unreadable checkpoint (truncated or corrupt: {reason})"
+        ) from None
+    if not isinstance(ckpt, dict) or ckpt.get("format") != FORMAT:
+        raise MtkitError(f"{path}: not an mtkit checkpoint")
+    if ckpt.get("format_version") != CHECKPOINT_VERSION:
+        raise MtkitError(
+            f"{path}: checkpoint format {ckpt.get('format_version')!r} (mtkit "
+            f"{ckpt.get('mtkit_version', '?')}); this mtkit {__version__} reads "
+            f"format {CHECKPOINT_VERSION}"
+        )
+    for key in ("model_config", "model", "spm"):
+        if key not in ckpt:
+            raise MtkitError(f"{path}: checkpoint lacks '{key}'")
+    return ckpt
+
+
+@dataclass
+class LoadedModel:
+    """A model ready for inference with the tokenizers it was trained with."""
+
+    model: Transformer
+    src_tokenizer: Tokenizer
+    tgt_tokenizer: Tokenizer
+    config: ModelConfig
+    checkpoint_path: str
+
+
+def model_from_checkpoint(ckpt: dict[str, Any], where: str = "checkpoint") -> Transformer:
+    cfg = from_dict(ModelConfig, ckpt["model_config"], where=f"{where}: model_config")
+    model = build_model(cfg)
+    try:
+        model.load_state_dict(ckpt["model"])
+    except RuntimeError as err:
+        raise MtkitError(f"{where}: weights do not fit the model config ({err})") from None
+    return model
+
+
+def load_for_inference(path: str | Path, device: str | torch.device = "cpu") -> LoadedModel:
+    """Load a checkpoint's model (in eval mode, on ``device``) and its sentencepiece models."""
+    ckpt = load_checkpoint(path)
+    model = model_from_checkpoint(ckpt, str(path)).to(device).eval()
+    spm = ckpt["spm"]
+    return LoadedModel(
+        model=model,
+        src_tokenizer=Tokenizer(spm["src"], name=f"{path}: source spm"),
+        tgt_tokenizer=Tokenizer(spm["tgt"], name=f"{path}: target spm"),
+        config=model.cfg,
+        checkpoint_path=str(path),
+    )

@@ -1,0 +1,121 @@
+"""Model invariants: cached decoding equals the full pass, padding invariance, causality."""
+
+import pytest
+import torch
+
+from mtkit.config import ModelConfig
+from mtkit.data.tokenizer import BOS_ID, EOS_ID, PAD_ID
+from mtkit.errors import MtkitError
+from mtkit.model.layers import sinusoidal_positions
+from mtkit.model.transformer import build_model, count_parameters, resolve_model_config
+
+
+def tiny(pre_norm: bool = False, **kw) -> torch.nn.Module:
+    torch.manual_seed(0)
+    cfg = ModelConfig(src_vocab_size=23, tgt_vocab_size=29, d_model=32, ffn_dim=64, heads=4,
+                      encoder_layers=2, decoder_layers=2, dropout=0.0, attention_dropout=0.0,
+                      pre_norm=pre_norm, **kw)  # fmt: skip
+    return build_model(cfg).eval()
+
+
+def batch(lengths: list[int], vocab: int, seed: int = 1) -> torch.Tensor:
+    g = torch.Generator().manual_seed(seed)
+    out = torch.full((len(lengths), max(lengths)), PAD_ID)
+    for i, n in enumerate(lengths):
+        out[i, :n] = torch.randint(4, vocab, (n,), generator=g)
+        out[i, n - 1] = EOS_ID
+    return out
+
+
+@pytest.mark.parametrize("pre_norm", [False, True])
+def test_cached_steps_equal_full_forward(pre_norm: bool) -> None:
+    model = tiny(pre_norm)
+    src = batch([7, 4, 5], 23)
+    tgt = torch.cat([torch.full((3, 1), BOS_ID), batch([6, 6, 6], 29, seed=2)], dim=1)
+    with torch.no_grad():
+        enc = model.encode(src)
+        full = model.decode(tgt, enc).log_softmax(-1)
+        cache = model.start_cache(enc, max_len=tgt.shape[1])
+        for t in range(tgt.shape[1]):
+            step = model.decode_step(tgt[:, t], cache).log_softmax(-1)
+            torch.testing.assert_close(step, full[:, t], atol=1e-5, rtol=1e-5)
+
+
+def test_cache_reorder_follows_rows() -> None:
+    model = tiny()
+    src = batch([5, 6], 23)
+    tgt = torch.tensor([[BOS_ID, 5, 6, 7], [BOS_ID, 8, 9, 10]])
+    with torch.no_grad():
+        enc = model.encode(src)
+        full = model.decode(tgt, enc).log_softmax(-1)
+        cache = model.start_cache(enc, max_len=4)
+        model.decode_step(tgt[:, 0], cache)
+        model.decode_step(tgt[:, 1], cache)
+        swap = torch.tensor([1, 0, 1])  # reorder and grow the batch
+        cache.reorder(swap)
+        model.decode_step(tgt[swap, 2], cache)
+        out = model.decode_step(tgt[swap, 3], cache).log_softmax(-1)
+    torch.testing.assert_close(out, full[swap, 3], atol=1e-5, rtol=1e-5)
+
+
+@pytest.mark.parametrize("pre_norm", [False, True])
+def test_padding_invariance(pre_norm: bool) -> None:
+    model = tiny(pre_norm)
+    lengths = [3, 8, 5]
+    src = batch(lengths, 23)
+    tgt = torch.cat([torch.full((3, 1), BOS_ID), batch([4, 2, 6], 29, seed=3)], dim=1)
+    tgt_lengths = [5, 3, 7]
+    with torch.no_grad():
+        together = model(src, tgt)
+        for i, (n, m) in enumerate(zip(lengths, tgt_lengths, strict=True)):
+            alone = model(src[i : i + 1, :n], tgt[i : i + 1, :m])
+            torch.testing.assert_close(together[i, :m], alone[0], atol=1e-5, rtol=1e-5)
+
+
+def test_decoder_is_causal() -> None:
+    model = tiny()
+    src = batch([6], 23)
+    tgt = torch.tensor([[BOS_ID, 5, 6, 7, 8]])
+    changed = tgt.clone()
+    changed[0, 3:] = torch.tensor([20, 21])
+    with torch.no_grad():
+        a, b = model(src, tgt), model(src, changed)
+    torch.testing.assert_close(a[:, :3], b[:, :3])
+    assert not torch.allclose(a[:, 3:], b[:, 3:])
+
+
+def test_embeddings_are_tied_and_shared() -> None:
+    model = tiny(share_all_embeddings=False, tie_output=True)
+    assert model.output is None
+    cfg = ModelConfig(src_vocab_size=30, tgt_vocab_size=30, d_model=16, ffn_dim=32, heads=2,
+                      encoder_layers=1, decoder_layers=1, share_all_embeddings=True)  # fmt: skip
+    shared = build_model(cfg)
+    assert shared.src_embed.weight is shared.tgt_embed.weight
+    untied = build_model(ModelConfig(src_vocab_size=30, tgt_vocab_size=30, d_model=16,
+                                     ffn_dim=32, heads=2, encoder_layers=1, decoder_layers=1,
+                                     tie_output=False))  # fmt: skip
+    assert count_parameters(untied) == count_parameters(shared) + 2 * 30 * 16
+
+
+def test_positions_match_formula() -> None:
+    table = sinusoidal_positions(50, 8)
+    pos, i = 7, 2
+    assert table[pos, i].item() == pytest.approx(
+        torch.sin(torch.tensor(pos / 10000 ** (2 * i / 8))).item(), abs=1e-6
+    )
+    assert table[pos, 4 + i].item() == pytest.approx(
+        torch.cos(torch.tensor(pos / 10000 ** (2 * i / 8))).item(), abs=1e-6
+    )
+
+
+def test_presets_and_errors() -> None:
+    base = resolve_model_config("transformer-base", 100, 100)
+    assert (base.d_model, base.ffn_dim, base.heads, base.encoder_layers) == (512, 2048, 8, 6)
+    big = resolve_model_config("transformer-big", 100, 100, {"decoder_layers": 2})
+    assert (big.d_model, big.dropout, big.decoder_layers) == (1024, 0.3, 2)
+    with pytest.raises(MtkitError, match="unknown preset"):
+        resolve_model_config("nope", 10, 10)
+    with pytest.raises(MtkitError, match="divisible"):
+        build_model(ModelConfig(d_model=30, heads=4))
+    with pytest.raises(MtkitError, match="max_positions"):
+        tiny(max_positions=4).encode(batch([6], 23))
