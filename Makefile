@@ -10,8 +10,8 @@ TORCH_SPEC ?= torch
 TORCH_PIP_ARGS ?=
 else
 TORCH_SPEC ?= torch==2.13.0
-TORCH_PIP_ARGS ?= $(shell $(PYTHON) -m pip download --help >/dev/null 2>&1; \
-	ls /opt/wheels/torch-*+cpu-* >/dev/null 2>&1 || echo --index-url https://download.pytorch.org/whl/cpu --extra-index-url https://pypi.org/simple)
+# This machine keeps the CPU wheel on disk; elsewhere take it from PyTorch's CPU index.
+TORCH_PIP_ARGS ?= $(if $(wildcard /opt/wheels/torch-*+cpu*),,--extra-index-url https://download.pytorch.org/whl/cpu)
 endif
 STAMP := $(VENV)/.mtkit-installed
 DEMO_DIR ?= work/demo

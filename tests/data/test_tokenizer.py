@@ -1,0 +1,61 @@
+"""The sentencepiece wrapper: fixed special ids, round trips, bytes-only loading."""
+
+from pathlib import Path
+
+import pytest
+import sentencepiece as spm
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from mtkit.data.tokenizer import BOS_ID, EOS_ID, PAD_ID, UNK_ID, Tokenizer, train_spm
+from mtkit.errors import MtkitError
+
+TEXT = [
+    "A man in a red shirt is riding a bicycle.",
+    "Zwei Hunde spielen im Schnee.",
+    "Une femme lit un livre près de la fenêtre.",
+    "Children are playing football in the park.",
+] * 50
+
+
+@pytest.fixture(scope="module")
+def tok() -> Tokenizer:
+    return Tokenizer(train_spm(TEXT, vocab_size=120))
+
+
+def test_special_ids(tok: Tokenizer) -> None:
+    assert [tok.sp.IdToPiece(i) for i in (PAD_ID, UNK_ID, BOS_ID, EOS_ID)] == [
+        "<pad>", "<unk>", "<s>", "</s>"
+    ]  # fmt: skip
+    assert len(tok) == 120
+
+
+@settings(max_examples=50, deadline=None)
+@given(st.text(alphabet=sorted(set("".join(TEXT))), max_size=60))
+def test_round_trip(tok: Tokenizer, text: str) -> None:
+    normalized = " ".join(text.split())
+    assert tok.decode(tok.encode([normalized])) == [normalized]
+
+
+def test_decode_drops_specials(tok: Tokenizer) -> None:
+    ids = tok.encode_one("Two dogs")
+    assert tok.decode([[BOS_ID, *ids, EOS_ID, PAD_ID, PAD_ID]]) == tok.decode([ids])
+
+
+def test_rejects_foreign_models(tmp_path: Path) -> None:
+    with pytest.raises(MtkitError, match="not a sentencepiece model"):
+        Tokenizer(b"garbage bytes", name="x.model")
+    with pytest.raises(MtkitError, match="no such sentencepiece model"):
+        Tokenizer.from_file(tmp_path / "missing.model")
+    # a valid spm model with other special ids (sentencepiece's defaults: unk=0, bos=1, eos=2)
+    (tmp_path / "in.txt").write_text("\n".join(TEXT))
+    spm.SentencePieceTrainer.Train(
+        input=str(tmp_path / "in.txt"), model_prefix=str(tmp_path / "plain"), vocab_size=40,
+        minloglevel=2,
+    )  # fmt: skip
+    with pytest.raises(MtkitError, match="special ids"):
+        Tokenizer.from_file(tmp_path / "plain.model")
+
+
+def test_training_is_deterministic() -> None:
+    assert train_spm(TEXT, vocab_size=100) == train_spm(TEXT, vocab_size=100)
