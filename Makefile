@@ -23,7 +23,7 @@ install: $(STAMP)
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -c "import torch" 2>/dev/null || $(BIN)/pip install $(TORCH_PIP_ARGS) "$(TORCH_SPEC)"
-	$(BIN)/pip install -e ".[dev]"
+	$(BIN)/pip install -e ".[dev,hf,ct2,plot]"
 	touch $(STAMP)
 
 lint: install
@@ -41,7 +41,7 @@ demo: install
 	PATH="$(abspath $(BIN)):$$PATH" $(MAKE) -C recipes/multi30k demo WORK=$(abspath $(DEMO_DIR))
 
 bench: install
-	PATH="$(abspath $(BIN)):$$PATH" $(BIN)/python benchmarks/run_all.py
+	PATH="$(abspath $(BIN)):$$PATH" TORCH_PIP_ARGS="$(TORCH_PIP_ARGS)" $(BIN)/python benchmarks/run_all.py $(BENCH_ARGS)
 
 clean:
 	rm -rf $(VENV) work build dist *.egg-info .pytest_cache .ruff_cache .hypothesis

@@ -66,6 +66,13 @@ class SpmConfig:
     input_sentence_size: int = 0  # sample this many sentences (0: use all)
     seed: int = 1
     num_threads: int = 2
+    # or, instead of inputs, a parallel corpus as `mtkit prepare` reads it (see PrepareConfig)
+    train: str = ""
+    src_lang: str = ""
+    tgt_lang: str = ""
+    joint: bool = True  # True: PREFIX.model; False: PREFIX.SRC.model and PREFIX.TGT.model
+    format: str = "auto"  # auto | text | tsv | hf
+    hf_config: str = ""
 
 
 @dataclass
@@ -77,7 +84,8 @@ class PrepareConfig:
     out_dir: str = "data-bin"
     src_spm: str = ""
     tgt_spm: str = ""  # empty: same model as src_spm (joint vocabulary)
-    # sources, per split: a file prefix (PREFIX.SRC/PREFIX.TGT), a .tsv file, or a HF dataset
+    # sources, per split: a file prefix (PREFIX.SRC/PREFIX.TGT), a .tsv file, a parquet/json(l)
+    # file or save_to_disk directory in the HF translation schema, or hf:NAME[:SPLIT] (the hub)
     train: str = ""
     valid: str = ""
     test: str = ""
@@ -86,8 +94,9 @@ class PrepareConfig:
     max_tokens: int = 256  # drop pairs longer than this (spm pieces, either side); 0: no limit
     max_ratio: float = 3.0  # drop pairs whose length ratio exceeds this; 0: no limit
     dedup: bool = False  # drop exact duplicate pairs
-    workers: int = 2
-    chunk_size: int = 2000
+    workers: int = 2  # encoding processes; 0: encode in the main process
+    chunk_size: int = 2000  # pairs per encoding job
+    force: bool = False  # replace an existing out_dir
 
 
 # ---------------------------------------------------------------------------------------------
@@ -103,7 +112,9 @@ class TrainConfig:
     preset: str = "transformer-small"
     seed: int = 1
     device: str = "auto"  # auto | cpu | cuda | cuda:N
-    precision: str = "auto"  # auto (bf16 on CUDA if supported, else fp16; fp32 on CPU) | fp32 | bf16 | fp16
+    precision: str = (
+        "auto"  # auto (bf16 on CUDA if supported, else fp16; fp32 on CPU) | fp32 | bf16 | fp16
+    )
     max_tokens: int = 4096  # target tokens per batch per process, padding counted
     update_freq: int = 1  # gradient accumulation
     lr: float = 7e-4
@@ -157,18 +168,28 @@ class TranslateConfig:
     dtype: str = "fp32"
     quantize: str = ""  # "" | int8
     seed: int = 1
+    threads: int = 0  # torch CPU threads; 0: torch's default
+    chunk_lines: int = 10000  # lines read, sorted by length and translated at a time (streaming)
 
 
 @dataclass
 class EvaluateConfig:
     """`mtkit evaluate`: sacrebleu metrics."""
 
-    metrics: list[str] = field(default_factory=lambda: ["bleu", "chrf", "ter"])
+    metrics: list[str] = field(default_factory=lambda: ["bleu", "chrf", "ter"])  # + chrf++
     tokenize: str = ""  # "" : sacrebleu's default for the metric (13a for BLEU)
-    lowercase: bool = False
+    lowercase: bool = False  # BLEU and chrF; TER ignores case anyway (sacrebleu's default)
     paired_bs_n: int = 1000
     paired_ar_n: int = 10000
     seed: int = 12345
+    input: str = "-"  # hypotheses, one per line; "-": stdin
+    refs: list[str] = field(default_factory=list)  # one file per reference translation
+    compare: list[str] = field(default_factory=list)  # other systems: paired test vs `input`
+    paired: str = "bs"  # bs (paired bootstrap resampling) | ar (approximate randomization)
+    checkpoints: list[str] = field(default_factory=list)  # translate `src` instead of `input`
+    src: str = ""  # source file translated with `checkpoints`
+    output: str = ""  # with `checkpoints`: also write the translations here
+    width: int = 1  # decimals printed (as `sacrebleu -w`)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -121,5 +121,7 @@ def train_spm(
             hard_vocab_limit=False,
         )
     except RuntimeError as err:
-        raise MtkitError(f"sentencepiece training failed: {str(err).strip().splitlines()[-1]}") from None
+        raise MtkitError(
+            f"sentencepiece training failed: {str(err).strip().splitlines()[-1]}"
+        ) from None
     return model.getvalue()

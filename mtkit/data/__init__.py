@@ -1,0 +1,1 @@
+"""Tokenizers, corpus readers and the binarized dataset format."""

@@ -1,0 +1,1 @@
+"""The Transformer encoder-decoder."""

@@ -1,0 +1,1 @@
+"""Training: loss, schedule, batching, the loop, checkpoints."""
