@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from itertools import chain
 from pathlib import Path
 from typing import Any
 
@@ -73,20 +74,40 @@ class SplitWriter:
             self._idx[side].write(np.zeros(1, dtype=np.int64).tobytes())
 
     def add_many(self, src: Sequence[Sequence[int]], tgt: Sequence[Sequence[int]]) -> None:
-        for side, seqs in zip(SIDES, (src, tgt), strict=True):
-            if not seqs:
-                continue
-            lengths = np.fromiter((len(s) for s in seqs), dtype=np.int64, count=len(seqs))
-            flat = np.fromiter((t for s in seqs for t in s), dtype=self.dtype, count=lengths.sum())
-            self._bin[side].write(flat.tobytes())
-            offsets = self.tokens[side] + np.cumsum(lengths)
-            self._idx[side].write(offsets.astype(np.int64).tobytes())
-            self.tokens[side] += int(lengths.sum())
-        self.count += len(src)
+        if len(src) != len(tgt):
+            raise ValueError(f"{len(src)} source but {len(tgt)} target sentences")
+        arrays = []
+        for seqs in (src, tgt):
+            lengths = np.fromiter(map(len, seqs), dtype=np.int64, count=len(seqs))
+            flat = np.fromiter(chain.from_iterable(seqs), dtype=self.dtype, count=lengths.sum())
+            arrays += [flat, lengths]
+        self.add_arrays(*arrays)
+
+    def add_arrays(
+        self, src: np.ndarray, src_lengths: np.ndarray, tgt: np.ndarray, tgt_lengths: np.ndarray
+    ) -> None:
+        """Append pairs given as each side's flat token ids plus per-sentence lengths."""
+        if len(src_lengths) != len(tgt_lengths):
+            raise ValueError(f"{len(src_lengths)} source but {len(tgt_lengths)} target lengths")
+        for side, flat, lengths in (("src", src, src_lengths), ("tgt", tgt, tgt_lengths)):
+            lengths = np.asarray(lengths, dtype=np.int64)
+            total = int(lengths.sum())
+            if len(flat) != total:
+                raise ValueError(f"{side}: {len(flat)} tokens but lengths sum to {total}")
+            self._bin[side].write(np.asarray(flat, dtype=self.dtype).tobytes())
+            self._idx[side].write((self.tokens[side] + np.cumsum(lengths)).tobytes())
+            self.tokens[side] += total
+        self.count += len(src_lengths)
 
     def close(self) -> None:
         for handle in (*self._bin.values(), *self._idx.values()):
             handle.close()
+
+    def __enter__(self) -> SplitWriter:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
 
 class ParallelData:

@@ -1,0 +1,326 @@
+"""`mtkit prepare`: read a parallel corpus, clean it, encode it with sentencepiece, binarize it.
+
+Each split streams: chunks are read lazily, cleaned in this process, encoded in worker processes
+(each loads the models once; at most ``2 * workers`` chunks in flight) and written in corpus
+order as they come back, so memory stays bounded whatever the corpus size. A split that fits in
+one chunk is encoded in this process, where a pool cannot help. Everything is written into a
+temporary directory next to ``out_dir`` and renamed at the end; on any error it is removed.
+
+Length, ratio and duplicate filters apply to the train split only: valid and test keep every
+line (stripped), so their outputs stay aligned with the original references.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import multiprocessing
+import os
+import shutil
+import tempfile
+from collections import deque
+from collections.abc import Iterator
+from dataclasses import asdict
+from itertools import chain, compress, islice
+from pathlib import Path
+from typing import Any, NamedTuple
+
+import numpy as np
+
+from mtkit import __version__
+from mtkit.config import PrepareConfig
+from mtkit.data.binarized import FORMAT_VERSION, MANIFEST, SplitWriter, token_dtype
+from mtkit.data.cleaning import REASONS, PairFilter, length_mask, normalize_all
+from mtkit.data.corpus import Source, open_source
+from mtkit.data.tokenizer import Tokenizer
+from mtkit.errors import MtkitError
+
+SPLITS = ("train", "valid", "test")
+FILTERED_SPLITS = ("train",)
+Job = tuple[list[str], list[str], bool]  # source lines, target lines, apply the length filters
+
+
+class Encoded(NamedTuple):
+    """One encoded chunk: the kept pairs as flat ids plus lengths, per side."""
+
+    src: np.ndarray
+    src_lengths: np.ndarray
+    tgt: np.ndarray
+    tgt_lengths: np.ndarray
+    keep: np.ndarray  # (n,) bool over the chunk's input pairs
+    dropped: dict[str, int]
+
+
+class ChunkEncoder:
+    """Encodes chunks of pairs with the source and target models; applies the length filters."""
+
+    def __init__(
+        self, src_model: bytes, tgt_model: bytes, max_tokens: int, max_ratio: float, dtype: str
+    ) -> None:
+        self.src = Tokenizer(src_model).sp
+        self.tgt = Tokenizer(tgt_model).sp
+        self.max_tokens, self.max_ratio, self.dtype = max_tokens, max_ratio, np.dtype(dtype)
+
+    def _encode(self, sp: Any, lines: list[str]) -> tuple[list[list[int]], np.ndarray]:
+        ids = sp.Encode(lines, out_type=int, num_threads=1)
+        return ids, np.fromiter(map(len, ids), dtype=np.int64, count=len(ids))
+
+    def _flat(self, ids: list[list[int]], total: int) -> np.ndarray:
+        return np.fromiter(chain.from_iterable(ids), dtype=self.dtype, count=total)
+
+    def __call__(self, job: Job) -> Encoded:
+        src_lines, tgt_lines, filtered = job
+        src_ids, src_len = self._encode(self.src, src_lines)
+        tgt_ids, tgt_len = self._encode(self.tgt, tgt_lines)
+        keep, dropped = np.ones(len(src_ids), dtype=bool), {}
+        if filtered:
+            keep, dropped = length_mask(src_len, tgt_len, self.max_tokens, self.max_ratio)
+            if not keep.all():
+                src_ids, tgt_ids = list(compress(src_ids, keep)), list(compress(tgt_ids, keep))
+                src_len, tgt_len = src_len[keep], tgt_len[keep]
+        src_flat = self._flat(src_ids, int(src_len.sum()))
+        tgt_flat = self._flat(tgt_ids, int(tgt_len.sum()))
+        return Encoded(src_flat, src_len, tgt_flat, tgt_len, keep, dropped)
+
+
+_worker_encoder: ChunkEncoder | None = None
+
+
+def _init_worker(*args: Any) -> None:
+    global _worker_encoder
+    _worker_encoder = ChunkEncoder(*args)
+
+
+def _encode_in_worker(job: Job) -> Encoded:
+    assert _worker_encoder is not None, "worker not initialised"
+    return _worker_encoder(job)
+
+
+class EncoderPool:
+    """Encodes jobs in order, in ``workers`` processes (started on first need) or in this one."""
+
+    def __init__(self, args: tuple[Any, ...], workers: int) -> None:
+        self.args, self.workers = args, workers
+        self.local = ChunkEncoder(*args)
+        self.pool: Any = None
+        self.jobs_in_workers = 0
+
+    def map(self, jobs: Iterator[Job]) -> Iterator[tuple[Job, Encoded]]:
+        head = list(islice(jobs, 2))
+        if self.workers < 1 or len(head) < 2:  # one chunk (or none): a pool cannot help
+            for job in chain(head, jobs):
+                yield job, self.local(job)
+            return
+        if self.pool is None:
+            self.pool = multiprocessing.Pool(self.workers, _init_worker, self.args)
+        # apply_async over a window rather than Pool.imap: imap's feeder thread would drain the
+        # reader without limit; the window bounds memory and keeps read errors in this thread
+        pending: deque[tuple[Job, Any]] = deque()
+        for job in chain(head, jobs):
+            pending.append((job, self.pool.apply_async(_encode_in_worker, (job,))))
+            self.jobs_in_workers += 1
+            if len(pending) > 2 * self.workers:
+                done, result = pending.popleft()
+                yield done, result.get()
+        while pending:
+            done, result = pending.popleft()
+            yield done, result.get()
+
+    def __enter__(self) -> EncoderPool:
+        return self
+
+    def __exit__(self, exc_type: object, *exc: object) -> None:
+        if self.pool is not None:
+            if exc_type is None:
+                self.pool.close()
+            else:
+                self.pool.terminate()
+            self.pool.join()
+
+
+def _jobs(source: Source, cfg: PrepareConfig, split: str, counts: dict[str, Any]) -> Iterator[Job]:
+    """Read, strip and (train) filter chunks; count the pairs read and dropped."""
+    filtered = split in FILTERED_SPLITS
+    pair_filter = PairFilter(dedup=cfg.dedup) if filtered else None
+    for src, tgt in source.chunks(cfg.chunk_size):
+        counts["read"] += len(src)
+        src, tgt = normalize_all(src), normalize_all(tgt)
+        if pair_filter is not None:
+            src, tgt = pair_filter(src, tgt)
+            counts["dropped"].update(pair_filter.dropped)
+        if src:
+            yield src, tgt, filtered
+
+
+def _write_split(
+    split: str, source: Source, cfg: PrepareConfig, encoder: EncoderPool, out: Path
+) -> dict[str, Any]:
+    """Encode one split into ``out``; return its counts for the manifest."""
+    filtered = split in FILTERED_SPLITS
+    counts: dict[str, Any] = {"read": 0, "dropped": {}}
+    if filtered:
+        counts["dropped"] = dict.fromkeys(REASONS, 0)
+    with contextlib.ExitStack() as stack:
+        writer = stack.enter_context(SplitWriter(out, split, encoder.local.dtype))
+        texts = None
+        if not filtered:
+            texts = [
+                stack.enter_context(
+                    open(out / f"{split}.{side}.txt", "w", encoding="utf-8", newline="\n")
+                )
+                for side in ("src", "tgt")
+            ]
+        for (src, tgt, _), enc in encoder.map(_jobs(source, cfg, split, counts)):
+            writer.add_arrays(enc.src, enc.src_lengths, enc.tgt, enc.tgt_lengths)
+            for reason, n in enc.dropped.items():
+                counts["dropped"][reason] += n
+            if texts is not None:
+                for handle, lines in zip(texts, (src, tgt), strict=True):
+                    handle.write("".join(f"{line}\n" for line in compress(lines, enc.keep)))
+    return {
+        "read": counts["read"],
+        "kept": writer.count,
+        "dropped": counts["dropped"],
+        "tokens": dict(writer.tokens),
+    }
+
+
+def resolve_spm(cfg: PrepareConfig) -> tuple[Path, Path]:
+    """The source and target model paths; ``--spm PREFIX`` finds `mtkit spm train` outputs."""
+    if not cfg.src_spm:
+        raise MtkitError(
+            "no sentencepiece model: give --spm MODEL (or --src-spm and --tgt-spm); "
+            "train one with `mtkit spm train`"
+        )
+    if cfg.tgt_spm:
+        return Path(cfg.src_spm), Path(cfg.tgt_spm)
+    given = Path(cfg.src_spm)
+    joint = Path(f"{given}.model")
+    per_lang = Path(f"{given}.{cfg.src_lang}.model"), Path(f"{given}.{cfg.tgt_lang}.model")
+    if not given.exists() and joint.is_file():
+        return joint, joint
+    if not given.exists() and all(p.is_file() for p in per_lang):
+        return per_lang
+    return given, given
+
+
+def _check_config(cfg: PrepareConfig) -> None:
+    if cfg.src_lang == cfg.tgt_lang or not cfg.src_lang or not cfg.tgt_lang:
+        raise MtkitError(f"need two different languages, got {cfg.src_lang!r}, {cfg.tgt_lang!r}")
+    if not any(getattr(cfg, split) for split in SPLITS):
+        raise MtkitError("nothing to prepare: give at least one of --train, --valid, --test")
+    if cfg.workers < 0 or cfg.chunk_size < 1 or cfg.max_tokens < 0:
+        raise MtkitError("--workers and --max-tokens must be >= 0, --chunk-size >= 1")
+    if cfg.max_ratio != 0 and cfg.max_ratio < 1:
+        raise MtkitError(f"--max-ratio must be 0 (off) or >= 1, got {cfg.max_ratio}")
+
+
+def _check_out_dir(out: Path, force: bool) -> None:
+    if out.exists() and not out.is_dir():
+        raise MtkitError(f"{out}: exists and is not a directory")
+    if out.is_dir() and any(out.iterdir()) and not force:
+        raise MtkitError(f"{out}: already exists (use --force to replace it)")
+
+
+@contextlib.contextmanager
+def _staging_dir(out: Path) -> Iterator[Path]:
+    """A temporary directory next to ``out``; on error it goes, with any parents made for it."""
+    made = [p for p in (out.parent, *out.parent.parents) if not p.exists()]
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", suffix=".tmp", dir=out.parent))
+    umask = os.umask(0o022)
+    os.umask(umask)
+    tmp.chmod(0o777 & ~umask)  # mkdtemp makes it private; the dataset gets the usual mode
+    try:
+        yield tmp
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        for parent in made:
+            with contextlib.suppress(OSError):
+                parent.rmdir()
+        raise
+
+
+def _publish(tmp: Path, out: Path) -> None:
+    """Rename the finished dataset into place, replacing an existing ``out``."""
+    if not out.exists():
+        os.rename(tmp, out)
+        return
+    trash = Path(tempfile.mkdtemp(prefix=f".{out.name}.", suffix=".old", dir=out.parent))
+    os.rename(out, trash / "old")
+    try:
+        os.rename(tmp, out)
+    except OSError:
+        os.rename(trash / "old", out)
+        raise
+    shutil.rmtree(trash, ignore_errors=True)
+
+
+def prepare(cfg: PrepareConfig) -> dict[str, Any]:
+    """Write the binarized dataset ``cfg.out_dir``; return its manifest."""
+    _check_config(cfg)
+    out = Path(cfg.out_dir)
+    _check_out_dir(out, cfg.force)
+    src_path, tgt_path = resolve_spm(cfg)
+    src_tok, tgt_tok = Tokenizer.from_file(src_path), Tokenizer.from_file(tgt_path)
+    sources = {
+        split: open_source(
+            getattr(cfg, split), cfg.src_lang, cfg.tgt_lang, split, cfg.format, cfg.hf_config
+        )
+        for split in SPLITS
+        if getattr(cfg, split)
+    }
+    dtype = token_dtype(max(len(src_tok), len(tgt_tok)))
+    args = (src_tok.proto, tgt_tok.proto, cfg.max_tokens, cfg.max_ratio, dtype.name)
+    with _staging_dir(out) as tmp:
+        (tmp / "spm.src.model").write_bytes(src_tok.proto)
+        (tmp / "spm.tgt.model").write_bytes(tgt_tok.proto)
+        with EncoderPool(args, cfg.workers) as encoder:
+            splits = {s: _write_split(s, src, cfg, encoder, tmp) for s, src in sources.items()}
+        manifest = {
+            "format_version": FORMAT_VERSION,
+            "created_by": f"mtkit {__version__}",
+            "src_lang": cfg.src_lang,
+            "tgt_lang": cfg.tgt_lang,
+            "dtype": dtype.name,
+            "joint": src_tok.sha256 == tgt_tok.sha256,
+            "spm": {
+                side: {"path": str(path), "sha256": tok.sha256, "vocab_size": len(tok)}
+                for side, path, tok in (("src", src_path, src_tok), ("tgt", tgt_path, tgt_tok))
+            },
+            "sources": {split: source.describe() for split, source in sources.items()},
+            "filters": {
+                "strip": True,
+                "empty": True,
+                "dedup": cfg.dedup,
+                "max_tokens": cfg.max_tokens,
+                "max_ratio": cfg.max_ratio,
+                "splits": list(FILTERED_SPLITS),
+            },
+            "splits": splits,
+            "config": asdict(cfg),
+        }
+        (tmp / MANIFEST).write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
+        _publish(tmp, out)
+    return manifest
+
+
+def summary(manifest: dict[str, Any], out_dir: str) -> str:
+    """A few human-readable lines about a prepared dataset."""
+    src, tgt = manifest["src_lang"], manifest["tgt_lang"]
+    spm = manifest["spm"]
+    vocab = (
+        f"joint vocabulary {spm['src']['vocab_size']}"
+        if manifest["joint"]
+        else f"vocabularies {spm['src']['vocab_size']}/{spm['tgt']['vocab_size']}"
+    )
+    lines = [f"prepared {out_dir}: {src}-{tgt}, {vocab}, {manifest['dtype']}"]
+    for split, c in manifest["splits"].items():
+        dropped = sum(c["dropped"].values())
+        reasons = ", ".join(f"{r} {n}" for r, n in c["dropped"].items() if n)
+        why = f" ({reasons})" if reasons else ""
+        lines.append(
+            f"  {split:<5} read {c['read']}, kept {c['kept']}, dropped {dropped}{why}; "
+            f"tokens {src} {c['tokens']['src']}, {tgt} {c['tokens']['tgt']}"
+        )
+    return "\n".join(lines)

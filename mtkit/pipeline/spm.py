@@ -1,0 +1,162 @@
+"""`mtkit spm train`: sentencepiece BPE models from text files or from a parallel corpus.
+
+With text files, one model ``PREFIX.model`` learns from all their lines. With a corpus (any
+source `mtkit prepare` reads: a prefix, a TSV file, a HF dataset) it is one joint model
+``PREFIX.model`` over both languages, or one per language: ``PREFIX.SRC.model`` and
+``PREFIX.TGT.model``. Sentences stream into sentencepiece (which samples
+``input_sentence_size`` of them when that is > 0); every model gets a ``.vocab`` listing, and
+both files are written to a temporary name and renamed.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterator
+from itertools import chain
+from pathlib import Path
+from typing import Any
+
+from mtkit.config import SpmConfig
+from mtkit.data.cleaning import normalize
+from mtkit.data.corpus import Source, open_source, read_lines
+from mtkit.data.tokenizer import Tokenizer, train_spm
+from mtkit.errors import MtkitError
+
+
+class _Guarded:
+    """Iterates sentences for sentencepiece, which would turn an error into an opaque one.
+
+    An exception stops the iteration and is kept in ``error`` for the caller to raise.
+    """
+
+    def __init__(self, sentences: Iterator[str]) -> None:
+        self.sentences, self.count = sentences, 0
+        self.error: BaseException | None = None
+
+    def __iter__(self) -> _Guarded:
+        return self
+
+    def __next__(self) -> str:
+        try:
+            sentence = next(self.sentences)
+        except StopIteration:
+            raise
+        except Exception as err:  # re-raised by train_one once sentencepiece returns
+            self.error = err
+            raise StopIteration from None
+        self.count += 1
+        return sentence
+
+
+def _clean(lines: Iterator[str]) -> Iterator[str]:
+    """Stripped, non-empty lines."""
+    for line in lines:
+        text = normalize(line)
+        if text:
+            yield text
+
+
+def file_sentences(paths: list[str]) -> Iterator[str]:
+    for path in paths:
+        if not Path(path).is_file():
+            raise MtkitError(
+                f"{path}: {'is a directory' if Path(path).is_dir() else 'no such file'}"
+            )
+    for path in paths:
+        yield from _clean(chain.from_iterable(read_lines(path)))
+
+
+def corpus_sentences(source: Source, sides: tuple[str, ...]) -> Iterator[str]:
+    return _clean(source.sentences(sides))
+
+
+def vocab_text(proto: bytes) -> str:
+    """The ``.vocab`` listing sentencepiece writes: ``piece<TAB>score`` per id."""
+    sp = Tokenizer(proto).sp
+    return "".join(f"{sp.IdToPiece(i)}\t{sp.GetScore(i):g}\n" for i in range(sp.GetPieceSize()))
+
+
+def _write_atomic(path: Path, data: bytes) -> None:
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        tmp.write_bytes(data)
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
+def train_one(cfg: SpmConfig, prefix: str, sentences: Iterator[str]) -> dict[str, Any]:
+    """Train one model on ``sentences``; write PREFIX.model and PREFIX.vocab."""
+    guarded = _Guarded(sentences)
+    first = next(guarded, None)
+    if guarded.error is not None:
+        raise guarded.error
+    if first is None:
+        raise MtkitError(f"{prefix}: no text to train on (all inputs are empty)")
+    try:
+        proto = train_spm(
+            chain([first], guarded),
+            vocab_size=cfg.vocab_size,
+            character_coverage=cfg.character_coverage,
+            input_sentence_size=cfg.input_sentence_size,
+            seed=cfg.seed,
+            num_threads=cfg.num_threads,
+        )
+    except MtkitError:
+        if guarded.error is None:
+            raise
+    if guarded.error is not None:  # the real cause of a failure, or input cut short
+        raise guarded.error
+    model, vocab = Path(f"{prefix}.model"), Path(f"{prefix}.vocab")
+    model.parent.mkdir(parents=True, exist_ok=True)
+    _write_atomic(vocab, vocab_text(proto).encode("utf-8"))
+    _write_atomic(model, proto)
+    tok = Tokenizer(proto, name=str(model))
+    return {
+        "model": str(model),
+        "vocab": str(vocab),
+        "vocab_size": len(tok),
+        "sentences": guarded.count,
+        "sha256": tok.sha256,
+    }
+
+
+def plan(cfg: SpmConfig) -> list[tuple[str, Callable[[], Iterator[str]]]]:
+    """The models to train: (prefix, a function returning its sentences)."""
+    if cfg.inputs and cfg.train:
+        raise MtkitError("give text FILES or a corpus (--train/--train-prefix), not both")
+    if cfg.inputs:
+        return [(cfg.model_prefix, lambda: file_sentences(cfg.inputs))]
+    if not cfg.train:
+        raise MtkitError("nothing to train on: give text FILES or --train/--train-prefix")
+    if not cfg.src_lang or not cfg.tgt_lang or cfg.src_lang == cfg.tgt_lang:
+        raise MtkitError("a corpus needs two different languages: --src-lang and --tgt-lang")
+    source = open_source(cfg.train, cfg.src_lang, cfg.tgt_lang, "train", cfg.format, cfg.hf_config)
+    if cfg.joint:
+        return [(cfg.model_prefix, lambda: corpus_sentences(source, ("src", "tgt")))]
+    return [
+        (f"{cfg.model_prefix}.{lang}", lambda side=side: corpus_sentences(source, (side,)))
+        for side, lang in (("src", cfg.src_lang), ("tgt", cfg.tgt_lang))
+    ]
+
+
+def train_models(cfg: SpmConfig) -> list[dict[str, Any]]:
+    """Train the model(s) ``cfg`` asks for; return one description per model written."""
+    if cfg.vocab_size < 5:  # 4 special pieces + at least one more
+        raise MtkitError(f"--vocab-size must be at least 5, got {cfg.vocab_size}")
+    if not 0 < cfg.character_coverage <= 1:
+        raise MtkitError(f"--character-coverage must be in (0, 1], got {cfg.character_coverage}")
+    if cfg.input_sentence_size < 0 or 0 < cfg.input_sentence_size <= 100:
+        raise MtkitError(  # sentencepiece's own lower bound
+            f"--input-sentence-size must be 0 (every sentence) or > 100, "
+            f"got {cfg.input_sentence_size}"
+        )
+    return [train_one(cfg, prefix, sentences()) for prefix, sentences in plan(cfg)]
+
+
+def summary(results: list[dict[str, Any]]) -> str:
+    return "\n".join(
+        f"wrote {r['model']} and {r['vocab']}: {r['vocab_size']} pieces "
+        f"from {r['sentences']} sentences"
+        for r in results
+    )

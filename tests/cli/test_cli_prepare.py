@@ -1,0 +1,139 @@
+"""`mtkit spm train` and `mtkit prepare` from the command line: CliRunner and the real command."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from mtkit.cli import cli
+
+
+def invoke(*args: str) -> tuple[int, str]:
+    result = CliRunner().invoke(cli, list(args))
+    return result.exit_code, result.output
+
+
+def mtkit_command() -> list[str]:
+    """The installed `mtkit` script (on PATH under `make test`), else `python -m mtkit`."""
+    found = shutil.which("mtkit")
+    return [found] if found else [sys.executable, "-m", "mtkit"]
+
+
+def test_spm_train_then_prepare(tmp_path: Path, write_corpus, corpus_pairs) -> None:
+    train = write_corpus("text", corpus_pairs[:200], "train")
+    valid = write_corpus("tsv", corpus_pairs[200:], "valid")
+    prefix = str(tmp_path / "spm" / "joint")
+    options = "--vocab-size 90 --src-lang en --tgt-lang de".split()
+    code, output = invoke(
+        "spm", "train", *options, "--model-prefix", prefix, "--train-prefix", train
+    )
+    assert code == 0, output
+    assert output == f"wrote {prefix}.model and {prefix}.vocab: 90 pieces from 400 sentences\n"
+    out = tmp_path / "bin"
+    code, output = invoke("prepare", "--src-lang", "en", "--tgt-lang", "de", "--train-prefix",
+                          train, "--valid", valid, "--spm", prefix, "-o", str(out),
+                          "--dedup", "--workers", "2", "--chunk-size", "50")  # fmt: skip
+    assert code == 0, output
+    lines = output.splitlines()
+    assert lines[0] == f"prepared {out}: en-de, joint vocabulary 90, uint16"
+    assert lines[1].startswith("  train read 200, kept ")
+    assert lines[2].startswith("  valid read 40, kept 40, dropped 0; tokens en ")
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["filters"]["dedup"] and manifest["config"]["chunk_size"] == 50
+
+
+def test_separate_models_from_the_command_line(tmp_path: Path, write_corpus, corpus_pairs):
+    train = write_corpus("jsonl", corpus_pairs)
+    prefix = str(tmp_path / "sep")
+    options = "--vocab-size 60 --src-lang en --tgt-lang de --separate".split()
+    code, output = invoke("spm", "train", *options, "--model-prefix", prefix, "--train", train)
+    assert code == 0, output
+    assert [line.split(" and ")[0] for line in output.splitlines()] == [
+        f"wrote {prefix}.en.model",
+        f"wrote {prefix}.de.model",
+    ]
+    models = ["--src-spm", f"{prefix}.en.model", "--tgt-spm", f"{prefix}.de.model"]
+    code, output = invoke("prepare", "--train", train, *models, "-o", str(tmp_path / "bin"))
+    assert code == 0, output
+    assert "vocabularies 60/60" in output
+
+
+@pytest.mark.parametrize(
+    "files, args, message",
+    [
+        ({"c.en": "a\nb\n", "c.de": "x\n"}, ["--train", "c"],
+         "Error: line counts differ: c.en has 2 lines, c.de has 1"),
+        ({"c.tsv": "a\tb\nno tab\n"}, ["--train", "c.tsv"],
+         "Error: c.tsv: line 2: expected 2 tab-separated columns, found 1"),
+        ({"c.en": "a\n", "c.de": "\xff\n"}, ["--train", "c"],
+         "Error: c.de: line 1: invalid UTF-8 (byte 0xff)"),
+        ({"c.en": "a\n", "c.de": "b\n"}, ["--train", "c", "--spm", "nope.model"],
+         "Error: nope.model: no such sentencepiece model"),
+        ({}, ["--train", "c"], "Error: c: no such corpus (looked for c.en and c.de;"),
+    ],
+)  # fmt: skip
+def test_errors_are_one_line_and_leave_no_output(
+    tmp_path: Path, monkeypatch, corpus_spm: Path, files: dict, args: list, message: str
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    for name, text in files.items():
+        data = text.encode("latin-1") if "\xff" in text else text.encode()
+        (tmp_path / name).write_bytes(data)
+    code, output = invoke("prepare", "--spm", str(corpus_spm), "-o", "out/bin", *args)
+    assert code == 1
+    assert output.count("\n") == 1 and output.startswith(message), output
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(files)
+
+
+def test_existing_output_needs_force(tmp_path: Path, write_corpus, corpus_pairs, corpus_spm):
+    train = write_corpus("text", corpus_pairs[:10])
+    args = ["prepare", "--train", train, "--spm", str(corpus_spm), "-o", str(tmp_path / "bin")]
+    assert invoke(*args)[0] == 0
+    code, output = invoke(*args)
+    assert code == 1 and "already exists (use --force to replace it)" in output
+    assert invoke(*args, "--force")[0] == 0
+
+
+def test_help() -> None:
+    for command in (["spm", "train"], ["prepare"]):
+        code, output = invoke(*command, "--help")
+        assert code == 0 and "--train-prefix" in output
+
+
+def run_mtkit(*args: str, cwd: Path, env: dict | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run([*mtkit_command(), *args], cwd=cwd, capture_output=True, text=True,
+                          env={**os.environ, **(env or {})}, timeout=120)  # fmt: skip
+
+
+def test_installed_command(tmp_path: Path, write_corpus, corpus_pairs) -> None:
+    train = write_corpus("text", corpus_pairs)
+    done = run_mtkit("spm", "train", "--model-prefix", "m", "--vocab-size", "80", f"{train}.en",
+                     f"{train}.de", cwd=tmp_path)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    done = run_mtkit("prepare", "--train", train, "--spm", "m", "-o", "bin", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert json.loads((tmp_path / "bin" / "manifest.json").read_text())["splits"]["train"]["read"]
+    Path(f"{train}.de").write_text("\n".join(t for _, t in corpus_pairs[:-1]) + "\n")
+    done = run_mtkit("prepare", "--train", train, "--spm", "m", "-o", "bin2", cwd=tmp_path)
+    assert done.returncode == 1
+    assert (
+        done.stderr == f"Error: line counts differ: {train}.en has 240 lines, {train}.de has 239\n"
+    )
+    assert not (tmp_path / "bin2").exists()
+
+
+def test_unknown_hf_dataset(tmp_path: Path, corpus_spm: Path) -> None:
+    done = run_mtkit("prepare", "--train", "hf:nobody-xyz/no-such-dataset", "--hf-config", "de-en",
+                     "--spm", str(corpus_spm), "-o", "bin", cwd=tmp_path,
+                     env={"HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1"})  # fmt: skip
+    assert done.returncode == 1
+    assert done.stderr.startswith("Error: unknown dataset nobody-xyz/no-such-dataset")
+    assert done.stderr.count("\n") == 1 and "Traceback" not in done.stderr
+    assert list(tmp_path.iterdir()) == []
