@@ -1,0 +1,195 @@
+"""mtkit training throughput (target tokens/s) and MFU, measured in one process.
+
+Runs real mtkit updates (``mtkit.training.step.Stepper`` over the batches `mtkit train` would
+draw: same bucketing, label-smoothed loss, Adam, clipping, autocast on CUDA) for ``warmup``
+updates, then times ``updates`` more. Model FLOPs are counted exactly per sentence pair
+(matmuls only, attention included, causal attention counted in full; training = 3 x forward;
+Kaplan et al., 2020) over non-padding tokens, and divided by a matmul peak measured in the same
+process: a large square ``torch.matmul`` in fp32 (and, on CUDA, in the training dtype too).
+
+    python benchmarks/bench_train_mtkit.py --data data-bin [--max-tokens 4096] [--device cuda]
+    python benchmarks/bench_train_mtkit.py --synthetic 20000     # random ids, no dataset needed
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from mtkit.config import ModelConfig, TrainConfig  # noqa: E402
+from mtkit.data.binarized import ParallelData, load_tokenizers, read_manifest  # noqa: E402
+from mtkit.model.transformer import count_parameters, resolve_model_config  # noqa: E402
+from mtkit.training.batching import epoch_batches, iterate_groups, sentence_sizes  # noqa: E402
+from mtkit.training.step import Stepper  # noqa: E402
+
+
+def pair_flops(cfg: ModelConfig, src_len: np.ndarray, tgt_len: np.ndarray) -> tuple[float, float]:
+    """Training matmul FLOPs of these pairs: (exact with attention, 6 x params-per-token).
+
+    Per pair, S = source + EOS, T = target + 1 positions, d width, f FFN width, V target vocab:
+    encoder layer S(8d^2 + 4df) + 4S^2 d; decoder layer T(12d^2 + 4df) + 4Sd^2 (memory keys and
+    values) + 4T^2 d + 4TSd; output projection 2TdV; times 3 for forward + backward.
+    """
+    d, f, v = cfg.d_model, cfg.ffn_dim, cfg.tgt_vocab_size
+    s = src_len.astype(np.float64) + 1
+    t = tgt_len.astype(np.float64) + 1
+    enc = s * (8 * d * d + 4 * d * f) + 4 * s * s * d
+    dec = t * (12 * d * d + 4 * d * f) + 4 * s * d * d + 4 * t * t * d + 4 * t * s * d
+    exact = cfg.encoder_layers * enc.sum() + cfg.decoder_layers * dec.sum() + 2 * t.sum() * d * v
+    # 6 N D: each weight once per token of its side (2 FLOPs forward, 4 backward)
+    enc_w = cfg.encoder_layers * (4 * d * d + 2 * d * f)
+    dec_w = cfg.decoder_layers * (6 * d * d + 2 * d * f)
+    approx = 6 * (enc_w * s.sum() + dec_w * t.sum() + 2 * cfg.decoder_layers * d * d * s.sum()
+                  + d * v * t.sum())  # fmt: skip
+    return 3 * float(exact), float(approx)
+
+
+def matmul_peak(device: torch.device, dtype: torch.dtype, size: int, repeats: int = 10) -> float:
+    """Best FLOP/s of a square matmul of ``size`` in ``dtype`` (TF32 left at torch's default)."""
+    a = torch.randn(size, size, device=device, dtype=dtype)
+    b = torch.randn(size, size, device=device, dtype=dtype)
+    best = float("inf")
+    for _ in range(repeats + 2):
+        _sync(device)
+        start = time.perf_counter()
+        torch.matmul(a, b)
+        _sync(device)
+        best = min(best, time.perf_counter() - start)
+    return 2 * size**3 / best
+
+
+def _sync(device: torch.device) -> None:
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
+def model_config(data_dir: str, preset: str) -> ModelConfig:
+    src, tgt = load_tokenizers(data_dir)
+    joint = bool(read_manifest(data_dir).get("joint")) and len(src) == len(tgt)
+    return resolve_model_config(preset, len(src), len(tgt), {"share_all_embeddings": joint})
+
+
+def bench_train_mtkit(
+    data_dir: str,
+    max_tokens: int = 4096,
+    updates: int = 20,
+    warmup: int = 5,
+    device: str = "auto",
+    precision: str = "auto",
+    preset: str = "transformer-small",
+) -> dict[str, Any]:
+    """Time ``updates`` mtkit updates after ``warmup``; returns throughput and MFU figures."""
+    cfg = TrainConfig(data=data_dir, device=device, precision=precision, max_tokens=max_tokens,
+                      warmup_updates=4000)  # fmt: skip
+    mcfg = model_config(data_dir, preset)
+    step = Stepper(cfg, mcfg)  # nothing is written: the run directory is not used
+    train = ParallelData(data_dir, "train")
+    sizes = sentence_sizes(train.src_lengths, train.tgt_lengths)
+    batches, epoch = [], 1
+    while len(batches) < warmup + updates:
+        batches += epoch_batches(sizes, max_tokens, cfg.seed, epoch)
+        epoch += 1
+    batches = batches[: warmup + updates]
+    args = {"num_workers": 0, "pin_memory": step.device.type == "cuda"}
+    groups = iterate_groups(train, batches, 0, 0, 1, 1, args)  # loads batches as training does
+    for i, group in enumerate(groups):
+        if i == warmup:
+            _sync(step.device)
+            start = time.perf_counter()
+        step.forward_backward(group)
+        step.optimizer_step()
+    _sync(step.device)
+    seconds = time.perf_counter() - start
+    timed = torch.cat(batches[warmup:]).numpy()
+    exact, approx = pair_flops(mcfg, train.src_lengths[timed], train.tgt_lengths[timed])
+    tgt_tokens = int((train.tgt_lengths[timed] + 1).sum())
+    padded = sum(len(b) * int(train.tgt_lengths[b.numpy()].max() + 1) for b in batches[warmup:])
+    size = 4096 if step.device.type == "cuda" else 1024
+    peak_fp32 = matmul_peak(step.device, torch.float32, size)
+    train_dtype = step.amp_dtype or torch.float32
+    peak_train = (
+        peak_fp32 if train_dtype == torch.float32 else matmul_peak(step.device, train_dtype, size)
+    )
+    return {
+        "device": str(step.device), "precision": step.precision, "threads": torch.get_num_threads(),
+        "params": count_parameters(step.model), "max_tokens": max_tokens, "updates": updates,
+        "seconds": seconds, "tgt_tokens": tgt_tokens, "tgt_padding": 1 - tgt_tokens / padded,
+        "tgt_tokens_per_s": tgt_tokens / seconds, "updates_per_s": updates / seconds,
+        "model_flops_per_s": exact / seconds, "model_flops_6nd_per_s": approx / seconds,
+        "matmul_peak_fp32": peak_fp32, "matmul_peak_train_dtype": peak_train,
+        "mfu_vs_fp32_peak": exact / seconds / peak_fp32,
+        "mfu_vs_train_dtype_peak": exact / seconds / peak_train,
+    }  # fmt: skip
+
+
+def write_synthetic(out: Path, pairs: int, vocab: int = 8000, seed: int = 0) -> Path:
+    """A binarized dataset of random ids, lengths like Multi30k (mean ~14, 4..40 pieces)."""
+    from mtkit.data import binarized
+    from mtkit.data.tokenizer import Tokenizer, train_spm
+
+    rng = np.random.default_rng(seed)
+    out.mkdir(parents=True, exist_ok=True)
+    words = [f"w{i}" for i in range(4000)]
+    lines = [" ".join(rng.choice(words, 12)) for _ in range(40000)]
+    model = train_spm(lines, vocab_size=vocab)
+    vocab = len(Tokenizer(model))  # sentencepiece may stop short of the requested size
+    for side in binarized.SIDES:
+        (out / f"spm.{side}.model").write_bytes(model)
+    lengths = np.clip(rng.normal(14, 6, size=(2, pairs)).round(), 4, 40).astype(int)
+    writer = binarized.SplitWriter(out, "train", np.dtype(np.uint16))
+    ids = [[rng.integers(4, vocab, n).tolist() for n in side] for side in lengths]
+    writer.add_many(ids[0], ids[1])
+    writer.close()
+    manifest = {
+        "format_version": binarized.FORMAT_VERSION,
+        "dtype": "uint16",
+        "joint": True,
+        "splits": {"train": {"pairs": pairs}},
+        "src_lang": "xx",
+        "tgt_lang": "yy",
+    }
+    (out / binarized.MANIFEST).write_text(json.dumps(manifest))
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--data", help="binarized dataset directory (mtkit prepare)")
+    parser.add_argument("--synthetic", type=int, default=0, help="random dataset of N pairs")
+    parser.add_argument("--max-tokens", type=int, default=4096)
+    parser.add_argument("--updates", type=int, default=20)
+    parser.add_argument("--warmup", type=int, default=5)
+    parser.add_argument("--device", default="auto")
+    parser.add_argument("--precision", default="auto")
+    parser.add_argument("--preset", default="transformer-small")
+    parser.add_argument("--threads", type=int, default=0, help="torch CPU threads (0: default)")
+    args = parser.parse_args()
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    with tempfile.TemporaryDirectory() as tmp:
+        data = args.data or str(write_synthetic(Path(tmp) / "data", args.synthetic or 20000))
+        result = bench_train_mtkit(data, args.max_tokens, args.updates, args.warmup,
+                                   args.device, args.precision, args.preset)  # fmt: skip
+    result["data"] = args.data or f"synthetic ({args.synthetic or 20000} pairs)"
+    for key, value in result.items():
+        print(f"{key:24s} {value:.4g}" if isinstance(value, float) else f"{key:24s} {value}")
+    print(
+        f"\nmtkit {args.preset}: {result['tgt_tokens_per_s']:,.0f} target tokens/s, "
+        f"MFU {100 * result['mfu_vs_train_dtype_peak']:.1f}% of a "
+        f"{result['matmul_peak_train_dtype'] / 1e9:,.0f} GFLOP/s {result['precision']} matmul "
+        f"on {result['device']}"
+    )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,98 @@
+"""`mtkit train` (also under torchrun) and `mtkit average`."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import click
+
+from mtkit.cli.common import user_errors
+from mtkit.config import TrainConfig
+
+# (flags, TrainConfig field, type, help); every default comes from TrainConfig (or the YAML)
+TRAIN_OPTIONS: list[tuple[tuple[str, ...], str, Any, str]] = [
+    (("--data",), "data", str, "Binarized dataset directory (mtkit prepare)."),
+    (("--run-dir",), "run_dir", str, "Checkpoints, logs and config; an existing run resumes."),
+    (("--preset",), "preset", str, "Model preset: transformer-small, -base or -big."),
+    (("--max-updates",), "max_updates", int, "Stop after this many updates (0: no limit)."),
+    (("--max-epochs",), "max_epochs", int, "Stop after this many epochs (0: no limit)."),
+    (("--max-time",), "max_time", float, "Wall-clock budget in seconds (0: no limit)."),
+    (("--max-tokens",), "max_tokens", int, "Tokens per batch and process, padding counted."),
+    (("--update-freq",), "update_freq", int, "Batches accumulated per update."),
+    (("--lr",), "lr", float, "Peak learning rate."),
+    (("--warmup-updates",), "warmup_updates", int, "Linear warmup, then inverse sqrt decay."),
+    (("--seed",), "seed", int, "Seed for initialisation, dropout and batch order."),
+    (("--device",), "device", str, "auto, cpu, cuda or cuda:N."),
+    (("--precision",), "precision", click.Choice(["auto", "fp32", "bf16", "fp16"]),
+     "Autocast dtype on CUDA (auto: bf16 if supported); fp32 on CPU."),
+    (("--validate-every",), "validate_every", int, "Validate every N updates (0: never)."),
+    (("--save-every",), "save_every", int, "Checkpoint every N updates (0: only at the end)."),
+    (("--keep-last",), "keep_last", int, "Numbered checkpoints kept (0: all)."),
+    (("--patience",), "patience", int, "Stop after N validations without gain (0: never)."),
+    (("--label-smoothing",), "label_smoothing", float, "Epsilon of the smoothed loss."),
+]  # fmt: skip
+
+
+def train_options(func: Callable) -> Callable:
+    """One click option per TRAIN_OPTIONS row, default None = not given."""
+    defaults = TrainConfig()
+    for flags, name, kind, help_text in reversed(TRAIN_OPTIONS):
+        help_text = f"{help_text}  [default: {getattr(defaults, name)}]"
+        func = click.option(*flags, name, type=kind, default=None, help=help_text)(func)
+    return func
+
+
+@click.command(context_settings={"show_default": True})
+@click.option(
+    "--config",
+    "config_path",
+    type=click.Path(dir_okay=False),
+    help="YAML: TrainConfig fields, plus a 'model:' mapping of model fields.",
+)
+@train_options
+@click.option(
+    "--set",
+    "sets",
+    multiple=True,
+    metavar="KEY=VALUE",
+    help="Any TrainConfig field, or model.FIELD for the model (repeatable).",
+)
+@click.option("-q", "--quiet", is_flag=True, help="No progress bar or log lines on stderr.")
+@click.pass_context
+def train(ctx: click.Context, config_path: str | None, sets: tuple[str, ...], quiet: bool,
+          **options: Any) -> None:  # fmt: skip
+    """Train a Transformer, or continue the run in --run-dir.
+
+    Settings: TrainConfig defaults (or the run's saved config when resuming) < --config YAML <
+    flags and --set. Several GPUs or nodes: torchrun --nproc_per_node N -m mtkit train ...
+    """
+    from mtkit.pipeline.train import run_training
+
+    given = {key: value for key, value in options.items() if value is not None}
+    with user_errors():
+        summary, code = run_training(config_path, given, sets, quiet)
+    if summary:
+        click.echo(summary)
+    ctx.exit(code)
+
+
+@click.command()
+@click.argument("run_dir", required=False, type=click.Path())
+@click.option("--last", type=int, help="Average the last N numbered checkpoints of RUN_DIR.")
+@click.option(
+    "-c",
+    "--checkpoint",
+    "checkpoints",
+    multiple=True,
+    type=click.Path(),
+    help="A checkpoint to average (repeatable), instead of --last.",
+)
+@click.option("-o", "--output", required=True, type=click.Path(), help="Checkpoint to write.")
+def average(run_dir: str | None, last: int | None, checkpoints: tuple[str, ...],
+            output: str) -> None:  # fmt: skip
+    """Average model parameters of checkpoints into a new (inference) checkpoint."""
+    from mtkit.pipeline.train import run_average
+
+    with user_errors():
+        click.echo(run_average(run_dir, last, checkpoints, output))

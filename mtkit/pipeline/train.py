@@ -1,0 +1,305 @@
+"""`mtkit train` and `mtkit average`: configuration, run directory, dataset and model wiring.
+
+The configuration of a run is, lowest priority first: TrainConfig's defaults (or, when the run
+directory holds ``checkpoint_last.pt``, the config saved in it), the YAML file (TrainConfig
+fields at the top level plus an optional ``model:`` mapping of ModelConfig fields), then the
+command line (explicit flags and ``--set key=value`` / ``--set model.key=value``). The model is
+the preset's dimensions, the data's vocabularies, ``share_all_embeddings`` when the dataset has
+a joint vocabulary, then the ``model`` overrides.
+
+Running `mtkit train` again on a run directory continues from ``checkpoint_last.pt``. Only the
+fields in ``CHANGEABLE_ON_RESUME`` may differ from the saved config; anything else is refused.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib.util
+import os
+import sys
+import typing
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from mtkit.config import ModelConfig, TrainConfig, apply_overrides, from_dict, load_yaml
+from mtkit.errors import MtkitError
+
+CONFIG_FILE = "config.yaml"
+# budget, bookkeeping and execution fields: they do not change what one update computes
+CHANGEABLE_ON_RESUME = frozenset({
+    "max_updates", "max_epochs", "max_time", "validate_every", "save_every", "keep_last",
+    "patience", "log_every", "device", "precision", "num_workers", "valid_beam",
+    "valid_max_sentences", "nan_policy", "max_skipped_batches", "run_dir",
+})  # fmt: skip
+FROM_DATA = ("src_vocab_size", "tgt_vocab_size")
+
+
+@dataclasses.dataclass
+class Settings:
+    """What the user set explicitly, before defaults or a saved config fill in the rest."""
+
+    yaml_path: str | None
+    yaml_train: dict[str, Any]
+    yaml_model: dict[str, Any]
+    cli_train: dict[str, Any]
+    cli_model: dict[str, Any]
+
+    @property
+    def run_dir(self) -> str:
+        return str(self.cli_train.get("run_dir") or self.yaml_train.get("run_dir") or
+                   TrainConfig.run_dir)  # fmt: skip
+
+    def model_keys(self) -> set[str]:
+        return set(self.yaml_model) | set(self.cli_model)
+
+
+def read_settings(
+    config_path: str | None, options: dict[str, Any], sets: typing.Sequence[str]
+) -> Settings:
+    """Split YAML and command-line settings into train and model parts."""
+    yaml_train: dict[str, Any] = load_yaml(config_path) if config_path else {}
+    yaml_model = yaml_train.pop("model", None) or {}
+    if not isinstance(yaml_model, dict):
+        raise MtkitError(f"{config_path}: 'model' must be a mapping of model options")
+    cli_train, cli_model = dict(options), {}
+    for item in sets:
+        key, sep, value = item.partition("=")
+        key = key.strip()
+        if not sep or not key:
+            raise MtkitError(f"--set {item!r}: expected KEY=VALUE or model.KEY=VALUE")
+        if key.startswith("model."):
+            cli_model[key[len("model.") :]] = value
+        else:
+            cli_train[key] = value
+    for key in FROM_DATA:
+        if key in yaml_model or key in cli_model:
+            raise MtkitError(f"model.{key} comes from the dataset's sentencepiece model")
+    return Settings(config_path, yaml_train, yaml_model, cli_train, cli_model)
+
+
+def _floats_from_text(cls: type, values: dict[str, Any]) -> dict[str, Any]:
+    """'1e-3' for a float field (YAML 1.1 reads it as a string) becomes 1e-3."""
+    hints = typing.get_type_hints(cls)
+    out = dict(values)
+    for key, value in values.items():
+        if hints.get(key) is float and isinstance(value, str):
+            try:
+                out[key] = float(value)
+            except ValueError:
+                pass  # from_dict names the key and the bad value
+    return out
+
+
+def _layer(config: Any, values: dict[str, Any], where: str) -> Any:
+    return apply_overrides(config, _floats_from_text(type(config), values), where=where)
+
+
+def train_config(settings: Settings, base: TrainConfig) -> TrainConfig:
+    cfg = _layer(base, settings.yaml_train, settings.yaml_path or "config")
+    return _layer(cfg, settings.cli_train, "command line")
+
+
+def check_train_config(cfg: TrainConfig) -> None:
+    """Refuse values no run can use, naming the option."""
+    if not cfg.data:
+        raise MtkitError("no dataset: give --data DIR (a directory written by `mtkit prepare`)")
+    rules = [
+        ("max_tokens", cfg.max_tokens > 0, "> 0"), ("update_freq", cfg.update_freq >= 1, ">= 1"),
+        ("lr", cfg.lr > 0, "> 0"), ("warmup_updates", cfg.warmup_updates >= 0, ">= 0"),
+        ("warmup_init_lr", cfg.warmup_init_lr >= 0, ">= 0"), ("adam_eps", cfg.adam_eps > 0, "> 0"),
+        ("adam_betas", len(cfg.adam_betas) == 2 and all(0 <= b < 1 for b in cfg.adam_betas),
+         "two values in [0, 1)"),
+        ("weight_decay", cfg.weight_decay >= 0, ">= 0"), ("clip_norm", cfg.clip_norm >= 0, ">= 0"),
+        ("label_smoothing", 0 <= cfg.label_smoothing < 1, "in [0, 1)"),
+        ("max_updates", cfg.max_updates >= 0, ">= 0"), ("max_epochs", cfg.max_epochs >= 0, ">= 0"),
+        ("max_time", cfg.max_time >= 0, ">= 0"),
+        ("validate_every", cfg.validate_every >= 0, ">= 0"),
+        ("valid_beam", cfg.valid_beam >= 1, ">= 1"),
+        ("valid_max_sentences", cfg.valid_max_sentences >= 0, ">= 0"),
+        ("save_every", cfg.save_every >= 0, ">= 0"), ("keep_last", cfg.keep_last >= 0, ">= 0"),
+        ("patience", cfg.patience >= 0, ">= 0"), ("log_every", cfg.log_every >= 1, ">= 1"),
+        ("num_workers", cfg.num_workers >= 0, ">= 0"),
+        ("nan_policy", cfg.nan_policy in ("stop", "skip"), "stop or skip"),
+        ("max_skipped_batches", cfg.max_skipped_batches >= 0, ">= 0"),
+    ]  # fmt: skip
+    for name, ok, expected in rules:
+        if not ok:
+            raise MtkitError(f"{name} must be {expected}, got {getattr(cfg, name)!r}")
+
+
+def model_config(
+    settings: Settings, cfg: TrainConfig, vocab: tuple[int, int], joint: bool
+) -> ModelConfig:
+    """Preset, vocabularies, shared embeddings for a joint vocabulary, then overrides."""
+    from mtkit.model.transformer import resolve_model_config
+
+    auto: dict[str, Any] = {}
+    if joint and vocab[0] == vocab[1] and "share_all_embeddings" not in settings.model_keys():
+        auto["share_all_embeddings"] = True
+    yaml_model = _floats_from_text(ModelConfig, settings.yaml_model)
+    _layer(ModelConfig(), yaml_model, f"{settings.yaml_path}: model")  # names the file on errors
+    model = resolve_model_config(cfg.preset, *vocab, {**auto, **yaml_model})
+    return _layer(model, settings.cli_model, "--set model.*")
+
+
+def resume_configs(
+    settings: Settings, ckpt: dict[str, Any], where: str
+) -> tuple[TrainConfig, ModelConfig]:
+    """The saved configs with the user's settings applied; refuse changes that matter."""
+    saved = from_dict(TrainConfig, ckpt["train_config"], where=f"{where}: train_config")
+    saved_model = from_dict(ModelConfig, ckpt["model_config"], where=f"{where}: model_config")
+    cfg = train_config(settings, saved)
+    if Path(cfg.data).resolve() == Path(saved.data).resolve():
+        cfg = dataclasses.replace(cfg, data=saved.data)
+    model = _layer(saved_model, settings.yaml_model, f"{settings.yaml_path}: model")
+    model = _layer(model, settings.cli_model, "--set model.*")
+    changes = [f"{k} {v!r} -> {asdict(cfg)[k]!r}" for k, v in asdict(saved).items()
+               if k not in CHANGEABLE_ON_RESUME and asdict(cfg)[k] != v]  # fmt: skip
+    changes += [f"model.{k} {v!r} -> {asdict(model)[k]!r}"
+                for k, v in asdict(saved_model).items() if asdict(model)[k] != v]  # fmt: skip
+    if changes:
+        raise MtkitError(
+            f"{cfg.run_dir} was trained with another config ({'; '.join(changes)}): only "
+            f"{', '.join(sorted(CHANGEABLE_ON_RESUME - {'run_dir'}))} may change when resuming; "
+            "use a new --run-dir to start over"
+        )
+    return cfg, model
+
+
+def save_run_config(cfg: TrainConfig, model: ModelConfig) -> None:
+    text = yaml.safe_dump({**asdict(cfg), "model": asdict(model)}, sort_keys=False)
+    path = Path(cfg.run_dir) / CONFIG_FILE
+    tmp = path.with_name(f".{CONFIG_FILE}.tmp")
+    tmp.write_text(text, encoding="utf-8")
+    os.replace(tmp, path)
+
+
+def note(text: str, quiet: bool) -> None:
+    if not quiet and int(os.environ.get("RANK", "0")) == 0:
+        print(text, file=sys.stderr, flush=True)
+
+
+def check_decoding_available(cfg: TrainConfig) -> None:
+    if cfg.validate_bleu and importlib.util.find_spec("mtkit.decoding.search") is None:
+        raise MtkitError("validate_bleu needs mtkit.decoding, missing from this build: "
+                         "set validate_bleu false")  # fmt: skip
+
+
+def _open_data(cfg: TrainConfig) -> tuple[Any, Any, Any, Any, bool]:
+    """(train split, valid split or None, source tokenizer, target tokenizer, joint)."""
+    from mtkit.data.binarized import ParallelData, load_tokenizers, read_manifest
+
+    manifest = read_manifest(cfg.data)
+    src_tok, tgt_tok = load_tokenizers(cfg.data)
+    train = ParallelData(cfg.data, "train")
+    if len(train) == 0:
+        raise MtkitError(f"{cfg.data}: the train split is empty")
+    valid = None
+    if cfg.validate_every > 0 and "valid" in manifest.get("splits", {}):
+        valid = ParallelData(cfg.data, "valid")
+        text = Path(cfg.data) / "valid.tgt.txt"
+        if cfg.validate_bleu and not text.is_file():
+            raise MtkitError(f"{text}: missing, BLEU needs the references (or validate_bleu false)")
+        valid = valid if len(valid) else None
+    return train, valid, src_tok, tgt_tok, bool(manifest.get("joint", False))
+
+
+def _resume_checkpoint(run_dir: Path) -> dict[str, Any] | None:
+    from mtkit.training.checkpoint import load_checkpoint
+    from mtkit.training.state import LAST
+
+    path = run_dir / LAST
+    if not path.is_file():
+        return None
+    ckpt = load_checkpoint(path)
+    for key in ("train_config", "optimizer", "scheduler", "rng", "state"):
+        if key not in ckpt:
+            raise MtkitError(f"{path}: not a training checkpoint (no '{key}'); cannot resume")
+    return ckpt
+
+
+def run_training(
+    config_path: str | None,
+    options: dict[str, Any],
+    sets: typing.Sequence[str] = (),
+    quiet: bool = False,
+) -> tuple[str, int]:
+    """Train or resume a run; returns (summary line, exit code: 0, or 128 + signal number)."""
+    from mtkit.training.logs import truncate_metrics
+    from mtkit.training.loop import TrainData, train
+
+    settings = read_settings(config_path, options, sets)
+    ckpt = _resume_checkpoint(Path(settings.run_dir))
+    if ckpt is not None:
+        cfg, model = resume_configs(settings, ckpt, f"{settings.run_dir}/checkpoint_last.pt")
+    else:
+        cfg = train_config(settings, TrainConfig())
+    check_train_config(cfg)
+    check_decoding_available(cfg)
+    train_split, valid, src_tok, tgt_tok, joint = _open_data(cfg)
+    spm = {"src": src_tok.proto, "tgt": tgt_tok.proto}
+    if ckpt is None:
+        model = model_config(settings, cfg, (len(src_tok), len(tgt_tok)), joint)
+    elif ckpt["spm"] != spm:
+        raise MtkitError(f"{cfg.data}: its sentencepiece models differ from those {cfg.run_dir} "
+                         "was trained with")  # fmt: skip
+    run_dir = Path(cfg.run_dir)
+    if int(os.environ.get("RANK", "0")) == 0:
+        run_dir.mkdir(parents=True, exist_ok=True)
+        save_run_config(cfg, model)
+        truncate_metrics(run_dir, ckpt["update"] if ckpt else 0)
+    start = f"resuming from update {ckpt['update']}" if ckpt else "starting"
+    note(f"mtkit train: {start} in {run_dir}; data {cfg.data} ({len(train_split)} pairs); "
+         f"model {cfg.preset} d={model.d_model} layers={model.encoder_layers}+"
+         f"{model.decoder_layers}; config in {run_dir / CONFIG_FILE}", quiet)  # fmt: skip
+    data = TrainData(train_split, valid, tgt_tok, spm)
+    return describe(train(cfg, model, data, ckpt, quiet), cfg)
+
+
+def describe(result: Any, cfg: TrainConfig) -> tuple[str, int]:
+    """A one-line summary of a finished (or interrupted) run and the exit code."""
+    if int(os.environ.get("RANK", "0")) != 0:
+        return "", 128 + result.signum if result.signum else 0
+    if result.consumed == 0 and result.epoch > 1:
+        where = f"update {result.update} (end of epoch {result.epoch - 1})"
+    else:
+        where = f"update {result.update} (epoch {result.epoch})"
+    if result.reason == "interrupted":
+        import signal
+
+        name = signal.Signals(result.signum).name if result.signum else "a signal"
+        return (f"interrupted by {name} at {where}: wrote {cfg.run_dir}/checkpoint_last.pt; "
+                "run the same command to resume", 128 + (result.signum or 2))  # fmt: skip
+    text = f"stopped at {where}: {result.reason}"
+    if result.best is not None:
+        metric = "BLEU" if cfg.validate_bleu else "loss"
+        text += f"; best valid {metric} {result.best:.4g} in {cfg.run_dir}/checkpoint_best.pt"
+    if result.last_valid and result.last_valid.get("bleu_signature"):
+        text += f" ({result.last_valid['bleu_signature']})"
+    return text, 0
+
+
+def run_average(
+    run_dir: str | None, last: int | None, checkpoints: typing.Sequence[str], output: str
+) -> str:
+    """`mtkit average`: the last N checkpoints of a run, or the given files, into ``output``."""
+    from mtkit.training.average import average_checkpoints
+    from mtkit.training.state import numbered_checkpoints
+
+    if bool(checkpoints) == (run_dir is not None or last is not None):
+        raise MtkitError("give either --last N RUN_DIR or one or more -c CHECKPOINT")
+    if checkpoints:
+        paths = [Path(p) for p in checkpoints]
+    else:
+        if run_dir is None or last is None or last < 1:
+            raise MtkitError("--last N RUN_DIR: give N >= 1 and the run directory")
+        if not Path(run_dir).is_dir():
+            raise MtkitError(f"{run_dir}: no such run directory")
+        paths = numbered_checkpoints(run_dir)[-last:]
+        if len(paths) < last:
+            raise MtkitError(f"{run_dir}: {len(paths)} numbered checkpoints, fewer than {last}")
+    average_checkpoints(paths, output)
+    return f"averaged {len(paths)} checkpoints ({', '.join(p.name for p in paths)}) into {output}"

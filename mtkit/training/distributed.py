@@ -1,0 +1,145 @@
+"""Where this process trains: device, precision, and the torch.distributed group under torchrun.
+
+``torchrun --nproc_per_node N -m mtkit train ...`` sets RANK, WORLD_SIZE and LOCAL_RANK; with
+WORLD_SIZE > 1 every process joins one group (NCCL on CUDA, gloo on CPU) and wraps the model in
+DistributedDataParallel. Rank 0 alone validates and writes files; the others wait at a barrier.
+"""
+
+from __future__ import annotations
+
+import inspect
+import os
+from contextlib import AbstractContextManager, nullcontext
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Any
+
+import torch
+import torch.distributed as dist
+from torch import nn
+from torch.nn.parallel import DistributedDataParallel
+
+from mtkit.errors import MtkitError
+
+PRECISIONS = ("auto", "fp32", "bf16", "fp16")
+# rank 0 validates (decoding a whole validation set) while the others wait at a barrier
+BARRIER_TIMEOUT = timedelta(hours=2)
+
+
+@dataclass(frozen=True)
+class Dist:
+    rank: int = 0
+    world_size: int = 1
+    local_rank: int = 0
+
+    @property
+    def is_main(self) -> bool:
+        return self.rank == 0
+
+    @property
+    def active(self) -> bool:
+        return self.world_size > 1
+
+
+def env_dist() -> Dist:
+    """The process's place in a torchrun job (rank 0 of 1 outside torchrun)."""
+    try:
+        world = int(os.environ.get("WORLD_SIZE", "1"))
+        rank = int(os.environ.get("RANK", "0"))
+        local = int(os.environ.get("LOCAL_RANK", "0"))
+    except ValueError:
+        raise MtkitError(
+            "RANK, WORLD_SIZE and LOCAL_RANK must be integers (set by torchrun)"
+        ) from None
+    return Dist(rank, world, local)
+
+
+def resolve_device(name: str, where: Dist) -> torch.device:
+    """auto: CUDA when available, else CPU; under torchrun on CUDA, GPU LOCAL_RANK."""
+    if name == "auto":
+        name = "cuda" if torch.cuda.is_available() else "cpu"
+    try:
+        device = torch.device(name)
+    except RuntimeError:
+        raise MtkitError(f"unknown device '{name}' (use auto, cpu, cuda or cuda:N)") from None
+    if device.type not in ("cpu", "cuda"):
+        raise MtkitError(f"unsupported device '{name}' (use auto, cpu, cuda or cuda:N)")
+    if device.type == "cuda":
+        if not torch.cuda.is_available():
+            raise MtkitError(f"device '{name}' requested but CUDA is not available")
+        index = where.local_rank if where.active else (device.index or 0)
+        if index >= torch.cuda.device_count():
+            raise MtkitError(f"device cuda:{index} does not exist")
+        device = torch.device("cuda", index)
+        torch.cuda.set_device(device)
+    return device
+
+
+def resolve_precision(precision: str, device: torch.device) -> torch.dtype | None:
+    """The autocast dtype, or None for fp32. auto: bf16 where supported, else fp16, on CUDA."""
+    if precision not in PRECISIONS:
+        raise MtkitError(f"unknown precision '{precision}' (known: {', '.join(PRECISIONS)})")
+    if device.type == "cpu":
+        if precision in ("bf16", "fp16"):
+            raise MtkitError(f"precision {precision} needs a CUDA device; use fp32 on CPU")
+        return None
+    if precision == "auto":
+        return torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float16
+    return {"fp32": None, "bf16": torch.bfloat16, "fp16": torch.float16}[precision]
+
+
+def autocast(device: torch.device, dtype: torch.dtype | None) -> AbstractContextManager:
+    """Mixed precision on CUDA; nothing (fp32) when ``dtype`` is None."""
+    if dtype is None:
+        return nullcontext()
+    return torch.autocast(device.type, dtype=dtype)
+
+
+def init_group(where: Dist, device: torch.device) -> None:
+    if where.active and not dist.is_initialized():
+        backend = "nccl" if device.type == "cuda" else "gloo"
+        dist.init_process_group(backend, timeout=BARRIER_TIMEOUT)
+
+
+def close_group(where: Dist) -> None:
+    if where.active and dist.is_initialized():
+        dist.destroy_process_group()
+
+
+def wrap_model(model: nn.Module, where: Dist, device: torch.device) -> nn.Module:
+    """DDP around the model when several processes train (buffers are constant: no broadcast)."""
+    if not where.active:
+        return model
+    ids = [device.index] if device.type == "cuda" else None
+    newer = "forward_sync_buffers" in inspect.signature(DistributedDataParallel).parameters
+    no_sync = {"forward_sync_buffers" if newer else "broadcast_buffers": False}
+    return DistributedDataParallel(model, device_ids=ids, **no_sync)
+
+
+def all_reduce_sum(values: torch.Tensor, where: Dist) -> torch.Tensor:
+    if where.active:
+        dist.all_reduce(values, op=dist.ReduceOp.SUM)
+    return values
+
+
+def broadcast_flag(flag: bool, where: Dist, device: torch.device) -> bool:
+    """Rank 0's decision, on every rank."""
+    if not where.active:
+        return flag
+    value = torch.tensor([int(flag)], device=device)
+    dist.broadcast(value, src=0)
+    return bool(value.item())
+
+
+def gather_objects(obj: Any, where: Dist) -> list[Any]:
+    """Every rank's ``obj``, in rank order (a one-element list outside torchrun)."""
+    if not where.active:
+        return [obj]
+    out: list[Any] = [None] * where.world_size
+    dist.all_gather_object(out, obj)
+    return out
+
+
+def barrier(where: Dist) -> None:
+    if where.active:
+        dist.barrier()

@@ -1,0 +1,374 @@
+"""The training loop: teacher-forced updates over token batches, validation, checkpoints, resume.
+
+One update consumes a group of ``world_size * update_freq`` batches (see :mod:`.batching`).
+Gradients are summed over the group's micro-batches (DDP's ``no_sync`` until the last) and the
+loss is normalised by the group's target-token count, so W processes with update_freq F compute
+the same update as one process with update_freq W * F.
+
+After each update, in order: stop conditions (max_updates, max_epochs, max_time, a signal),
+validation (every ``validate_every`` updates and when training stops), checkpoints (every
+``save_every`` updates, when the best metric improves, and when training stops). A checkpoint
+carries every random state, so resuming from it continues exactly where the run left off.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import signal
+import threading
+import time
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import torch
+
+from mtkit.config import ModelConfig, TrainConfig
+from mtkit.data.binarized import ParallelData
+from mtkit.data.tokenizer import Tokenizer
+from mtkit.errors import MtkitError
+from mtkit.model.transformer import count_parameters
+from mtkit.training import distributed as D
+from mtkit.training.batching import Group, epoch_batches, iterate_groups, sentence_sizes
+from mtkit.training.logs import Meter, RunLog, format_duration
+from mtkit.training.state import (
+    LAST,
+    CheckpointDir,
+    TrainState,
+    rng_state,
+    seed_everything,
+    set_rng_state,
+)
+from mtkit.training.step import Stepper
+from mtkit.training.validate import validate
+
+KILL_HOOK = "MTKIT_TEST_KILL_AT_UPDATE"  # tests: SIGKILL this process after that update
+
+
+@dataclass
+class TrainData:
+    train: ParallelData
+    valid: ParallelData | None  # None: no validation
+    tgt_tokenizer: Tokenizer
+    spm: dict[str, bytes]  # {"src": bytes, "tgt": bytes}, stored in every checkpoint
+
+
+@dataclass
+class TrainResult:
+    update: int
+    epoch: int  # the epoch in progress (the next one when ``consumed`` is 0)
+    consumed: int  # its batches trained on
+    reason: str  # max_updates | max_epochs | max_time | early_stop | interrupted
+    best: float | None
+    last_valid: dict[str, Any] | None
+    signum: int | None = None  # the signal that interrupted training
+
+
+class StopSignal:
+    """SIGINT/SIGTERM ask training to stop at the next update boundary; a second one aborts."""
+
+    def __init__(self) -> None:
+        self.signum: int | None = None
+        self._old: dict[int, Any] = {}
+
+    def __enter__(self) -> StopSignal:
+        if threading.current_thread() is threading.main_thread():
+            for sig in (signal.SIGINT, signal.SIGTERM):
+                self._old[sig] = signal.signal(sig, self._handle)
+        return self
+
+    def _handle(self, signum: int, frame: Any) -> None:
+        if self.signum is not None:  # asked twice: stop now
+            raise KeyboardInterrupt
+        self.signum = signum
+
+    def __exit__(self, *exc: object) -> None:
+        for sig, old in self._old.items():
+            signal.signal(sig, old)
+
+
+class Trainer:
+    """One process of a run: the Stepper plus data order, state, validation and checkpoints."""
+
+    def __init__(
+        self, cfg: TrainConfig, model_cfg: ModelConfig, data: TrainData, quiet: bool = False
+    ) -> None:
+        self.cfg, self.model_cfg, self.data, self.quiet = cfg, model_cfg, data, quiet
+        self.step = Stepper(cfg, model_cfg)
+        self.where, self.device = self.step.where, self.step.device
+        self.state = TrainState()
+        self.sizes = sentence_sizes(data.train.src_lengths, data.train.tgt_lengths)
+        self.ckpts = CheckpointDir(cfg.run_dir, cfg.keep_last)
+        self.last_saved: int | None = None
+        self.validated_at: int | None = None  # on every rank (only rank 0 keeps the history)
+        self._rng: list[dict[str, Any]] | None = None
+
+    # -- checkpoints ---------------------------------------------------------------------------
+
+    def load(self, ckpt: dict[str, Any]) -> None:
+        """Continue from a checkpoint of this run (random states are restored by ``run``)."""
+        self.step.load_state_dicts(ckpt)
+        self.state = TrainState.from_dict(ckpt["state"])
+        self._rng = ckpt["rng"]
+        self.last_saved = self.state.update
+        self.validated_at = self.state.history[-1]["update"] if self.state.history else None
+
+    def payload(self, rngs: list[dict[str, Any]]) -> dict[str, Any]:
+        return {
+            "model_config": asdict(self.model_cfg),
+            "train_config": asdict(self.cfg),
+            "spm": self.data.spm,
+            **self.step.state_dicts(),
+            "rng": rngs,
+            "state": self.state.to_dict(),
+            "update": self.state.update,
+            "epoch": self.state.epoch,
+        }
+
+    def save(self, numbered: bool, best: bool) -> None:
+        """Collective: every rank's random state goes into rank 0's checkpoint."""
+        rngs = D.gather_objects(rng_state(), self.where)
+        if self.where.is_main:
+            self.ckpts.save(self.payload(rngs), self.state.update, numbered, best)
+        if numbered:
+            self.last_saved = self.state.update
+        D.barrier(self.where)
+
+    def _restore_rng(self) -> None:
+        if self._rng is None:
+            return
+        if len(self._rng) == self.where.world_size:
+            set_rng_state(self._rng[self.where.rank])
+        else:  # another number of processes: a fresh, still deterministic, stream
+            seed_everything(self.cfg.seed + self.where.rank + 7919 * self.state.update)
+
+    # -- the loop ------------------------------------------------------------------------------
+
+    def _advance(self, group: Group, n_batches: int) -> None:
+        self.state.consumed = group.consumed
+        if group.consumed >= n_batches:
+            self.state.epoch, self.state.consumed = self.state.epoch + 1, 0
+
+    def _non_finite(self, loss: float) -> None:
+        """Skip the batch (nan_policy skip) or stop with the resume point named."""
+        self.step.discard_gradients()
+        where = f"update {self.state.update + 1} (epoch {self.state.epoch})"
+        if self.cfg.nan_policy == "skip":
+            self.state.skipped += 1
+            self.log.message(f"loss is {loss} at {where}: batch skipped ({self.state.skipped})")
+            if self.state.skipped <= self.cfg.max_skipped_batches:
+                return
+            raise MtkitError(
+                f"loss is {loss} at {where}: more than max_skipped_batches="
+                f"{self.cfg.max_skipped_batches} non-finite batches; {self._resume_point()}"
+            )
+        raise MtkitError(
+            f"loss is {loss} at {where}: training stopped; {self._resume_point()} "
+            "(resume with --set nan_policy=skip to skip such batches, or start a new run with a "
+            "lower lr or more warmup_updates)"
+        )
+
+    def _resume_point(self) -> str:
+        if self.last_saved is None:
+            return "no checkpoint was written yet"
+        return f"{LAST} (update {self.last_saved}) is the last good state to resume from"
+
+    def run(self) -> TrainResult:
+        deterministic = torch.are_deterministic_algorithms_enabled()
+        if self.device.type == "cpu":
+            torch.use_deterministic_algorithms(True)  # bitwise-exact resume on CPU
+        self.log = RunLog(self.cfg.run_dir, self.where.is_main, self.quiet,
+                          self.cfg.max_updates or None, self.state.update)  # fmt: skip
+        try:
+            with StopSignal() as self.signal:
+                return self._run()
+        finally:
+            self.log.close()
+            torch.use_deterministic_algorithms(deterministic)
+
+    def _run(self) -> TrainResult:
+        self.log.message(
+            f"model: {count_parameters(self.step.model):,} parameters on {self.device} "
+            f"({self.step.precision}), "
+            f"{self.where.world_size} process(es), {self.cfg.max_tokens} tokens x "
+            f"{self.cfg.update_freq} per update and process"
+        )
+        self._restore_rng()
+        self.t0, self.elapsed0 = time.monotonic(), self.state.elapsed
+        self.updates0 = self.state.update
+        self.meter, self.last_valid = Meter(), None
+        spent = 0 < self.cfg.max_time <= self.state.elapsed  # the same on every rank
+        reason = self._budget_reason(False, spent)
+        if reason is None and 0 < self.cfg.patience <= self.state.bad_validations:
+            reason = "early_stop"  # an early-stopped run, resumed with the same patience
+        while reason is None:
+            batches = epoch_batches(
+                self.sizes, self.cfg.max_tokens, self.cfg.seed, self.state.epoch
+            )
+            if not batches:
+                raise MtkitError("the training split is empty")
+            groups = iterate_groups(self.data.train, batches, self.state.consumed,
+                                    self.where.rank, self.where.world_size,
+                                    self.cfg.update_freq, self._loader_args())  # fmt: skip
+            for group in groups:
+                reason = self._update(group, len(batches))
+                if reason is not None:
+                    break
+        state = self.state
+        return TrainResult(state.update, state.epoch, state.consumed, reason, state.best,
+                           self.last_valid, self.signal.signum)  # fmt: skip
+
+    def _loader_args(self) -> dict[str, Any]:
+        return {
+            "num_workers": self.cfg.num_workers,
+            "pin_memory": self.device.type == "cuda",
+            # its own generator: creating a loader must not draw from the global torch RNG
+            "generator": torch.Generator().manual_seed(self.cfg.seed),
+        }
+
+    def _update(self, group: Group, n_batches: int) -> str | None:
+        """One update and what follows it; returns why training stops, or None."""
+
+        def stop_requests() -> tuple[bool, bool]:
+            return self.signal.signum is not None, self._time_up()
+
+        loss, nll, by_signal, by_time = self.step.forward_backward(group, stop_requests)
+        if not math.isfinite(loss):
+            self._non_finite(loss)
+            self._advance(group, n_batches)
+            return None
+        lr = self.step.lr
+        gnorm = self.step.optimizer_step()
+        self.state.update += 1
+        self._advance(group, n_batches)
+        self.state.elapsed = self.elapsed0 + time.monotonic() - self.t0
+        self.meter.add(loss, nll, group.ntokens)
+        self._report(loss / group.ntokens, lr, gnorm, n_batches)
+        reason = self._budget_reason(by_signal > 0, by_time > 0)
+        reason = self._boundary(reason)
+        if os.environ.get(KILL_HOOK) == str(self.state.update):
+            os.kill(os.getpid(), signal.SIGKILL)
+        return reason
+
+    def _time_up(self) -> bool:
+        elapsed = self.elapsed0 + time.monotonic() - self.t0
+        return self.cfg.max_time > 0 and elapsed >= self.cfg.max_time
+
+    def _budget_reason(self, by_signal: bool, by_time: bool) -> str | None:
+        cfg, state = self.cfg, self.state
+        if by_signal:
+            return "interrupted"
+        if cfg.max_updates and state.update >= cfg.max_updates:
+            return "max_updates"
+        if cfg.max_epochs and state.epoch > cfg.max_epochs:
+            return "max_epochs"
+        if by_time:  # decided in the all-reduce: ranks' clocks differ
+            return "max_time"
+        return None
+
+    def _boundary(self, reason: str | None) -> str | None:
+        """Validate and save as due; validation may stop training early."""
+        started = time.monotonic()
+        improved = False
+        if reason != "interrupted" and self._validation_due(reason is not None):
+            improved, early = self._validate()
+            if early and reason is None:
+                reason = "early_stop"
+        every = self.cfg.save_every
+        numbered = reason is not None or (every > 0 and self.state.update % every == 0)
+        if numbered or improved:
+            self.save(numbered, improved)
+        self.meter.paused += time.monotonic() - started
+        return reason
+
+    def _validation_due(self, stopping: bool) -> bool:
+        every = self.cfg.validate_every
+        if self.data.valid is None or every <= 0:
+            return False
+        if stopping:  # a final validation, unless this update has just been validated
+            return self.validated_at != self.state.update
+        return self.state.update % every == 0
+
+    def _validate(self) -> tuple[bool, bool]:
+        """Rank 0 validates; returns (improved, stop early) on every rank."""
+        improved = early = False
+        if self.where.is_main:
+            assert self.data.valid is not None
+            record = validate(self.step.model, self.data.valid, self.cfg, self.device,
+                              self.step.amp_dtype, self.data.tgt_tokenizer)  # fmt: skip
+            improved, early = self._track(record)
+        D.barrier(self.where)
+        self.validated_at = self.state.update
+        improved = D.broadcast_flag(improved, self.where, self.device)
+        return improved, D.broadcast_flag(early, self.where, self.device)
+
+    def _track(self, record: dict[str, Any]) -> tuple[bool, bool]:
+        """Log a validation record, update best/patience; returns (improved, stop early)."""
+        state = self.state
+        record = {"update": state.update, "epoch": state.epoch, **record,
+                  "elapsed": round(state.elapsed, 3)}  # fmt: skip
+        state.history.append(record)
+        self.last_valid = record
+        self.log.record("valid", record)
+        by_bleu = self.cfg.validate_bleu
+        metric = record["valid_bleu"] if by_bleu else record["valid_loss"]
+        improved = state.best is None or (metric > state.best if by_bleu else metric < state.best)
+        if improved:
+            state.best, state.bad_validations = metric, 0
+        else:
+            state.bad_validations += 1
+        return improved, 0 < self.cfg.patience <= state.bad_validations
+
+    def _report(self, loss: float, lr: float, gnorm: float, n_batches: int) -> None:
+        state, meter = self.state, self.meter
+        tps = meter.tokens_per_s()
+        eta = self._eta(n_batches)
+        postfix = {"loss": f"{loss:.3f}", "lr": f"{lr:.2e}", "tok/s": f"{tps:.0f}"}
+        if eta is not None:
+            postfix["eta"] = format_duration(eta)
+        self.log.progress(postfix)
+        if state.update % max(self.cfg.log_every, 1):
+            return
+        nll = meter.nll / max(meter.ntokens, 1)
+        self.log.record("train", {
+            "update": state.update, "epoch": state.epoch,
+            "loss": meter.loss / max(meter.ntokens, 1), "nll": nll,
+            "ppl": math.exp(min(nll, 700.0)), "lr": lr, "gnorm": gnorm,
+            "tgt_tokens_per_s": round(tps, 1), "elapsed": round(state.elapsed, 3),
+        })  # fmt: skip
+        meter.reset()
+
+    def _eta(self, n_batches: int) -> float | None:
+        """Seconds left under the tightest known budget, from this session's update rate."""
+        cfg, state = self.cfg, self.state
+        done = state.update - self.updates0
+        if done <= 0:
+            return None
+        per_update = (time.monotonic() - self.t0) / done
+        left = []
+        if cfg.max_updates:
+            left.append((cfg.max_updates - state.update) * per_update)
+        if cfg.max_epochs:
+            batches = (cfg.max_epochs - state.epoch + 1) * n_batches - state.consumed
+            left.append(batches / (self.where.world_size * cfg.update_freq) * per_update)
+        if cfg.max_time > 0:
+            left.append(cfg.max_time - state.elapsed)
+        return max(min(left), 0.0) if left else None
+
+
+def train(
+    cfg: TrainConfig,
+    model_cfg: ModelConfig,
+    data: TrainData,
+    resume: dict[str, Any] | None = None,
+    quiet: bool = False,
+) -> TrainResult:
+    """Train (or continue ``resume``, a checkpoint of this run) until a stop condition."""
+    where = D.env_dist()
+    trainer = Trainer(cfg, model_cfg, data, quiet)
+    try:
+        if resume is not None:
+            trainer.load(resume)
+        return trainer.run()
+    finally:
+        D.close_group(where)

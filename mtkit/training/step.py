@@ -1,0 +1,106 @@
+"""One process's model, optimizer, schedule and gradient scaler, and one update with them.
+
+An update runs teacher-forced forward/backward passes over the process's micro-batches of a
+group (see :mod:`.batching`), accumulating gradients (DDP's ``no_sync`` until the last pass),
+then unscales, clips and steps. The loss of each pass is divided by the target-token count of
+the whole group (every rank's batches), and multiplied by the world size to undo DDP's
+averaging, so the gradient is d(sum of token losses)/d(params) / group tokens whatever the
+number of processes.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+from collections.abc import Callable
+from typing import Any
+
+import torch
+from torch.nn.utils import clip_grad_norm_
+
+from mtkit.config import ModelConfig, TrainConfig
+from mtkit.model.transformer import build_model
+from mtkit.training import distributed as D
+from mtkit.training.batching import Group
+from mtkit.training.loss import label_smoothed_nll_loss
+from mtkit.training.optim import build_optimizer, build_scheduler
+from mtkit.training.state import seed_everything
+
+
+class Stepper:
+    """Builds the model on this process's device (seeded), wraps it in DDP under torchrun."""
+
+    def __init__(self, cfg: TrainConfig, model_cfg: ModelConfig) -> None:
+        self.cfg = cfg
+        self.where = D.env_dist()
+        self.device = D.resolve_device(cfg.device, self.where)
+        self.amp_dtype = D.resolve_precision(cfg.precision, self.device)
+        D.init_group(self.where, self.device)
+        seed_everything(cfg.seed + self.where.rank)
+        self.model = build_model(model_cfg).to(self.device)
+        self.net = D.wrap_model(self.model, self.where, self.device)
+        self.optimizer = build_optimizer(self.model, cfg)
+        self.scheduler = build_scheduler(self.optimizer, cfg)
+        fp16 = self.amp_dtype == torch.float16
+        self.scaler = torch.amp.GradScaler(self.device.type, enabled=fp16)
+
+    @property
+    def precision(self) -> str:
+        return str(self.amp_dtype).removeprefix("torch.") if self.amp_dtype else "fp32"
+
+    @property
+    def lr(self) -> float:
+        return float(self.optimizer.param_groups[0]["lr"])
+
+    def state_dicts(self) -> dict[str, Any]:
+        return {
+            "model": self.model.state_dict(),
+            "optimizer": self.optimizer.state_dict(),
+            "scheduler": self.scheduler.state_dict(),
+            "scaler": self.scaler.state_dict(),
+        }
+
+    def load_state_dicts(self, ckpt: dict[str, Any]) -> None:
+        self.model.load_state_dict(ckpt["model"])
+        self.optimizer.load_state_dict(ckpt["optimizer"])
+        self.scheduler.load_state_dict(ckpt["scheduler"])
+        if ckpt.get("scaler") and self.scaler.is_enabled():
+            self.scaler.load_state_dict(ckpt["scaler"])
+
+    def forward_backward(
+        self, group: Group, flags: Callable[[], tuple[bool, ...]] = tuple
+    ) -> list[float]:
+        """Accumulate the group's gradients; returns [loss sum, nll sum, *flags()], summed over
+        ranks. ``flags`` (stop requests) is asked after the backward passes and rides along in
+        the same all-reduce."""
+        self.optimizer.zero_grad(set_to_none=True)
+        scale = self.where.world_size / group.ntokens
+        totals = torch.zeros(2, device=self.device)
+        last = len(group.batches) - 1
+        for i, (batch, weight) in enumerate(zip(group.batches, group.weights, strict=True)):
+            batch = batch.to(self.device)
+            sync = i == last or not self.where.active
+            with contextlib.nullcontext() if sync else self.net.no_sync():
+                with D.autocast(self.device, self.amp_dtype):
+                    logits = self.net(batch.src, batch.tgt_in)  # (B, T, V)
+                eps = self.cfg.label_smoothing
+                loss, nll = label_smoothed_nll_loss(logits, batch.tgt_out, eps)
+                self.scaler.scale(loss * (weight * scale)).backward()
+            if weight:
+                totals[0] += loss.detach()
+                totals[1] += nll.detach()
+        totals = torch.cat([totals, torch.tensor(flags(), device=self.device, dtype=totals.dtype)])
+        return D.all_reduce_sum(totals, self.where).tolist()
+
+    def optimizer_step(self) -> float:
+        """Unscale, clip, step the optimizer and the schedule; returns the gradient norm."""
+        self.scaler.unscale_(self.optimizer)
+        max_norm = self.cfg.clip_norm if self.cfg.clip_norm > 0 else math.inf
+        gnorm = clip_grad_norm_(self.model.parameters(), max_norm)
+        self.scaler.step(self.optimizer)
+        self.scaler.update()
+        self.scheduler.step()
+        return float(gnorm)
+
+    def discard_gradients(self) -> None:
+        self.optimizer.zero_grad(set_to_none=True)

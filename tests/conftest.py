@@ -1,0 +1,177 @@
+"""Fixtures shared across the test tree."""
+
+from __future__ import annotations
+
+import json
+import random
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from mtkit.data.tokenizer import train_spm
+
+# ---------------------------------------------------------------------------------------------
+# A small generated en-de corpus in every format `mtkit prepare` reads (data/, pipeline/, cli/)
+
+_SUBJECTS = [("A man", "Ein Mann"), ("A woman", "Eine Frau"), ("Two dogs", "Zwei Hunde"),
+             ("The child", "Das Kind"), ("A little girl", "Ein kleines Mädchen"),
+             ("Three boys", "Drei Jungen")]  # fmt: skip
+_VERBS = [("is running", "läuft"), ("is sitting", "sitzt"), ("plays", "spielt"),
+          ("is waiting", "wartet")]  # fmt: skip
+_PLACES = [("in the park.", "im Park."), ("on the street.", "auf der Straße."),
+           ("near the lake.", "am See."),
+           ("in front of a white fence.", "vor einem weißen Zaun.")]  # fmt: skip
+
+CorpusWriter = Callable[..., str]
+
+
+def make_pairs(n: int, seed: int = 0) -> list[tuple[str, str]]:
+    """``n`` aligned (English, German) sentences built from small phrase tables."""
+    rng = random.Random(seed)
+    pairs = []
+    for _ in range(n):
+        parts = [rng.choice(table) for table in (_SUBJECTS, _VERBS, _PLACES)]
+        pairs.append((" ".join(p[0] for p in parts), " ".join(p[1] for p in parts)))
+    return pairs
+
+
+@pytest.fixture(scope="session")
+def corpus_pairs() -> list[tuple[str, str]]:
+    return make_pairs(240)
+
+
+@pytest.fixture(scope="session")
+def corpus_spm(tmp_path_factory: pytest.TempPathFactory, corpus_pairs: list) -> Path:
+    """A joint en-de sentencepiece model (mtkit's special ids) trained on ``corpus_pairs``."""
+    path = tmp_path_factory.mktemp("spm") / "joint.model"
+    path.write_bytes(train_spm([s for pair in corpus_pairs for s in pair], vocab_size=120))
+    return path
+
+
+def write_corpus_files(
+    directory: Path,
+    kind: str,
+    pairs: list[tuple[str, str]],
+    name: str = "corpus",
+    langs: tuple[str, str] = ("en", "de"),
+) -> str:
+    """Write ``pairs`` as ``kind`` (text, tsv, parquet, jsonl, disk); return the source spec."""
+    src_lang, tgt_lang = langs
+    rows = [{"translation": {src_lang: s, tgt_lang: t}} for s, t in pairs]
+    base = directory / name
+    if kind == "text":
+        for i, lang in enumerate(langs):
+            Path(f"{base}.{lang}").write_text("".join(f"{p[i]}\n" for p in pairs), "utf-8")
+        return str(base)
+    if kind == "tsv":
+        Path(f"{base}.tsv").write_text("".join(f"{s}\t{t}\n" for s, t in pairs), "utf-8")
+        return f"{base}.tsv"
+    if kind == "jsonl":
+        lines = "".join(json.dumps(row, ensure_ascii=False) + "\n" for row in rows)
+        Path(f"{base}.jsonl").write_text(lines, "utf-8")
+        return f"{base}.jsonl"
+    if kind == "parquet":
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        pq.write_table(pa.Table.from_pylist(rows), f"{base}.parquet")
+        return f"{base}.parquet"
+    if kind == "disk":
+        import datasets
+
+        datasets.Dataset.from_list(rows).save_to_disk(str(base))
+        return str(base)
+    raise ValueError(kind)
+
+
+@pytest.fixture
+def write_corpus(tmp_path: Path) -> CorpusWriter:
+    """``write_corpus(kind, pairs, name="corpus", langs=("en", "de"))`` -> source spec."""
+
+    def write(kind: str, pairs: list[tuple[str, str]], name: str = "corpus", **kw: object) -> str:
+        return write_corpus_files(tmp_path, kind, pairs, name, **kw)  # type: ignore[arg-type]
+
+    return write
+
+
+# ---------------------------------------------------------------------------------------------
+# A tiny binarized dataset (training/), written directly, without `mtkit prepare`
+
+_SRC_WORDS = "the a man woman dog cat runs walks on in red blue big small house street".split()
+_TGT_WORDS = "der ein mann frau hund katze rennt geht auf im rot blau gross klein haus strasse"
+_WORD_DICT = dict(zip(_SRC_WORDS, _TGT_WORDS.split(), strict=True))
+
+
+def word_pairs(n: int, seed: int, min_words: int = 2, max_words: int = 7) -> list[tuple[str, str]]:
+    """``n`` word-by-word "translations" between two made-up 16-word languages."""
+    rng = random.Random(seed)
+    pairs = []
+    for _ in range(n):
+        words = [rng.choice(_SRC_WORDS) for _ in range(rng.randint(min_words, max_words))]
+        pairs.append((" ".join(words), " ".join(_WORD_DICT[w] for w in words)))
+    return pairs
+
+
+def write_tiny_dataset(
+    out: Path,
+    train: list[tuple[str, str]],
+    valid: list[tuple[str, str]],
+    joint: bool = True,
+    vocab_size: int = 64,
+) -> Path:
+    """A binarized dataset directory as `mtkit prepare` lays it out (mtkit.data.binarized)."""
+    import numpy as np
+
+    from mtkit.data import binarized
+    from mtkit.data.tokenizer import Tokenizer
+
+    out.mkdir(parents=True, exist_ok=True)
+    if joint:
+        src_model = tgt_model = train_spm([s for p in train for s in p], vocab_size=vocab_size)
+    else:
+        src_model = train_spm([s for s, _ in train], vocab_size=vocab_size)
+        tgt_model = train_spm([t for _, t in train], vocab_size=vocab_size)
+    (out / "spm.src.model").write_bytes(src_model)
+    (out / "spm.tgt.model").write_bytes(tgt_model)
+    src_tok, tgt_tok = Tokenizer(src_model), Tokenizer(tgt_model)
+    dtype = np.dtype(np.uint16)
+    splits = {}
+    for split, pairs in (("train", train), ("valid", valid)):
+        writer = binarized.SplitWriter(out, split, dtype)
+        writer.add_many(
+            src_tok.encode([s for s, _ in pairs]), tgt_tok.encode([t for _, t in pairs])
+        )
+        writer.close()
+        splits[split] = {"pairs": writer.count}
+        if split != "train":
+            for i, side in enumerate(binarized.SIDES):
+                text = "".join(f"{pair[i]}\n" for pair in pairs)
+                (out / f"{split}.{side}.txt").write_text(text, encoding="utf-8")
+    manifest = {"format_version": binarized.FORMAT_VERSION, "dtype": dtype.name,
+                "splits": splits, "src_lang": "en", "tgt_lang": "de", "joint": joint}  # fmt: skip
+    (out / binarized.MANIFEST).write_text(json.dumps(manifest), encoding="utf-8")
+    return out
+
+
+@pytest.fixture(scope="session")
+def tiny_dataset(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """200 training and 16 validation pairs of a word-substitution task, joint vocabulary."""
+    out = tmp_path_factory.mktemp("tiny-data") / "data"
+    return write_tiny_dataset(out, word_pairs(200, seed=1), word_pairs(16, seed=2))
+
+
+@pytest.fixture
+def make_tiny_dataset(tmp_path: Path) -> Callable[..., Path]:
+    """``make_tiny_dataset(name, train_pairs, valid_pairs, joint=True, vocab_size=64)``."""
+
+    def make(name: str, train: list, valid: list, **kwargs: object) -> Path:
+        return write_tiny_dataset(tmp_path / name, train, valid, **kwargs)  # type: ignore[arg-type]
+
+    return make
+
+
+@pytest.fixture
+def tiny_word_pairs() -> Callable[..., list[tuple[str, str]]]:
+    """``tiny_word_pairs(n, seed, min_words=2, max_words=7)``: see :func:`word_pairs`."""
+    return word_pairs

@@ -1,0 +1,117 @@
+"""Token batches: size limit with padding, each sentence once, deterministic per (seed, epoch)."""
+
+import numpy as np
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from mtkit.data.binarized import ParallelData
+from mtkit.data.tokenizer import BOS_ID, EOS_ID, PAD_ID
+from mtkit.errors import MtkitError
+from mtkit.training.batching import (
+    chunk_sorted,
+    collate,
+    epoch_batches,
+    iterate_groups,
+    rank_slots,
+    sentence_sizes,
+    sorted_batches,
+)
+
+
+def random_lengths(n: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(seed)  # test data only; training never uses numpy's RNG
+    return rng.integers(0, 40, n), rng.integers(0, 40, n)
+
+
+def test_sizes_count_bos_eos() -> None:
+    sizes = sentence_sizes(np.array([3, 0, 5]), np.array([4, 2, 1]))
+    assert sizes.tolist() == [5, 3, 6]
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.integers(1, 300), st.integers(41, 600), st.integers(0, 1000), st.integers(1, 5))
+def test_batches_fit_and_cover_each_sentence_once(n: int, max_tokens: int, seed: int, epoch: int):
+    sizes = sentence_sizes(*random_lengths(n, seed))
+    batches = epoch_batches(sizes, max_tokens, seed, epoch)
+    for batch in batches:
+        assert len(batch) * int(sizes[batch].max()) <= max_tokens
+    assert sorted(torch.cat(batches).tolist()) == list(range(n))
+
+
+def test_padded_tensors_respect_max_tokens(tiny_dataset) -> None:
+    data = ParallelData(tiny_dataset, "train")
+    sizes = sentence_sizes(data.src_lengths, data.tgt_lengths)
+    for indices in epoch_batches(sizes, 96, seed=1, epoch=1):
+        pairs = [tuple(map(torch.from_numpy, data.pair(i))) for i in indices.tolist()]
+        batch = collate(pairs)
+        for tensor in batch:
+            assert tensor.numel() <= 96
+
+
+def test_deterministic_per_seed_and_epoch_and_different_otherwise() -> None:
+    sizes = sentence_sizes(*random_lengths(500, 0))
+
+    def as_lists(batches: list[torch.Tensor]) -> list[list[int]]:
+        return [b.tolist() for b in batches]
+
+    first = as_lists(epoch_batches(sizes, 200, seed=3, epoch=1))
+    assert first == as_lists(epoch_batches(sizes, 200, seed=3, epoch=1))
+    assert first != as_lists(epoch_batches(sizes, 200, seed=3, epoch=2))
+    assert first != as_lists(epoch_batches(sizes, 200, seed=4, epoch=1))
+    # the contents of batches change too, not only their order
+    assert sorted(first) != sorted(as_lists(epoch_batches(sizes, 200, seed=3, epoch=2)))
+
+
+def test_buckets_group_similar_lengths() -> None:
+    sizes = sentence_sizes(*random_lengths(2000, 1))
+    batches = epoch_batches(sizes, 400, seed=1, epoch=1)
+    padded = sum(len(b) * int(sizes[b].max()) for b in batches)
+    assert padded < 1.1 * int(sizes.sum())  # little padding after sorting
+
+
+def test_chunk_and_too_long_sentence() -> None:
+    order = torch.tensor([2, 0, 1])
+    sizes = torch.tensor([3, 3, 2])
+    assert [b.tolist() for b in chunk_sorted(order, sizes, 6)] == [[2, 0], [1]]
+    with pytest.raises(MtkitError, match="exceeds max_tokens=2"):
+        chunk_sorted(order, sizes, 2)
+    assert [b.tolist() for b in sorted_batches(sizes, 100)] == [[2, 0, 1]]
+
+
+def test_collate_teacher_forcing() -> None:
+    pairs = [
+        (torch.tensor([7, 8]), torch.tensor([9])),
+        (torch.tensor([5]), torch.tensor([4, 6, 10])),
+    ]
+    batch = collate(pairs)
+    assert batch.src.tolist() == [[7, 8, EOS_ID], [5, EOS_ID, PAD_ID]]
+    assert batch.tgt_in.tolist() == [[BOS_ID, 9, PAD_ID, PAD_ID], [BOS_ID, 4, 6, 10]]
+    assert batch.tgt_out.tolist() == [[9, EOS_ID, PAD_ID, PAD_ID], [4, 6, 10, EOS_ID]]
+
+
+@pytest.mark.parametrize("n_batches", [1, 4, 5, 7, 8])
+def test_ranks_split_a_group_like_accumulation(n_batches: int) -> None:
+    group = [torch.tensor([i]) for i in range(n_batches)][:4]  # one group of W * F = 4
+    single = rank_slots(group, 0, 1, 4)
+    ranks = [rank_slots(group, r, 2, 2) for r in range(2)]
+    real = sorted(int(b) for slots in ranks for b, w in slots if w)
+    assert real == sorted(int(b) for b, _ in single)
+    assert len(ranks[0]) == len(ranks[1])  # every rank runs as many passes (DDP)
+
+
+def test_iterate_groups_resumes_mid_epoch(tiny_dataset) -> None:
+    data = ParallelData(tiny_dataset, "train")
+    sizes = sentence_sizes(data.src_lengths, data.tgt_lengths)
+    batches = epoch_batches(sizes, 128, seed=1, epoch=1)
+    args = {"num_workers": 0}
+    full = list(iterate_groups(data, batches, 0, 0, 1, 2, args))
+    assert full[-1].consumed == len(batches)
+    assert sum(g.sentences for g in full) == len(data)
+    rest = list(iterate_groups(data, batches, full[2].consumed, 0, 1, 2, args))
+    assert [g.consumed for g in rest] == [g.consumed for g in full[3:]]
+    for a, b in zip(rest, full[3:], strict=True):
+        for p, q in zip(a.batches, b.batches, strict=True):
+            assert all(torch.equal(x, y) for x, y in zip(p, q, strict=True))
+        assert a.ntokens == b.ntokens == sum(int(x.tgt_out.ne(PAD_ID).sum()) for x in a.batches)

@@ -1,0 +1,132 @@
+"""`mtkit train` and `mtkit average`: every bad option or missing file is a one-line error."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import torch
+from training_helpers import TINY_MODEL, train_args
+
+from mtkit.training.checkpoint import load_checkpoint
+
+
+def assert_one_line_error(result, *culprits: str) -> None:
+    assert result.exit_code not in (0, None), result.output
+    assert (
+        "Traceback" not in result.output
+        and result.exception is None
+        or isinstance(result.exception, SystemExit)
+    ), result.exception
+    lines = [line for line in result.output.splitlines() if line.strip()]
+    assert lines and lines[-1].startswith("Error:"), result.output
+    assert len([line for line in lines if line.startswith("Error")]) == 1
+    for culprit in culprits:
+        assert culprit in lines[-1], (culprit, result.output)
+
+
+@pytest.mark.parametrize(
+    "extra, culprits",
+    [
+        (["--set", "max_tokens=0"], ["max_tokens", "> 0"]),
+        (["--max-tokens", "8"], ["exceeds max_tokens=8"]),
+        (["--lr", "-1"], ["lr"]),
+        (["--label-smoothing", "1.5"], ["label_smoothing"]),
+        (["--update-freq", "0"], ["update_freq"]),
+        (["--max-updates", "abc"], ["--max-updates", "abc"]),
+        (["--precision", "fp64"], ["--precision", "fp64"]),
+        (["--precision", "bf16"], ["bf16", "CUDA"]),
+        (["--device", "tpu"], ["tpu"]),
+        (["--preset", "transformer-huge"], ["transformer-huge", "transformer-small"]),
+        (["--set", "nosuchkey=1"], ["nosuchkey"]),
+        (["--set", "lr"], ["--set", "KEY=VALUE"]),
+        (["--set", "warmup_updates=many"], ["warmup_updates", "many"]),
+        (["--set", "model.nosuch=3"], ["nosuch"]),
+        (["--set", "model.heads=5"], ["heads"]),
+        (["--set", "model.src_vocab_size=10"], ["src_vocab_size", "dataset"]),
+        (["--set", "nan_policy=ignore"], ["nan_policy"]),
+    ],
+)
+def test_bad_options(tmp_path: Path, tiny_dataset: Path, mtkit, extra, culprits) -> None:
+    result = mtkit(*train_args(tiny_dataset, tmp_path / "run", "--max-updates", "1", *extra))
+    assert_one_line_error(result, *culprits)
+
+
+def test_missing_things(tmp_path: Path, tiny_dataset: Path, mtkit) -> None:
+    assert_one_line_error(mtkit("train", "--run-dir", str(tmp_path / "r"), "-q"), "--data")
+    missing = tmp_path / "nodata"
+    assert_one_line_error(mtkit(*train_args(missing, tmp_path / "r")), str(missing))
+    config = tmp_path / "none.yaml"
+    result = mtkit(*train_args(tiny_dataset, tmp_path / "r", "--config", str(config)))
+    assert_one_line_error(result, str(config))
+
+
+@pytest.mark.parametrize(
+    "text, culprits",
+    [
+        ("lr: [1, 2\n", ["invalid YAML"]),
+        ("- just\n- a list\n", ["mapping"]),
+        ("max_updates: 1\nbogus: 2\n", ["bogus"]),
+        ("max_updates: 1\nmodel: 3\n", ["model"]),
+        ("max_updates: 1\nmodel:\n  d_model: sixteen\n", ["d_model", "sixteen"]),
+    ],
+)
+def test_bad_yaml(tmp_path: Path, tiny_dataset: Path, mtkit, text: str, culprits) -> None:
+    config = tmp_path / "train.yaml"
+    config.write_text(text)
+    result = mtkit(*train_args(tiny_dataset, tmp_path / "r", "--config", str(config)))
+    assert_one_line_error(result, *culprits)
+
+
+def test_yaml_with_model_section_and_cli_precedence(tmp_path: Path, tiny_dataset, mtkit) -> None:
+    config = tmp_path / "train.yaml"
+    config.write_text(f"data: {tiny_dataset}\nmax_updates: 5\nlr: 1e-3\nseed: 4\n"
+                      "model:\n  d_model: 16\n  ffn_dim: 32\n  heads: 2\n  encoder_layers: 1\n"
+                      "  decoder_layers: 1\n")  # fmt: skip
+    run = tmp_path / "run"
+    result = mtkit("train", "--config", str(config), "--run-dir", str(run), "--device", "cpu",
+                   "--max-updates", "2", "--set", "model.ffn_dim=48", "-q")  # fmt: skip
+    assert result.exit_code == 0, result.output
+    ckpt = load_checkpoint(run / "checkpoint_last.pt")
+    assert ckpt["update"] == 2 and ckpt["train_config"]["lr"] == 1e-3
+    assert ckpt["train_config"]["seed"] == 4
+    assert ckpt["model_config"]["d_model"] == 16 and ckpt["model_config"]["ffn_dim"] == 48
+
+
+def test_average_two_checkpoints_is_their_mean(tmp_path: Path, tiny_dataset, mtkit) -> None:
+    run = tmp_path / "run"
+    result = mtkit(*train_args(tiny_dataset, run, "--max-updates", "3", "--save-every", "1"))
+    assert result.exit_code == 0, result.output
+    out = tmp_path / "avg.pt"
+    result = mtkit("average", "--last", "2", str(run), "-o", str(out))
+    assert result.exit_code == 0 and "checkpoint_2.pt, checkpoint_3.pt" in result.output
+    avg, a, b = (
+        load_checkpoint(p) for p in (out, run / "checkpoint_2.pt", run / "checkpoint_3.pt")
+    )
+    for name, tensor in avg["model"].items():
+        torch.testing.assert_close(tensor, (a["model"][name] + b["model"][name]) / 2)
+    assert avg["spm"] == a["spm"] and avg["model_config"] == a["model_config"]
+    assert avg["train_config"] == a["train_config"] and "optimizer" not in avg
+    same = mtkit("average", "-c", str(run / "checkpoint_2.pt"), "-c", str(run / "checkpoint_3.pt"),
+                 "-o", str(tmp_path / "avg2.pt"))  # fmt: skip
+    assert same.exit_code == 0
+    assert all(torch.equal(t, load_checkpoint(tmp_path / "avg2.pt")["model"][n])
+               for n, t in avg["model"].items())  # fmt: skip
+
+
+def test_average_errors(tmp_path: Path, tiny_dataset: Path, mtkit) -> None:
+    run, other = tmp_path / "run", tmp_path / "other"
+    assert mtkit(*train_args(tiny_dataset, run, "--max-updates", "1")).exit_code == 0
+    wider = [*TINY_MODEL, "--set", "model.ffn_dim=48"]
+    assert mtkit(*train_args(tiny_dataset, other, "--max-updates", "1", *wider)).exit_code == 0
+    out = str(tmp_path / "avg.pt")
+    result = mtkit("average", "-c", str(run / "checkpoint_1.pt"), "-c",
+                   str(other / "checkpoint_1.pt"), "-o", out)  # fmt: skip
+    assert_one_line_error(result, "ffn_dim", "model config differs")
+    assert_one_line_error(mtkit("average", "--last", "3", str(run), "-o", out), "fewer than 3")
+    assert_one_line_error(mtkit("average", "-o", out), "--last")
+    assert_one_line_error(mtkit("average", "--last", "1", str(tmp_path / "nope"), "-o", out),
+                          "nope")  # fmt: skip
+    missing = str(tmp_path / "missing.pt")
+    assert_one_line_error(mtkit("average", "-c", missing, "-o", out), "missing.pt")
+    assert not Path(out).exists()
