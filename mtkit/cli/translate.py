@@ -1,0 +1,117 @@
+"""`mtkit translate -m CKPT [-i IN] [-o OUT]`: batched beam search, greedy or sampling."""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Callable
+from typing import Any
+
+import click
+
+from mtkit.cli.common import user_errors
+from mtkit.config import TranslateConfig, apply_overrides
+
+# (flags, TranslateConfig field, type, help); every default comes from TranslateConfig
+SEARCH_OPTIONS: list[tuple[tuple[str, ...], str, Any, str]] = [
+    (("-b", "--beam"), "beam", click.IntRange(1), "Beam width; 1 is greedy decoding."),
+    (("-n", "--nbest"), "nbest", click.IntRange(1),
+     "Hypotheses per input (TSV: LINE RANK SCORE LOGPROB TRANSLATION)."),
+    (("--lenpen",), "lenpen", float, "Length penalty exponent alpha."),
+    (("--lenpen-style",), "lenpen_style", click.Choice(["fairseq", "gnmt"]),
+     "fairseq: logprob/len**alpha; gnmt: logprob/((5+len)/6)**alpha."),
+    (("--max-len-a",), "max_len_a", float, "Max output length = a * source pieces + b."),
+    (("--max-len-b",), "max_len_b", click.IntRange(0), "See --max-len-a."),
+    (("--min-len",), "min_len", click.IntRange(0), "Tokens required before EOS."),
+    (("--no-repeat-ngram",), "no_repeat_ngram", click.IntRange(0),
+     "Never repeat an n-gram of this size (0: off)."),
+    (("--unk-penalty",), "unk_penalty", float, "Subtracted from UNK's log-probability."),
+    (("--sampling",), "sampling", None, "Sample nbest outputs per input instead of searching."),
+    (("--top-k",), "top_k", click.IntRange(0), "Sampling: only the k likeliest tokens."),
+    (("--top-p",), "top_p", float, "Sampling: nucleus of this probability mass."),
+    (("--temperature",), "temperature", float, "Sampling temperature."),
+    (("--seed",), "seed", int, "Sampling seed."),
+    (("--max-tokens",), "max_tokens", click.IntRange(1),
+     "Source tokens per batch, padding counted."),
+    (("--max-input-tokens",), "max_input_tokens", click.IntRange(1),
+     "Longer inputs are truncated to this many pieces (with a warning)."),
+    (("--device",), "device", str, "auto, cpu, cuda or cuda:N."),
+    (("--dtype",), "dtype", click.Choice(["fp32", "bf16", "fp16"]),
+     "Model precision (fp16: CUDA only)."),
+    (("--quantize",), "quantize", click.Choice(["int8"]), "Dynamic int8 quantization (CPU)."),
+    (("--threads",), "threads", click.IntRange(0), "CPU threads (0: torch's default)."),
+]  # fmt: skip
+
+
+def search_options(func: Callable) -> Callable:
+    """Add one click option per TranslateConfig field in SEARCH_OPTIONS (default None = unset)."""
+    defaults = TranslateConfig()
+    for flags, name, kind, help_text in reversed(SEARCH_OPTIONS):
+        if kind is not None:
+            help_text = f"{help_text}  [default: {getattr(defaults, name)}]"
+        if kind is None:
+            func = click.option(*flags, name, is_flag=True, default=None, help=help_text)(func)
+        else:
+            func = click.option(*flags, name, type=kind, default=None, help=help_text)(func)
+    return func
+
+
+@click.command()
+@click.option(
+    "-m",
+    "--model",
+    "models",
+    multiple=True,
+    required=True,
+    type=click.Path(),
+    help="Checkpoint; repeat for an ensemble (same spm models).",
+)
+@click.option(
+    "-i",
+    "--input",
+    "input_path",
+    default="-",
+    show_default=True,
+    type=click.Path(),
+    help="Source text, one sentence per line ('-': stdin).",
+)
+@click.option(
+    "-o",
+    "--output",
+    "output_path",
+    default="-",
+    show_default=True,
+    type=click.Path(),
+    help="Where to write translations ('-': stdout).",
+)
+@search_options
+@click.option("-q", "--quiet", is_flag=True, help="No progress bar and no summary on stderr.")
+def translate(models: tuple[str, ...], input_path: str, output_path: str, quiet: bool,
+              **options: Any) -> None:  # fmt: skip
+    """Translate text with one checkpoint or an ensemble: one output line per input line."""
+    from mtkit.pipeline.translate import translate_file
+
+    with user_errors():
+        given = {key: value for key, value in options.items() if value is not None}
+        if given.get("sampling") and "beam" not in given:
+            given["beam"] = 1  # sampling draws --nbest samples; the default beam does not apply
+        config = apply_overrides(TranslateConfig(), given, where="mtkit translate")
+        try:
+            stats = translate_file(
+                list(models), input_path, output_path, config,
+                show_progress=not quiet and sys.stderr.isatty(),
+            )  # fmt: skip
+        except BrokenPipeError:  # `mtkit translate ... | head`: stop quietly, like other tools
+            _silence_stdout()
+            sys.exit(1)
+        if not quiet:
+            click.echo(f"mtkit translate: {stats}", err=True)
+
+
+def _silence_stdout() -> None:
+    """Point stdout at /dev/null so Python's final flush does not fail again."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):
+        pass

@@ -1,0 +1,139 @@
+"""Pure tensor functions for search: constraints, length penalty, and one beam step.
+
+Nothing here sees a model; the search loop in :mod:`mtkit.decoding.search` feeds these functions
+the log-probabilities of one step. Shapes: R rows being decoded (N sentences x K beams), V the
+target vocabulary, t the number of tokens generated so far.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import NamedTuple
+
+import torch
+from torch import Tensor
+
+from mtkit.data.tokenizer import BOS_ID, EOS_ID, PAD_ID, UNK_ID
+
+LENPEN_STYLES = ("fairseq", "gnmt")
+
+
+def length_penalty(length: Tensor | float, alpha: float, style: str = "fairseq") -> Tensor | float:
+    """The divisor of a hypothesis' log-probability; ``length`` counts its tokens incl. EOS.
+
+    fairseq: ``length ** alpha``; gnmt: ``((5 + length) / 6) ** alpha`` (Wu et al., 2016, eq. 14).
+    ``alpha = 0`` ranks by raw log-probability; larger ``alpha`` favours longer outputs.
+
+    >>> length_penalty(4.0, 1.0), length_penalty(4.0, 1.0, "gnmt")
+    (4.0, 1.5)
+    """
+    if style == "fairseq":
+        return length**alpha
+    if style == "gnmt":
+        return ((5.0 + length) / 6.0) ** alpha
+    raise ValueError(f"unknown length penalty style {style!r} (known: {', '.join(LENPEN_STYLES)})")
+
+
+def ban_repeated_ngrams(lprobs: Tensor, history: Tensor, n: int) -> None:
+    """In place: forbid every token that would repeat an n-gram already in ``history``.
+
+    lprobs (R, V); history (R, t) the tokens generated so far (no BOS). With history
+    ``[5, 6, 7, 5]`` and n = 2, token 6 is banned (it would repeat the bigram ``5 6``).
+    """
+    t = history.shape[1]
+    if n <= 0 or t < n:
+        return
+    if n == 1:
+        lprobs.scatter_(1, history, -math.inf)
+        return
+    windows = history.unfold(1, n, 1)  # (R, t - n + 1, n)
+    prefix = history[:, t - n + 1 :]  # (R, n - 1): the n-gram the next token would complete
+    match = windows[:, :, :-1].eq(prefix[:, None, :]).all(-1)  # (R, t - n + 1)
+    banned = windows[:, :, -1].masked_fill(~match, PAD_ID)  # PAD is banned anyway
+    lprobs.scatter_(1, banned, -math.inf)
+
+
+def constrain(
+    lprobs: Tensor,
+    step: int,
+    history: Tensor,
+    max_lens: Tensor,
+    force_from: int,
+    min_len: int = 0,
+    unk_penalty: float = 0.0,
+    no_repeat_ngram: int = 0,
+) -> Tensor:
+    """In place: apply the search rules to one step's log-probabilities (R, V); returns them.
+
+    PAD and BOS are never generated; UNK loses ``unk_penalty``; EOS is banned while fewer than
+    ``min_len`` tokens exist; ``no_repeat_ngram`` bans repeats (should it ban every token, EOS
+    is allowed after all); a row whose ``max_lens`` (R,) is reached may only emit EOS.
+    ``force_from`` = ``min(max_lens)`` lets most steps skip that last rule.
+    """
+    lprobs[:, PAD_ID] = -math.inf
+    lprobs[:, BOS_ID] = -math.inf
+    if unk_penalty:
+        lprobs[:, UNK_ID] -= unk_penalty
+    eos = lprobs[:, EOS_ID].clone()
+    if step < min_len:
+        lprobs[:, EOS_ID] = -math.inf
+    if no_repeat_ngram:
+        ban_repeated_ngrams(lprobs, history, no_repeat_ngram)
+        stuck = lprobs.amax(1).eq(-math.inf)  # every token banned: allow EOS after all
+        lprobs[:, EOS_ID] = torch.where(stuck, eos, lprobs[:, EOS_ID])
+    if step >= force_from:
+        forced = max_lens.le(step)  # (R,)
+        lprobs.masked_fill_(forced[:, None], -math.inf)
+        lprobs[:, EOS_ID] = torch.where(forced, eos, lprobs[:, EOS_ID])
+    return lprobs
+
+
+class Candidates(NamedTuple):
+    """The 2K best extensions of each sentence's beams, best first; each (N, 2K)."""
+
+    scores: Tensor  # cumulative search score
+    beams: Tensor  # which beam (0..K-1) each candidate extends
+    tokens: Tensor  # the token it appends
+    flat: Tensor  # beam * V + token, to gather other per-(beam, token) values
+
+
+def beam_candidates(lprobs: Tensor, scores: Tensor, count: int) -> Candidates:
+    """One beam step (fairseq's ``BeamSearch.step``): the top ``count`` over beams x vocabulary.
+
+    lprobs (N, W, V) this step's log-probabilities of each sentence's W live beams, scores
+    (N, W) their cumulative scores. With ``count`` = 2K for a beam of K, K candidates that do
+    not end in EOS always remain (each beam adds at most one EOS), so finished hypotheses never
+    starve the beam.
+    """
+    n, w, v = lprobs.shape
+    total = (scores.unsqueeze(-1) + lprobs).view(n, w * v)
+    top, flat = total.topk(min(count, w * v), dim=1)
+    return Candidates(top, torch.div(flat, v, rounding_mode="floor"), flat % v, flat)
+
+
+def finished_mask(cand: Candidates, beam: int) -> Tensor:
+    """(N, 2K) True where a candidate ends in EOS with a finite score among the top K."""
+    mask = cand.tokens.eq(EOS_ID) & cand.scores.isfinite()
+    mask[:, beam:] = False
+    return mask
+
+
+def select_active(tokens: Tensor, beam: int) -> Tensor:
+    """Positions (N, K) of the K best candidates that do not end in EOS, best first.
+
+    >>> select_active(torch.tensor([[3, 7, 3, 8]]), 2).tolist()  # 3 is EOS
+    [[1, 3]]
+    """
+    c = tokens.shape[1]
+    order = torch.arange(c, device=tokens.device) + tokens.eq(EOS_ID) * c
+    return order.topk(beam, dim=1, largest=False).indices
+
+
+def max_target_lengths(src: Tensor, a: float, b: int, min_len: int, cap: int) -> Tensor:
+    """Per sentence (B,): at most ``a * source_pieces + b`` tokens before EOS, within [min, cap].
+
+    ``source_pieces`` counts the source row's tokens without padding and without its EOS.
+    """
+    pieces = src.ne(PAD_ID).sum(1) - 1
+    lens = torch.floor(a * pieces.double() + b).long()
+    return lens.clamp(min=min_len).clamp(max=cap)

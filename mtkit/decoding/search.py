@@ -1,0 +1,313 @@
+"""Batched generation with the model's KV cache: beam search, greedy decoding and sampling.
+
+``generate(models, src, config)`` is the one entry point. Several models form an ensemble that
+averages their log-probabilities at each step (renormalised). The encoder runs once per batch,
+cross-attention keys/values are computed once per source sentence (and copied to its beams after
+the first step, which runs one row per sentence), and every step feeds only the newest token
+(``decode_step``). Sentences that finish leave the batch, so the work shrinks as they end.
+
+Beam search follows fairseq's split (Ott et al., 2019): :func:`mtkit.decoding.beam.beam_candidates`
+is the pure per-step top-2K, :func:`beam_search` the bookkeeping. A hypothesis is finished when
+it emits EOS among the top K candidates; a sentence is done once it has K finished hypotheses
+(or its length limit forces EOS). Hypotheses rank by ``logprob / length_penalty(len)``.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import torch
+from torch import Tensor
+
+from mtkit.config import TranslateConfig
+from mtkit.data.tokenizer import BOS_ID, EOS_ID, UNK_ID
+from mtkit.decoding.beam import (
+    LENPEN_STYLES,
+    Candidates,
+    beam_candidates,
+    constrain,
+    finished_mask,
+    length_penalty,
+    max_target_lengths,
+    select_active,
+)
+from mtkit.decoding.sampling import greedy_tokens, sample_tokens
+from mtkit.errors import MtkitError
+from mtkit.model.layers import DecoderCache
+from mtkit.model.transformer import Transformer
+
+
+@dataclass
+class Hypothesis:
+    """One translation: ``tokens`` without BOS/EOS; ``score`` ranks (length-penalised search
+    score, penalties included); ``logprob`` is the models' summed log-probability incl. EOS."""
+
+    tokens: list[int]
+    score: float
+    logprob: float
+
+
+def check_config(config: TranslateConfig) -> None:
+    """Refuse contradictory or out-of-range search options with a one-line error."""
+    checks = [
+        (config.beam >= 1, f"--beam must be at least 1, got {config.beam}"),
+        (config.nbest >= 1, f"--nbest must be at least 1, got {config.nbest}"),
+        (config.sampling or config.nbest <= config.beam,
+         f"--nbest {config.nbest} exceeds --beam {config.beam} (nbest must be <= beam)"),
+        (not config.sampling or config.beam == 1,
+         f"--sampling draws nbest samples per input; it takes no --beam (got {config.beam})"),
+        (config.lenpen_style in LENPEN_STYLES,
+         f"--lenpen-style must be one of {', '.join(LENPEN_STYLES)}, got {config.lenpen_style!r}"),
+        (config.min_len >= 0, f"--min-len must be >= 0, got {config.min_len}"),
+        (config.max_len_a >= 0 and config.max_len_b >= 0, "--max-len-a/-b must be >= 0"),
+        (config.no_repeat_ngram >= 0, "--no-repeat-ngram must be >= 0"),
+        (config.temperature > 0, f"--temperature must be > 0, got {config.temperature}"),
+        (config.top_k >= 0, f"--top-k must be >= 0, got {config.top_k}"),
+        (0 < config.top_p <= 1, f"--top-p must be in (0, 1], got {config.top_p}"),
+    ]  # fmt: skip
+    for ok, message in checks:
+        if not ok:
+            raise MtkitError(message)
+
+
+class Ensemble:
+    """Several models decoding in lockstep, each with its own cache (one model: no overhead).
+
+    The ensemble distribution is the renormalised mean of the models' log-probabilities.
+    """
+
+    def __init__(self, models: list[Transformer]) -> None:
+        if not models:
+            raise MtkitError("no model to decode with")
+        sizes = {m.cfg.tgt_vocab_size for m in models}
+        if len(sizes) > 1:
+            raise MtkitError(f"ensembled models have different target vocabularies {sorted(sizes)}")
+        self.models = models
+        self.max_positions = min(m.cfg.max_positions for m in models)
+        self.caches: list[DecoderCache] = []
+
+    def start(self, src: Tensor, copies: int, max_len: int) -> None:
+        """Encode src (B, S) and make caches for B * copies rows (copies of a row adjacent)."""
+        index = torch.arange(src.shape[0], device=src.device).repeat_interleave(copies)
+        self.caches = []
+        for model in self.models:
+            cache = model.start_cache(model.encode(src), max_len)
+            if copies > 1:
+                cache.reorder(index)  # cross keys/values computed once, copied to each beam
+            self.caches.append(cache)
+
+    def step(self, tokens: Tensor) -> Tensor:
+        """Feed tokens (R,); return next-token log-probabilities (R, V) in float32."""
+        lprobs = [
+            m.decode_step(tokens, c).float().log_softmax(-1)
+            for m, c in zip(self.models, self.caches, strict=True)
+        ]
+        if len(lprobs) == 1:
+            return lprobs[0]
+        return torch.stack(lprobs).mean(0).log_softmax(-1)
+
+    def reorder(self, index: Tensor, source: bool) -> None:
+        """Select rows; ``source=False`` when rows only move among one sentence's beams."""
+        for cache in self.caches:
+            if source:
+                cache.reorder(index)
+            else:
+                cache.reorder_self(index)
+
+
+@dataclass
+class _Rows:
+    """The rows being decoded (R of them) and their running sums."""
+
+    tokens: Tensor  # (R, t + 1) BOS + tokens so far
+    scores: Tensor  # (R,) cumulative search score (penalties included)
+    logprobs: Tensor  # (R,) cumulative model log-probability
+    max_lens: Tensor  # (R,) tokens allowed before EOS
+
+    def select(self, index: Tensor, tokens: Tensor, scores: Tensor, logprobs: Tensor) -> _Rows:
+        """Rows ``index`` of this state, extended by one token each."""
+        history = torch.cat([self.tokens.index_select(0, index), tokens[:, None]], dim=1)
+        return _Rows(history, scores, logprobs, self.max_lens.index_select(0, index))
+
+
+def _start(ens: Ensemble, src: Tensor, copies: int, config: TranslateConfig) -> tuple[_Rows, list]:
+    """Encode, start the caches for ``copies`` rows per input; the rows and each input's limit."""
+    if config.min_len > ens.max_positions - 1:
+        raise MtkitError(f"--min-len {config.min_len} exceeds the model's max_positions")
+    limits = max_target_lengths(
+        src, config.max_len_a, config.max_len_b, config.min_len, ens.max_positions - 1
+    )  # (B,)
+    ens.start(src, copies, int(limits.max()) + 1)
+    r = src.shape[0] * copies
+    zeros = torch.zeros(r, device=src.device)
+    tokens = torch.full((r, 1), BOS_ID, dtype=torch.long, device=src.device)
+    rows = _Rows(tokens, zeros, zeros.clone(), limits.repeat_interleave(copies))
+    return rows, limits.tolist()
+
+
+def _constrained(lprobs: Tensor, rows: _Rows, step: int, force_from: int, cfg: TranslateConfig):
+    """The search distribution: this step's log-probabilities (R, V), constrained in place."""
+    return constrain(lprobs, step, rows.tokens[:, 1:], rows.max_lens, force_from,
+                     cfg.min_len, cfg.unk_penalty, cfg.no_repeat_ngram)  # fmt: skip
+
+
+def _model_logprob(search_lprob: Tensor, tokens: Tensor, cfg: TranslateConfig) -> Tensor:
+    """The models' log-probability of chosen tokens from their search log-probability.
+
+    Of the rules in :func:`constrain`, only the UNK penalty shifts a finite value; the others
+    ban tokens (-inf), which are chosen only when nothing else is left.
+    """
+    if not cfg.unk_penalty:
+        return search_lprob
+    return search_lprob + cfg.unk_penalty * tokens.eq(UNK_ID)
+
+
+def _hypothesis(tokens: Tensor, score: float, logprob: float, cfg: TranslateConfig) -> Hypothesis:
+    """A finished hypothesis from its tokens (without BOS/EOS) and raw sums."""
+    lp = length_penalty(float(len(tokens) + 1), cfg.lenpen, cfg.lenpen_style)
+    return Hypothesis(tokens.tolist(), score / lp, logprob)
+
+
+def _best_first(found: list[list[Hypothesis]], n: int) -> list[list[Hypothesis]]:
+    # a real model always finishes something; a degenerate one (EOS impossible) gets a stand-in
+    return [
+        sorted(hyps, key=lambda h: -h.score)[:n] or [Hypothesis([], -math.inf, -math.inf)]
+        for hyps in found
+    ]
+
+
+def row_search(
+    ens: Ensemble, src: Tensor, cfg: TranslateConfig, generator: torch.Generator | None = None
+) -> list[list[Hypothesis]]:
+    """Greedy decoding (beam 1), or ``cfg.nbest`` independent samples per input with sampling.
+
+    Each row picks one token per step; rows that emit EOS leave the batch at once.
+    """
+    copies = cfg.nbest if cfg.sampling else 1
+    rows, limits = _start(ens, src, copies, cfg)
+    origin = [i // copies for i in range(len(rows.scores))]  # input row of each row
+    found: list[list[Hypothesis]] = [[] for _ in limits]
+    force_from = min(limits)
+    for step in range(max(limits) + 1):
+        search = _constrained(ens.step(rows.tokens[:, -1]), rows, step, force_from, cfg)  # (R, V)
+        if cfg.sampling:
+            picked = sample_tokens(search, generator, cfg.temperature, cfg.top_k, cfg.top_p)
+        else:
+            picked = greedy_tokens(search)
+        chosen = search.gather(1, picked[:, None])[:, 0]  # (R,)
+        scores = rows.scores + chosen
+        logprobs = rows.logprobs + _model_logprob(chosen, picked, cfg)
+        ended = picked.eq(EOS_ID) | rows.max_lens.le(step)  # (R,)
+        if not bool(ended.any()):  # the one host sync of most steps
+            rows = _Rows(torch.cat([rows.tokens, picked[:, None]], 1), scores, logprobs,
+                         rows.max_lens)  # fmt: skip
+            continue
+        for r in ended.nonzero()[:, 0].tolist():
+            hyp = _hypothesis(rows.tokens[r, 1:], float(scores[r]), float(logprobs[r]), cfg)
+            found[origin[r]].append(hyp)
+        keep = (~ended).nonzero()[:, 0]
+        if not len(keep):
+            break
+        ens.reorder(keep, source=True)
+        rows = rows.select(keep, picked[keep], scores[keep], logprobs[keep])
+        origin = [origin[r] for r in keep.tolist()]
+        force_from = min(limits[i] for i in set(origin))
+    return _best_first(found, cfg.nbest)
+
+
+def beam_search(ens: Ensemble, src: Tensor, cfg: TranslateConfig) -> list[list[Hypothesis]]:
+    """Batched beam search of width ``cfg.beam``; the ``cfg.nbest`` best per input, best first.
+
+    ``sents`` maps the N active sentences to input rows; sentence i owns rows i*W..i*W+W-1,
+    where W, the live beams per sentence, is 1 at the first step (all beams would be copies of
+    BOS) and K afterwards (fewer while the 2K candidates leave fewer than K without EOS, which
+    happens only with vocabularies smaller than 2K + 1).
+    """
+    k = cfg.beam
+    rows, limits = _start(ens, src, 1, cfg)
+    sents = list(range(len(limits)))
+    found: list[list[Hypothesis]] = [[] for _ in limits]
+    for step in range(max(limits) + 1):
+        n, w = len(sents), rows.tokens.shape[0] // len(sents)
+        force_from = min(limits[s] for s in sents)
+        search = _constrained(ens.step(rows.tokens[:, -1]), rows, step, force_from, cfg)
+        cand = beam_candidates(search.view(n, w, -1), rows.scores.view(n, w), 2 * k)  # (N, 2K)
+        chosen = search.view(n, -1).gather(1, cand.flat)  # (N, 2K) this step's search lprob
+        cand_logprobs = rows.logprobs.view(n, w).gather(1, cand.beams)
+        cand_logprobs = cand_logprobs + _model_logprob(chosen, cand.tokens, cfg)
+        _finalize(cand, cand_logprobs, rows, [found[s] for s in sents], cfg)
+        alive = [i for i, s in enumerate(sents) if len(found[s]) < k and step < limits[s]]
+        if not alive:
+            break
+        width = min(k, cand.tokens.shape[1] - w)  # K unless the vocabulary is tiny
+        pos = select_active(cand.tokens, width)  # (N, K) surviving candidates, best first
+        keep = torch.arange(n, device=src.device)
+        if len(alive) < n:  # finished sentences leave the batch
+            keep = torch.tensor(alive, device=src.device)
+            pos, cand_logprobs = pos.index_select(0, keep), cand_logprobs.index_select(0, keep)
+            cand = Candidates(*(x.index_select(0, keep) for x in cand))
+            sents = [sents[i] for i in alive]
+        index = (keep[:, None] * w + cand.beams.gather(1, pos)).view(-1)  # (N' * K,) old rows
+        # beam moves within a sentence leave its source state alone; it moves when rows change
+        ens.reorder(index, source=len(alive) < n or width != w)
+        rows = rows.select(index, cand.tokens.gather(1, pos).view(-1),
+                           cand.scores.gather(1, pos).view(-1),
+                           cand_logprobs.gather(1, pos).view(-1))  # fmt: skip
+    return _best_first(found, cfg.nbest)
+
+
+def _finalize(
+    cand: Candidates,
+    cand_logprobs: Tensor,
+    rows: _Rows,
+    found: list[list[Hypothesis]],
+    cfg: TranslateConfig,
+) -> None:
+    """Record EOS candidates among the top K as finished hypotheses of their sentence (N lists),
+    at most K per sentence (fairseq's rule: a sentence is done once it has K)."""
+    k = cfg.beam
+    mask = finished_mask(cand, k)  # (N, 2K)
+    if not bool(mask.any()):  # the one host sync of most steps
+        return
+    w = rows.tokens.shape[0] // len(found)
+    where = mask.nonzero()[:, 0].tolist()
+    beams = cand.beams[mask].tolist()
+    scores, logprobs = cand.scores[mask].tolist(), cand_logprobs[mask].tolist()
+    for i, beam, score, logprob in zip(where, beams, scores, logprobs, strict=True):
+        if len(found[i]) < k:
+            found[i].append(_hypothesis(rows.tokens[i * w + beam, 1:], score, logprob, cfg))
+
+
+def generate(
+    models: list[Transformer],
+    src: Tensor,
+    config: TranslateConfig,
+    generator: torch.Generator | None = None,
+) -> list[list[Hypothesis]]:
+    """Translate src (B, S), rows = ids + EOS right-padded with PAD_ID; per row, best first.
+
+    Beam search for ``beam > 1``, greedy for ``beam == 1``, sampling with ``config.sampling``
+    (``generator``, or one seeded with ``config.seed``). Returns ``config.nbest`` hypotheses per
+    row (fewer only if fewer finite-score hypotheses exist, as with tiny vocabularies).
+    Models in training mode are switched to eval mode for the call and back afterwards.
+    """
+    check_config(config)
+    ens = Ensemble(models)
+    training = [m.training for m in models]
+    device = next(models[0].parameters()).device
+    src = src.to(device)
+    try:
+        for m in models:
+            m.eval()
+        with torch.inference_mode():
+            if config.sampling:
+                if generator is None:
+                    generator = torch.Generator(device).manual_seed(config.seed)
+                return row_search(ens, src, config, generator)
+            if config.beam == 1:
+                return row_search(ens, src, config)
+            return beam_search(ens, src, config)
+    finally:
+        for m, mode in zip(models, training, strict=True):
+            m.train(mode)

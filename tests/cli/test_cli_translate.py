@@ -1,0 +1,122 @@
+"""`mtkit translate` through click: streams, files, n-best, and one-line errors."""
+
+import dataclasses
+import random
+from pathlib import Path
+
+import pytest
+import torch
+from click.testing import CliRunner
+
+from mtkit.cli import cli
+from mtkit.config import ModelConfig
+from mtkit.data.tokenizer import train_spm
+from mtkit.model.transformer import build_model
+from mtkit.training.checkpoint import save_checkpoint
+
+WORDS = "a man woman dog cat runs sits on the red blue street house ball plays".split()
+FAST = ["--beam", "2", "--max-len-a", "0", "--max-len-b", "4", "--threads", "1"]
+
+
+def make_checkpoint(path: Path, spm_seed: int = 0) -> str:
+    """A random-weight model with spm models trained on a small synthetic corpus."""
+    rng = random.Random(spm_seed)
+    text = [" ".join(rng.choices(WORDS, k=rng.randint(2, 9))) for _ in range(300)]
+    spm = train_spm(text, vocab_size=60)
+    torch.manual_seed(0)
+    cfg = ModelConfig(src_vocab_size=60, tgt_vocab_size=60, d_model=16, ffn_dim=32, heads=2,
+                      encoder_layers=1, decoder_layers=1, max_positions=64)  # fmt: skip
+    weights = build_model(cfg).state_dict()
+    save_checkpoint({"model_config": dataclasses.asdict(cfg), "model": weights,
+                     "spm": {"src": spm, "tgt": spm}}, path)  # fmt: skip
+    return str(path)
+
+
+@pytest.fixture(scope="module")
+def ckpt(tmp_path_factory: pytest.TempPathFactory) -> str:
+    return make_checkpoint(tmp_path_factory.mktemp("ckpt") / "tiny.pt")
+
+
+@pytest.fixture(autouse=True, scope="module")
+def restore_threads():
+    before = torch.get_num_threads()  # --threads sets torch's global thread count
+    yield
+    torch.set_num_threads(before)
+
+
+def run(args: list[str], stdin: bytes | None = None):
+    return CliRunner().invoke(cli, ["translate", *args], input=stdin)
+
+
+def test_stdin_to_stdout_keeps_one_line_per_line(ckpt: str) -> None:
+    result = run(["-m", ckpt, *FAST], b"a man\n\n  \nthe dog \xff runs\r\nlast")
+    assert result.exit_code == 0, result.output
+    lines = result.stdout.split("\n")
+    assert len(lines) == 6 and lines[1:3] == ["", ""] and lines[-1] == ""
+    assert "line 4: invalid UTF-8" in result.stderr
+    assert "translated 5 lines" in result.stderr
+
+
+def test_files_and_quiet(ckpt: str, tmp_path: Path) -> None:
+    source, target = tmp_path / "in.txt", tmp_path / "out.txt"
+    source.write_text("a man\nthe dog\n\n", encoding="utf-8")
+    result = run(["-m", ckpt, "-i", str(source), "-o", str(target), "-q", *FAST])
+    assert result.exit_code == 0, result.output
+    assert result.stdout == "" and result.stderr == ""
+    assert target.read_text(encoding="utf-8").count("\n") == 3
+
+
+def test_nbest_prints_tsv_rows(ckpt: str) -> None:
+    result = run(["-m", ckpt, "--beam", "3", "--nbest", "3", "--max-len-b", "4", "-q"], b"a\nb\n")
+    assert result.exit_code == 0, result.output
+    rows = [line.split("\t") for line in result.stdout.splitlines()]
+    assert [r[:2] for r in rows] == [[str(i), str(k)] for i in (1, 2) for k in (1, 2, 3)]
+
+
+def test_sampling_needs_no_beam_option_and_is_seeded(ckpt: str) -> None:
+    args = ["-m", ckpt, "--sampling", "--seed", "5", "--max-len-b", "5", "-q"]
+    first, again = run(args, b"a man\nthe dog\n"), run(args, b"a man\nthe dog\n")
+    assert first.exit_code == 0, first.output
+    assert first.stdout == again.stdout and first.stdout.count("\n") == 2
+
+
+def test_ensemble_and_int8(ckpt: str) -> None:
+    result = run(["-m", ckpt, "-m", ckpt, "--quantize", "int8", "--device", "cpu", *FAST], b"a\n")
+    assert result.exit_code == 0, result.output
+    assert result.stdout.count("\n") == 1
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["-m", "{tmp}/missing.pt"], "no such checkpoint"),
+        (["-m", "{tmp}/garbage.pt"], "garbage.pt: "),
+        (["-m", "{ckpt}", "-i", "{tmp}/missing.txt"], "no such input file"),
+        (["-m", "{ckpt}", "-o", "{tmp}/nodir/out.txt"], "output directory does not exist"),
+        (["-m", "{ckpt}", "--beam", "2", "--nbest", "3"], "exceeds --beam"),
+        (["-m", "{ckpt}", "--sampling", "--beam", "2"], "takes no --beam"),
+        (["-m", "{ckpt}", "--dtype", "fp16", "--device", "cpu"], "fp16 needs a CUDA device"),
+        (["-m", "{ckpt}", "--device", "tpu"], "--device"),
+        (["-m", "{ckpt}", "-m", "{other}"], "sentencepiece model differs"),
+    ],
+)
+def test_user_errors_are_one_line_without_output_file(
+    ckpt: str, tmp_path: Path, args: list[str], message: str
+) -> None:
+    (tmp_path / "garbage.pt").write_bytes(b"\x00not a checkpoint")
+    other = make_checkpoint(tmp_path / "other.pt", spm_seed=9) if "{other}" in args else ""
+    args = [a.format(tmp=tmp_path, ckpt=ckpt, other=other) for a in args]
+    target = tmp_path / "out.txt"
+    if "-o" not in args:
+        args += ["-o", str(target)]
+    result = run(args, b"a man\n")
+    assert result.exit_code == 1
+    assert (
+        "Traceback" not in result.output
+        and result.exception is None
+        or isinstance(result.exception, SystemExit)
+    )
+    error = result.stderr.strip().splitlines()
+    assert len(error) == 1 and error[0].startswith("Error: ") and message in error[0], error
+    assert not target.exists()
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".out.txt")]

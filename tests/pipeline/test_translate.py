@@ -1,0 +1,244 @@
+"""The translate pipeline on a tiny random checkpoint: line rules, chunking, n-best, precision."""
+
+import dataclasses
+import io
+import random
+from pathlib import Path
+
+import pytest
+import torch
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from mtkit.config import ModelConfig, TranslateConfig
+from mtkit.data.tokenizer import train_spm
+from mtkit.errors import MtkitError
+from mtkit.pipeline import translate as pipeline
+from mtkit.pipeline.translate import (
+    format_results,
+    load_translator,
+    read_lines,
+    translate_chunk,
+    translate_file,
+    translate_lines,
+    translate_stream,
+    translate_with,
+)
+from mtkit.training.checkpoint import save_checkpoint
+
+
+@pytest.fixture(autouse=True, scope="module")
+def one_thread():
+    """Tiny models run fastest on one thread (and the test machine's cores are shared)."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
+WORDS = "a man woman dog cat runs sits on the red blue green street house ball plays with".split()
+FAST = dict(beam=2, max_len_a=0.0, max_len_b=4)  # short outputs keep the tests quick
+
+
+def corpus(seed: int, n: int = 300) -> list[str]:
+    rng = random.Random(seed)
+    return [" ".join(rng.choices(WORDS, k=rng.randint(2, 9))) for _ in range(n)]
+
+
+def make_checkpoint(path: Path, seed: int = 0, spm_seed: int = 0) -> str:
+    """A random-weight model with spm models trained on a small synthetic corpus."""
+    spm = train_spm(corpus(spm_seed), vocab_size=60)
+    torch.manual_seed(seed)
+    cfg = ModelConfig(src_vocab_size=60, tgt_vocab_size=60, d_model=16, ffn_dim=32, heads=2,
+                      encoder_layers=1, decoder_layers=1, dropout=0.0, attention_dropout=0.0,
+                      max_positions=64)  # fmt: skip
+    from mtkit.model.transformer import build_model
+
+    model = build_model(cfg)
+    save_checkpoint({"model_config": dataclasses.asdict(cfg), "model": model.state_dict(),
+                     "spm": {"src": spm, "tgt": spm}}, path)  # fmt: skip
+    return str(path)
+
+
+@pytest.fixture(scope="module")
+def ckpt(tmp_path_factory: pytest.TempPathFactory) -> str:
+    return make_checkpoint(tmp_path_factory.mktemp("ckpt") / "tiny.pt")
+
+
+@pytest.fixture(scope="module")
+def translator(ckpt: str) -> pipeline.Translator:
+    return load_translator([ckpt], TranslateConfig(max_input_tokens=12, chunk_lines=5, **FAST))
+
+
+def run_stream(tr: pipeline.Translator, data: bytes) -> list[str]:
+    out = io.BytesIO()
+    count = translate_stream(tr, read_lines(io.BytesIO(data)), out)
+    text = out.getvalue().decode("utf-8")
+    assert text == "" or text.endswith("\n")
+    lines = text.split("\n")[:-1]
+    assert len(lines) == count * tr.config.nbest
+    return lines
+
+
+line_text = st.text(st.characters(blacklist_characters="\n"), max_size=30)
+long_line = st.lists(st.sampled_from(WORDS), min_size=20, max_size=60).map(" ".join)
+blank = st.sampled_from(["", " ", "   \t ", "\r", "\u3000", "\x00"])
+input_lines = st.lists(st.one_of(line_text, long_line, blank), max_size=12)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(lines=input_lines, trailing_newline=st.booleans())
+def test_one_output_line_per_input_line(
+    translator: pipeline.Translator, lines: list[str], trailing_newline: bool
+) -> None:
+    data = "\n".join(lines).encode("utf-8") + (b"\n" if trailing_newline and lines else b"")
+    out = run_stream(translator, data)
+    expected = data.count(b"\n") + (0 if data.endswith(b"\n") or not data else 1)
+    assert len(out) == expected
+    for line, translation in zip(lines, out, strict=False):
+        if not line.strip():
+            assert translation == ""
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(lines=st.lists(st.one_of(st.text(max_size=20), long_line, blank), max_size=10))
+def test_translate_with_returns_one_string_per_input(
+    translator: pipeline.Translator, lines: list[str]
+) -> None:
+    out = translate_with(translator, lines)
+    assert len(out) == len(lines)
+    assert not any("\n" in t or "\r" in t for t in out)
+
+
+def test_bom_crlf_and_invalid_utf8(capsys: pytest.CaptureFixture[str]) -> None:
+    data = b"\xef\xbb\xbfHallo\r\nbad \xff byte\n\n\xef\xbb\xbfnot a BOM here\r\nlast"
+    assert list(read_lines(io.BytesIO(data))) == [
+        "Hallo", "bad \ufffd byte", "", "\ufeffnot a BOM here", "last"
+    ]  # fmt: skip
+    assert "line 2: invalid UTF-8" in capsys.readouterr().err
+
+
+def test_long_lines_are_truncated_with_a_warning(
+    translator: pipeline.Translator, capsys: pytest.CaptureFixture[str]
+) -> None:
+    lines = ["a man", "", " ".join(WORDS * 4), "the dog"]
+    out = run_stream(translator, "\n".join(lines).encode())
+    assert len(out) == 4 and out[1] == ""
+    err = capsys.readouterr().err
+    assert "line 3:" in err and "truncated to the first 12" in err and "line 1:" not in err
+
+
+def test_chunks_and_batches_restore_input_order(ckpt: str) -> None:
+    lines = corpus(seed=5, n=23) + ["", "a"]
+    small = load_translator([ckpt], TranslateConfig(chunk_lines=3, max_tokens=8, **FAST))
+    large = load_translator([ckpt], TranslateConfig(chunk_lines=1000, **FAST))
+    one_by_one = [translate_with(large, [line])[0] for line in lines]
+    assert translate_with(small, lines) == translate_with(large, lines) == one_by_one
+    assert translate_lines([ckpt], lines, TranslateConfig(**FAST)) == one_by_one
+
+
+def test_nbest_tsv_layout(ckpt: str) -> None:
+    tr = load_translator([ckpt], TranslateConfig(beam=3, nbest=3, max_len_a=0.0, max_len_b=4))
+    out = run_stream(tr, b"a man\n\nthe dog runs\n")
+    assert len(out) == 9
+    rows = [line.split("\t") for line in out]
+    assert all(len(r) == 5 for r in rows)
+    assert [(r[0], r[1]) for r in rows] == [(str(i), str(k)) for i in (1, 2, 3) for k in (1, 2, 3)]
+    assert rows[3][2:] == ["0.0000", "0.0000", ""]  # the empty line
+    for line in (1, 3):
+        scores = [float(r[2]) for r in rows if r[0] == str(line)]
+        assert scores == sorted(scores, reverse=True)
+
+
+def test_format_results_cleans_newlines_and_tabs() -> None:
+    results = [[("x\ny\tz", -1.0, -2.0)], None]
+    assert format_results(results, 1, nbest=1) == "x y\tz\n\n"
+    assert format_results(results, 7, nbest=2).splitlines()[0] == "7\t1\t-1.0000\t-2.0000\tx y z"
+
+
+def test_int8_runs_and_keeps_line_count(ckpt: str) -> None:
+    tr = load_translator([ckpt], TranslateConfig(quantize="int8", device="cpu", **FAST))
+    assert "quantized" in type(tr.models[0].output).__module__  # the tied projection too
+    lines = corpus(seed=2, n=7) + [""]
+    assert len(translate_with(tr, lines)) == 8
+
+
+def test_bf16_on_cpu_runs_and_fp16_is_refused(ckpt: str) -> None:
+    tr = load_translator([ckpt], TranslateConfig(dtype="bf16", device="cpu", **FAST))
+    assert len(translate_with(tr, ["a man", "the dog"])) == 2
+    with pytest.raises(MtkitError, match="fp16 needs a CUDA device"):
+        load_translator([ckpt], TranslateConfig(dtype="fp16", device="cpu"))
+    with pytest.raises(MtkitError, match="--quantize int8 runs on CPU with --dtype fp32"):
+        load_translator([ckpt], TranslateConfig(dtype="bf16", quantize="int8", device="cpu"))
+
+
+def test_ensemble_of_a_checkpoint_with_itself_equals_it_alone(ckpt: str) -> None:
+    lines = corpus(seed=3, n=6)
+    config = TranslateConfig(**FAST)
+    assert translate_lines([ckpt, ckpt], lines, config) == translate_lines([ckpt], lines, config)
+
+
+def test_ensemble_refuses_different_sentencepiece_models(ckpt: str, tmp_path: Path) -> None:
+    other = make_checkpoint(tmp_path / "other.pt", spm_seed=9)
+    with pytest.raises(MtkitError, match="sentencepiece model differs"):
+        load_translator([ckpt, other], TranslateConfig())
+
+
+def test_sampling_is_reproducible_through_the_pipeline(ckpt: str) -> None:
+    config = TranslateConfig(beam=1, sampling=True, top_p=0.9, seed=3, max_len_b=6)
+    lines = corpus(seed=4, n=8)
+    assert translate_lines([ckpt], lines, config) == translate_lines([ckpt], lines, config)
+
+
+def test_failed_run_leaves_no_output_file(
+    ckpt: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    source = tmp_path / "in.txt"
+    source.write_text("\n".join(corpus(seed=1, n=12)) + "\n", encoding="utf-8")
+    target = tmp_path / "out.txt"
+    target.write_text("old\n")
+    calls = []
+
+    def failing_generate(*args, **kwargs):
+        calls.append(1)
+        if len(calls) > 1:
+            raise RuntimeError("disk on fire")
+        return real_generate(*args, **kwargs)
+
+    real_generate = pipeline.generate
+    monkeypatch.setattr(pipeline, "generate", failing_generate)
+    config = TranslateConfig(chunk_lines=4, **FAST)
+    with pytest.raises(RuntimeError, match="disk on fire"):
+        translate_file([ckpt], str(source), str(target), config)
+    assert target.read_text() == "old\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["in.txt", "out.txt"]
+
+
+def test_file_to_file_and_path_errors(ckpt: str, tmp_path: Path) -> None:
+    source = tmp_path / "in.txt"
+    source.write_bytes(b"a man\r\n\r\nthe dog")
+    target = tmp_path / "out.txt"
+    stats = translate_file([ckpt], str(source), str(target), TranslateConfig(**FAST))
+    assert stats.lines == 3 and len(target.read_text().split("\n")) == 4
+    assert target.stat().st_mode & 0o644 == 0o644  # not mkstemp's 0600
+    with pytest.raises(MtkitError, match="output directory does not exist"):
+        translate_file([ckpt], str(source), str(tmp_path / "no" / "out.txt"), TranslateConfig())
+    with pytest.raises(MtkitError, match="no such input file"):
+        translate_file([ckpt], str(tmp_path / "missing.txt"), "-", TranslateConfig())
+    with pytest.raises(MtkitError, match="no such checkpoint"):
+        translate_file([str(tmp_path / "nope.pt")], str(source), "-", TranslateConfig())
+
+
+def test_progress_bar_counts_lines(ckpt: str, tmp_path: Path, capsys) -> None:
+    source = tmp_path / "in.txt"
+    source.write_text("a man\n\nthe dog\n", encoding="utf-8")
+    config = TranslateConfig(**FAST)
+    translate_file([ckpt], str(source), str(tmp_path / "o.txt"), config, show_progress=True)
+    assert "3 lines" in capsys.readouterr().err
+
+
+def test_translate_chunk_hypotheses_are_scored(translator: pipeline.Translator) -> None:
+    results = translate_chunk(translator, ["a man", "   "])
+    assert results[1] is None
+    (text, score, logprob) = results[0][0]
+    assert isinstance(text, str) and score <= 0 and logprob <= 0
