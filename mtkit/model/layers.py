@@ -72,17 +72,24 @@ class DecoderCache:
 
     def reorder_self(self, index: Tensor) -> None:
         """Reorder only the self-attention state: for beam moves within each source's beams."""
-        if self.length:
-            self.self_k = self.self_k.index_select(1, index)
-            self.self_v = self.self_v.index_select(1, index)
-        else:  # nothing cached yet: only the batch size changes
-            shape = (self.self_k.shape[0], len(index), *self.self_k.shape[2:])
-            self.self_k = self.self_k.new_empty(shape)
-            self.self_v = self.self_v.new_empty(shape)
+        self.self_k = _select_prefix(self.self_k, index, self.length)
+        self.self_v = _select_prefix(self.self_v, index, self.length)
 
     @property
     def batch_size(self) -> int:
         return self.cross_k.shape[1]
+
+
+def _select_prefix(buffer: Tensor, index: Tensor, length: int) -> Tensor:
+    """Rows ``index`` of a (L, B, H, max_len, Dh) buffer, copying only the filled steps."""
+    if len(index) == buffer.shape[1]:
+        if length:  # same batch size: reorder in place
+            buffer[:, :, :, :length] = buffer[:, :, :, :length].index_select(1, index)
+        return buffer
+    out = buffer.new_empty((buffer.shape[0], len(index), *buffer.shape[2:]))
+    if length:
+        out[:, :, :, :length] = buffer[:, :, :, :length].index_select(1, index)
+    return out
 
 
 class SelfAttention(nn.Module):
