@@ -221,6 +221,11 @@ def _check_value(name: str, value: Any, annotation: Any, where: str) -> Any:
     elif annotation is float:
         if isinstance(value, int | float) and not isinstance(value, bool):
             return float(value)
+        if isinstance(value, str):  # YAML 1.1 reads 1e-3 (no dot) as a string
+            try:
+                return float(value)
+            except ValueError:
+                pass
     elif annotation is str:
         if isinstance(value, str):
             return value

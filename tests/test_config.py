@@ -75,3 +75,12 @@ def test_missing_and_empty_yaml(tmp_path: Path) -> None:
     (tmp_path / "empty.yaml").write_text("")
     assert load_yaml(tmp_path / "empty.yaml") == {}
     assert from_dict(ModelConfig, {}) == ModelConfig()
+
+
+def test_yaml_exponent_floats(tmp_path: Path) -> None:
+    path = tmp_path / "c.yaml"
+    path.write_text("lr: 1e-3\nwarmup_init_lr: 5.0e-7\n")
+    cfg = from_dict(TrainConfig, load_yaml(path))
+    assert (cfg.lr, cfg.warmup_init_lr) == (0.001, 5e-7)
+    with pytest.raises(MtkitError, match="'lr' must be float"):
+        from_dict(TrainConfig, {"lr": "fast"})

@@ -80,21 +80,8 @@ def read_settings(
     return Settings(config_path, yaml_train, yaml_model, cli_train, cli_model)
 
 
-def _floats_from_text(cls: type, values: dict[str, Any]) -> dict[str, Any]:
-    """'1e-3' for a float field (YAML 1.1 reads it as a string) becomes 1e-3."""
-    hints = typing.get_type_hints(cls)
-    out = dict(values)
-    for key, value in values.items():
-        if hints.get(key) is float and isinstance(value, str):
-            try:
-                out[key] = float(value)
-            except ValueError:
-                pass  # from_dict names the key and the bad value
-    return out
-
-
 def _layer(config: Any, values: dict[str, Any], where: str) -> Any:
-    return apply_overrides(config, _floats_from_text(type(config), values), where=where)
+    return apply_overrides(config, values, where=where)
 
 
 def train_config(settings: Settings, base: TrainConfig) -> TrainConfig:
@@ -139,7 +126,7 @@ def model_config(
     auto: dict[str, Any] = {}
     if joint and vocab[0] == vocab[1] and "share_all_embeddings" not in settings.model_keys():
         auto["share_all_embeddings"] = True
-    yaml_model = _floats_from_text(ModelConfig, settings.yaml_model)
+    yaml_model = settings.yaml_model
     _layer(ModelConfig(), yaml_model, f"{settings.yaml_path}: model")  # names the file on errors
     model = resolve_model_config(cfg.preset, *vocab, {**auto, **yaml_model})
     return _layer(model, settings.cli_model, "--set model.*")
