@@ -1,0 +1,378 @@
+"""Decoding speed: mtkit against Hugging Face transformers and CTranslate2, same model, same input.
+
+One checkpoint is decoded by five engines on Multi30k test_2016_flickr (en, 1,000 lines), beam
+5, on CPU, in batches of 32 sentences:
+
+- mtkit native fp32, and int8 (``--quantize int8``: dynamic int8 Linear layers), in this process;
+- HF transformers ``generate`` on ``mtkit export --format hf`` (MarianMTModel);
+- CTranslate2 float32 and int8 on ``mtkit export --format ctranslate2``.
+
+The peers run in their own virtual environment, ``.bench/venv-engines`` (torch of this
+interpreter's version installed first, so pip takes the local CPU wheel; then transformers,
+ctranslate2, sentencepiece and sacrebleu of the versions installed here), as subprocesses of
+this very file in ``--peer`` mode, which imports nothing from mtkit. Exports run in this venv.
+
+Each engine decodes the test set ``--repeat`` times and the fastest pass counts (the machine
+may be shared with other work; the best pass is the least disturbed). Fairness: every engine
+gets the same batches (lines sorted by length, cut into groups of
+``--batch``), the same thread count, beam, length penalty (fairseq style: score / len**lenpen,
+len counting EOS) and minimum length. Timing starts after the model is loaded and one warm-up
+batch, and covers tokenization, search and detokenization of every batch. Target tokens are the
+tokens each engine generated, EOS included. mtkit bounds each sentence's length by
+max_len_a * source pieces + max_len_b; the peers only take one bound per call, so they get the
+largest of their batch (slightly more room; rarely used by a trained model).
+
+Without a checkpoint, a random transformer-small (d=256, 3+3 layers, joint 8k spm trained on
+Multi30k train) is built, and every engine is forced to emit exactly ``--random-len`` tokens
+(min_len = max_len): raw speed only, BLEU meaningless.
+
+    .venv/bin/python benchmarks/bench_engines.py [CKPT] [--limit N] [--threads T]
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import hashlib
+import json
+import os
+import shlex
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+BENCH_DIR = ROOT / ".bench"
+VENV = BENCH_DIR / "venv-engines"
+WORK = BENCH_DIR / "engines"
+DATA_DIRS = (Path("/work/shared/data/multi30k"), ROOT / "recipes" / "multi30k" / "data")
+PEER_PACKAGES = ("transformers", "ctranslate2", "sentencepiece", "sacrebleu")
+PAD, BOS, EOS = 0, 2, 3
+
+
+# ---------------------------------------------------------------------------------------------
+# Peer mode: runs inside .bench/venv-engines; stdlib imports only at module level
+
+
+def _bound(lengths: list[int], opts: dict) -> int:
+    """The largest per-sentence length bound of a batch of sources of ``lengths`` pieces."""
+    longest = max(lengths)
+    bound = int(opts["max_len_a"] * longest + opts["max_len_b"])
+    return min(max(bound, opts["min_len"]), opts["max_positions"] - 1)
+
+
+def peer_hf(model_dir: str, batches: list[list[str]], opts: dict) -> tuple[list, int, float]:
+    import warnings
+
+    import torch
+    from transformers import AutoModelForSeq2SeqLM, AutoTokenizer
+    from transformers.utils import logging
+
+    logging.disable_progress_bar()
+    warnings.filterwarnings("ignore", message="Recommended: pip install sacremoses")
+    torch.set_num_threads(opts["threads"])
+    model = AutoModelForSeq2SeqLM.from_pretrained(model_dir).eval()
+    tok = AutoTokenizer.from_pretrained(model_dir)
+
+    def run(batch: list[str]) -> tuple[list[str], int]:
+        enc = tok(
+            batch,
+            return_tensors="pt",
+            padding=True,
+            truncation=True,
+            max_length=opts["max_positions"],
+        )  # as mtkit: pieces + EOS fit the positions
+        bound = _bound((enc["attention_mask"].sum(1) - 1).tolist(), opts)  # pieces, no EOS
+        with torch.inference_mode():
+            out = model.generate(**enc, num_beams=opts["beam"], length_penalty=opts["lenpen"],
+                                 early_stopping=True, max_length=bound + 2,
+                                 min_new_tokens=opts["min_len"], do_sample=False)  # fmt: skip
+        tokens = int(out[:, 1:].ne(PAD).sum())
+        return tok.batch_decode(out, skip_special_tokens=True), tokens
+
+    return _timed(run, batches, opts["repeat"])
+
+
+def peer_ct2(model_dir: str, batches: list[list[str]], opts: dict) -> tuple[list, int, float]:
+    import ctranslate2
+    import sentencepiece as spm
+
+    src = spm.SentencePieceProcessor(model_file=f"{model_dir}/source.spm")
+    tgt = spm.SentencePieceProcessor(model_file=f"{model_dir}/target.spm")
+    translator = ctranslate2.Translator(model_dir, device="cpu", compute_type="default",
+                                        inter_threads=1, intra_threads=opts["threads"])  # fmt: skip
+
+    def run(batch: list[str]) -> tuple[list[str], int]:
+        pieces = [p[: opts["max_positions"] - 1] for p in src.encode(batch, out_type=str)]
+        bound = _bound([len(p) for p in pieces], opts)
+        results = translator.translate_batch(
+            pieces, beam_size=opts["beam"], length_penalty=opts["lenpen"],
+            max_decoding_length=bound + 1, min_decoding_length=opts["min_len"],
+            return_end_token=True, max_input_length=0, suppress_sequences=[["<pad>"], ["<s>"]],
+        )  # fmt: skip
+        hyps = [r.hypotheses[0] for r in results]
+        texts = [tgt.decode([p for p in h if p != "</s>"]) for h in hyps]
+        return texts, sum(len(h) for h in hyps)
+
+    return _timed(run, batches, opts["repeat"])
+
+
+def _timed(run, batches: list[list[str]], repeat: int) -> tuple[list[str], int, list[float]]:
+    """Outputs, generated tokens, and the seconds of each of ``repeat`` passes of ``run`` over
+    all batches, after one warm-up batch. (The machine may be shared: report the best pass.)"""
+    run(batches[0][:4])
+    seconds = []
+    for _ in range(repeat):
+        outputs, tokens = [], 0
+        start = time.perf_counter()
+        for batch in batches:
+            texts, n = run(batch)
+            outputs.extend(texts)
+            tokens += n
+        seconds.append(time.perf_counter() - start)
+    return outputs, tokens, seconds
+
+
+def peer_main(args: argparse.Namespace) -> None:
+    job = json.loads(Path(args.job).read_text(encoding="utf-8"))
+    engine = {"hf": peer_hf, "ct2": peer_ct2}[args.peer]
+    outputs, tokens, seconds = engine(job["model_dir"], job["batches"], job["opts"])
+    result = {"outputs": outputs, "tokens": tokens, "seconds": seconds}  # seconds: per pass
+    Path(args.result).write_text(json.dumps(result, ensure_ascii=False), encoding="utf-8")
+
+
+# ---------------------------------------------------------------------------------------------
+# Orchestrator: runs in mtkit's venv
+
+
+def installed_versions() -> dict[str, str]:
+    """The peer packages' versions in this venv (so both venvs decode with the same code)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    versions = {}
+    for name in ("torch", *PEER_PACKAGES):
+        try:
+            versions[name] = version(name).split("+")[0]
+        except PackageNotFoundError:
+            sys.exit(f"{name} is missing here: make install (it installs mtkit[hf,ct2])")
+    return versions
+
+
+def ensure_venv() -> Path:
+    """Create .bench/venv-engines once (a stamp records what it holds); return its python."""
+    import fcntl
+
+    python = VENV / "bin" / "python"
+    wanted = installed_versions()
+    stamp = VENV / ".bench-installed.json"
+    VENV.parent.mkdir(parents=True, exist_ok=True)
+    with open(VENV.parent / f"{VENV.name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if stamp.is_file() and python.exists() and json.loads(stamp.read_text()) == wanted:
+            return python
+        print(f"creating {VENV}: {wanted}", flush=True)
+        if not python.exists():
+            subprocess.run([sys.executable, "-m", "venv", str(VENV)], check=True)
+        pip = [str(python), "-m", "pip", "install", "-q", "--disable-pip-version-check"]
+        torch_args = shlex.split(os.environ.get("TORCH_PIP_ARGS", ""))
+        subprocess.run([*pip, *torch_args, f"torch=={wanted['torch']}"], check=True)
+        specs = [f"{name}=={wanted[name]}" for name in PEER_PACKAGES]
+        subprocess.run([*pip, *specs, f"torch=={wanted['torch']}"], check=True)
+        stamp.write_text(json.dumps(wanted))
+    return python
+
+
+def read_text(stem: str, lang: str) -> list[str]:
+    for directory in DATA_DIRS:
+        for path in (directory / f"{stem}.{lang}", directory / f"{stem}.{lang}.gz"):
+            if path.is_file():
+                opener = gzip.open if path.suffix == ".gz" else open
+                with opener(path, "rt", encoding="utf-8") as handle:
+                    return handle.read().splitlines()
+    sys.exit(f"{stem}.{lang} not found in {', '.join(map(str, DATA_DIRS))}")
+
+
+def random_checkpoint() -> Path:
+    """A random transformer-small with a joint 8k spm trained on Multi30k train (cached)."""
+    from dataclasses import asdict
+
+    import torch
+
+    from mtkit.data.tokenizer import Tokenizer, train_spm
+    from mtkit.model.transformer import build_model, resolve_model_config
+    from mtkit.training.checkpoint import save_checkpoint
+
+    path = WORK / "random-small.pt"
+    if path.is_file():
+        return path
+    WORK.mkdir(parents=True, exist_ok=True)
+    print("training a joint 8k spm on Multi30k train for the random model ...", flush=True)
+    spm = train_spm(read_text("train", "en") + read_text("train", "de"), vocab_size=8000)
+    n = len(Tokenizer(spm))
+    cfg = resolve_model_config("transformer-small", n, n, {"share_all_embeddings": True})
+    torch.manual_seed(0)
+    model = build_model(cfg)
+    save_checkpoint({"model_config": asdict(cfg), "model": model.state_dict(),
+                     "spm": {"src": spm, "tgt": spm}}, path)  # fmt: skip
+    return path
+
+
+def export_all(ckpt: Path) -> dict[str, Path]:
+    """HF and CTranslate2 (float32, int8) exports of ``ckpt``, cached by its content hash."""
+    from mtkit.export.ct2 import export_ct2
+    from mtkit.export.hf import export_hf
+
+    digest = hashlib.sha256(ckpt.read_bytes()).hexdigest()[:12]
+    base = WORK / f"export-{digest}"
+    dirs = {"hf": base / "hf", "ct2-float32": base / "ct2-float32", "ct2-int8": base / "ct2-int8"}
+    if not dirs["hf"].is_dir():
+        export_hf(ckpt, dirs["hf"])
+    for q in ("float32", "int8"):
+        if not dirs[f"ct2-{q}"].is_dir():
+            export_ct2(ckpt, dirs[f"ct2-{q}"], quantization=q)
+    return dirs
+
+
+def make_batches(lines: list[str], ckpt: Path, size: int) -> tuple[list[list[str]], list[int]]:
+    """Lines sorted by source length (longest first), in groups of ``size``; and the order."""
+    from mtkit.data.tokenizer import Tokenizer
+    from mtkit.training.checkpoint import load_checkpoint
+
+    src = Tokenizer(load_checkpoint(ckpt)["spm"]["src"])
+    lengths = [len(ids) for ids in src.encode(lines)]
+    order = sorted(range(len(lines)), key=lambda i: -lengths[i])
+    ordered = [lines[i] for i in order]
+    return [ordered[i : i + size] for i in range(0, len(ordered), size)], order
+
+
+def run_mtkit(ckpt: Path, batches: list[list[str]], opts: dict, quantize: str):
+    from mtkit.config import TranslateConfig
+    from mtkit.pipeline.translate import encode_lines, load_translator, translate_ids
+
+    # max_tokens: no further splitting, every engine decodes the same batches
+    cfg = TranslateConfig(beam=opts["beam"], lenpen=opts["lenpen"], max_len_a=opts["max_len_a"],
+                          max_len_b=opts["max_len_b"], min_len=opts["min_len"], device="cpu",
+                          threads=opts["threads"], quantize=quantize,
+                          max_tokens=10**9)  # fmt: skip
+    tr = load_translator([str(ckpt)], cfg)
+
+    def run(batch: list[str]) -> tuple[list[str], int]:
+        sources = encode_lines(tr, batch, 1)
+        texts, tokens = [""] * len(batch), 0
+        for index, hyps in translate_ids(tr, sources):
+            best = [h[0].tokens for h in hyps]
+            tokens += sum(len(t) + 1 for t in best)  # + EOS
+            for i, text in zip(index, tr.tgt_tokenizer.decode(best), strict=True):
+                texts[i] = text
+        return texts, tokens
+
+    return _timed(run, batches, opts["repeat"])
+
+
+def run_peer(python: Path, engine: str, model_dir: Path, batches, opts: dict):
+    job, result = WORK / f"job-{engine}.json", WORK / f"result-{engine}.json"
+    job.write_text(json.dumps({"model_dir": str(model_dir), "batches": batches, "opts": opts}))
+    env = dict(os.environ, HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1",
+               OMP_NUM_THREADS=str(opts["threads"]), TOKENIZERS_PARALLELISM="false")  # fmt: skip
+    cmd = [str(python), __file__, "--peer", engine, "--job", str(job), "--result", str(result)]
+    subprocess.run(cmd, check=True, env=env)
+    data = json.loads(result.read_text(encoding="utf-8"))
+    return data["outputs"], data["tokens"], data["seconds"]
+
+
+def report(rows: list[dict], random_model: bool) -> str:
+    lines = [f"{'engine':<22} {'sent/s':>8} {'tok/s':>8} {'BLEU':>6}  {'seconds':>7}  passes"]
+    for r in rows:
+        passes = " ".join(f"{s:.1f}" for s in r["passes"])
+        lines.append(f"{r['engine']:<22} {r['sent_s']:8.1f} {r['tok_s']:8.0f} "
+                     f"{r['bleu']:6.1f}  {r['seconds']:7.1f}  {passes}")  # fmt: skip
+    rate = {r["engine"]: r["tok_s"] for r in rows}
+    for ours in ("mtkit fp32", "mtkit int8"):
+        for peer in ("HF transformers", "CTranslate2 float32", "CTranslate2 int8"):
+            if ours in rate and peer in rate:
+                lines.append(f"{ours} / {peer}: {rate[ours] / rate[peer]:.2f}x (target tok/s)")
+    if random_model:
+        lines.append("random model, outputs forced to equal length: BLEU is meaningless")
+    return "\n".join(lines)
+
+
+def main(args: argparse.Namespace) -> None:
+    import sacrebleu
+
+    random_model = args.checkpoint is None
+    ckpt = Path(args.checkpoint) if args.checkpoint else random_checkpoint()
+    lines, refs = read_text("test_2016_flickr", "en"), read_text("test_2016_flickr", "de")
+    lines, refs = lines[: args.limit or None], refs[: args.limit or None]
+    from mtkit.training.checkpoint import load_checkpoint
+
+    max_positions = load_checkpoint(ckpt)["model_config"].get("max_positions", 1024)
+    forced = dict(max_len_a=0.0, max_len_b=args.random_len, min_len=args.random_len)
+    opts = dict(
+        repeat=args.repeat,
+        beam=args.beam,
+        lenpen=args.lenpen,
+        threads=args.threads,
+        max_positions=max_positions,
+        **(forced if random_model else dict(max_len_a=1.2, max_len_b=10, min_len=1)),
+    )
+    dirs = export_all(ckpt)
+    python = ensure_venv()
+    batches, order = make_batches(lines, ckpt, args.batch)
+    engines = {
+        "mtkit fp32": lambda: run_mtkit(ckpt, batches, opts, ""),
+        "mtkit int8": lambda: run_mtkit(ckpt, batches, opts, "int8"),
+        "HF transformers": lambda: run_peer(python, "hf", dirs["hf"], batches, opts),
+        "CTranslate2 float32": lambda: run_peer(python, "ct2", dirs["ct2-float32"], batches, opts),
+        "CTranslate2 int8": lambda: run_peer(python, "ct2", dirs["ct2-int8"], batches, opts),
+    }  # fmt: skip
+    load = os.getloadavg()[0]
+    print(f"{ckpt}: {len(lines)} lines, batches of {args.batch}, beam {args.beam}, "
+          f"{args.threads} threads, load average {load:.1f}", flush=True)  # fmt: skip
+    if args.threads > 1 and load + args.threads > (os.cpu_count() or 1) + 0.5:
+        print(
+            "  warning: the CPU is busy with other work, and multi-threaded timings suffer "
+            "most from that (OpenMP threads wait on each other): try --threads 1",
+            flush=True,
+        )
+    rows = []
+    for name, run in engines.items():
+        if args.engines and not any(e in name.lower() for e in args.engines):
+            continue
+        outputs, tokens, passes = run()
+        seconds = min(passes)
+        hyps = [""] * len(lines)
+        for i, text in zip(order, outputs, strict=True):
+            hyps[i] = text
+        bleu = sacrebleu.corpus_bleu(hyps, [refs]).score
+        rows.append(dict(engine=name, sent_s=len(lines) / seconds, tok_s=tokens / seconds,
+                         bleu=bleu, seconds=seconds, passes=passes, tokens=tokens))  # fmt: skip
+        print(f"  {name}: {tokens / seconds:.0f} tok/s, BLEU {bleu:.1f}", flush=True)
+    print(report(rows, random_model))
+    (WORK / "results.json").write_text(json.dumps({"checkpoint": str(ckpt), "opts": opts,
+                                                   "rows": rows}, indent=2))  # fmt: skip
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("checkpoint", nargs="?", help="trained mtkit checkpoint (default: random)")
+    p.add_argument("--beam", type=int, default=5)
+    p.add_argument("--lenpen", type=float, default=1.0)
+    p.add_argument("--batch", type=int, default=32, help="sentences per batch")
+    p.add_argument("--threads", type=int, default=os.cpu_count() or 1)
+    p.add_argument("--limit", type=int, default=0, help="first N test lines only (0: all)")
+    p.add_argument("--repeat", type=int, default=3, help="timed passes per engine (best kept)")
+    p.add_argument("--random-len", type=int, default=16, help="forced output length (random)")
+    p.add_argument("--engines", nargs="*", help="substrings: mtkit, hf, ctranslate2, int8 ...")
+    p.add_argument("--peer", choices=("hf", "ct2"), help=argparse.SUPPRESS)
+    p.add_argument("--job", help=argparse.SUPPRESS)
+    p.add_argument("--result", help=argparse.SUPPRESS)
+    return p.parse_args(argv)
+
+
+if __name__ == "__main__":
+    arguments = parse_args()
+    if arguments.peer:
+        peer_main(arguments)
+    else:
+        main(arguments)

@@ -1,0 +1,286 @@
+"""Export a checkpoint as a Hugging Face transformers MarianMTModel directory.
+
+Marian (Junczys-Dowmunt et al., 2018) as implemented in ``transformers.models.marian`` is the
+same post-LN Transformer as mtkit's. Checked against ``modeling_marian.py`` (transformers 5.x):
+
+- embeddings are scaled by sqrt(d_model): ``scale_embedding=True``;
+- positions: Marian's sinusoidal table has sines in the first half and cosines in the second,
+  frequency 10000^(-2i/d), positions from 0 with no offset: ours exactly (HF recomputes it on
+  load; the two agree to float32 rounding);
+- post-LN residual blocks (Bart-style layers); Marian has no pre-LN variant, so ``pre_norm``
+  models are refused;
+- ReLU feed-forward: ``activation_function="relu"``;
+- attention scales q.k by head_dim**-0.5, as ``scaled_dot_product_attention``; our fused
+  ``qkv`` ([q; k; v] rows) and ``kv`` ([k; v]) projections are split into q/k/v_proj;
+- embeddings: ``share_all_embeddings`` -> ``share_encoder_decoder_embeddings``; an output tied to
+  the target embedding -> ``tie_word_embeddings``, else its own ``lm_head``; separate
+  vocabularies -> ``vocab_size`` / ``decoder_vocab_size``; ``final_logits_bias`` is zero;
+- ids: PAD 0, UNK 1, BOS 2 (``decoder_start_token_id``), EOS 3.
+
+The tokenizer is a ``MarianTokenizer`` over our own sentencepiece models (``source.spm``,
+``target.spm``) with ``vocab.json`` mapping each piece to its sentencepiece id, so it encodes to
+exactly our ids and appends EOS, as mtkit does for every source.
+"""
+
+from __future__ import annotations
+
+import json
+import warnings
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+from torch import Tensor, nn
+
+from mtkit.config import ModelConfig, TranslateConfig
+from mtkit.data.tokenizer import BOS_ID, EOS_ID, PAD_ID, UNK_ID, Tokenizer
+from mtkit.errors import MtkitError
+from mtkit.export import require, staged_dir
+from mtkit.model.transformer import Transformer
+
+# probe logits of the exported model must match ours this closely, or the export is refused
+SELF_CHECK_ATOL = 1e-3
+
+
+def check_marian_compatible(cfg: ModelConfig) -> None:
+    """Refuse configurations that MarianMTModel cannot express (never export a different model)."""
+    if cfg.pre_norm:
+        raise MtkitError(
+            "model option pre_norm=true (pre-LN) cannot be exported to Hugging Face Marian, "
+            "which has post-LN layers only (no normalize_before); use --format ctranslate2"
+        )
+    if cfg.d_model % 2:
+        raise MtkitError(
+            f"model option d_model={cfg.d_model} is odd: Marian's sinusoidal positions need an "
+            "even width"
+        )
+
+
+def marian_config(cfg: ModelConfig) -> dict[str, Any]:
+    """MarianConfig keyword arguments for a model with config ``cfg``."""
+    check_marian_compatible(cfg)
+    return dict(
+        vocab_size=cfg.src_vocab_size,
+        decoder_vocab_size=cfg.tgt_vocab_size,
+        d_model=cfg.d_model,
+        encoder_layers=cfg.encoder_layers,
+        decoder_layers=cfg.decoder_layers,
+        encoder_attention_heads=cfg.heads,
+        decoder_attention_heads=cfg.heads,
+        encoder_ffn_dim=cfg.ffn_dim,
+        decoder_ffn_dim=cfg.ffn_dim,
+        max_position_embeddings=cfg.max_positions,
+        activation_function="relu",
+        dropout=cfg.dropout,
+        attention_dropout=cfg.attention_dropout,
+        activation_dropout=cfg.activation_dropout,
+        scale_embedding=True,
+        share_encoder_decoder_embeddings=cfg.share_all_embeddings,
+        tie_word_embeddings=cfg.share_all_embeddings or cfg.tie_output,
+        pad_token_id=PAD_ID,
+        bos_token_id=BOS_ID,
+        eos_token_id=EOS_ID,
+        decoder_start_token_id=BOS_ID,
+        forced_eos_token_id=EOS_ID,
+    )
+
+
+def generation_defaults(cfg: ModelConfig, tcfg: TranslateConfig | None = None) -> dict[str, Any]:
+    """GenerationConfig arguments that make ``generate`` search like ``mtkit translate``.
+
+    Both score a finished hypothesis as sum(log p) / len**lenpen with len counting EOS, and keep
+    the 2*beam best candidates so finishing beams never starve the search. mtkit's beam stops a
+    sentence once ``beam`` hypotheses have finished: HF's ``early_stopping=True``. HF has no
+    source-relative bound (max_len_a * src_len + max_len_b), so ``max_length`` is the model's
+    position limit; pass ``max_length``/``max_new_tokens`` to ``generate`` for a tighter one.
+    """
+    tcfg = tcfg or TranslateConfig()
+    if tcfg.lenpen_style != "fairseq":
+        raise MtkitError(
+            f"lenpen_style={tcfg.lenpen_style!r} has no Hugging Face equivalent (use 'fairseq')"
+        )
+    return dict(
+        decoder_start_token_id=BOS_ID,
+        bos_token_id=BOS_ID,
+        eos_token_id=EOS_ID,
+        pad_token_id=PAD_ID,
+        forced_eos_token_id=EOS_ID,
+        num_beams=tcfg.beam,
+        length_penalty=tcfg.lenpen,
+        early_stopping=True,
+        max_length=cfg.max_positions,
+        min_new_tokens=tcfg.min_len,
+        no_repeat_ngram_size=tcfg.no_repeat_ngram,
+        suppress_tokens=[PAD_ID, BOS_ID],  # never generated by mtkit either
+    )
+
+
+def _linear(out: dict[str, Tensor], names: list[str], linear: nn.Linear) -> None:
+    """Store ``linear`` under ``names``, splitting its rows evenly when it is fused."""
+    weights = linear.weight.detach().chunk(len(names), dim=0)
+    biases = linear.bias.detach().chunk(len(names), dim=0)
+    for name, w, b in zip(names, weights, biases, strict=True):
+        out[f"{name}.weight"], out[f"{name}.bias"] = w, b
+
+
+def _norm(out: dict[str, Tensor], name: str, norm: nn.LayerNorm) -> None:
+    out[f"{name}.weight"], out[f"{name}.bias"] = norm.weight.detach(), norm.bias.detach()
+
+
+def marian_state_dict(model: Transformer) -> dict[str, Tensor]:
+    """Our weights under MarianMTModel's parameter names (positions excepted: HF computes them).
+
+    Tied weights appear under every name that shares them, as in HF's own state dict.
+    """
+    cfg = model.cfg
+    check_marian_compatible(cfg)
+    out: dict[str, Tensor] = {}
+    src, tgt = model.src_embed.weight.detach(), model.tgt_embed.weight.detach()
+    out["model.encoder.embed_tokens.weight"] = src
+    out["model.decoder.embed_tokens.weight"] = tgt
+    if cfg.share_all_embeddings:
+        out["model.shared.weight"] = src
+    head = model.output.weight.detach() if model.output is not None else tgt
+    out["lm_head.weight"] = head
+    out["final_logits_bias"] = torch.zeros(1, cfg.tgt_vocab_size)
+    for i, layer in enumerate(model.encoder):
+        p = f"model.encoder.layers.{i}"
+        _linear(out, [f"{p}.self_attn.{n}_proj" for n in "qkv"], layer.attn.qkv)
+        _linear(out, [f"{p}.self_attn.out_proj"], layer.attn.out)
+        _norm(out, f"{p}.self_attn_layer_norm", layer.attn_res.norm)
+        _linear(out, [f"{p}.fc1"], layer.ffn.fc1)
+        _linear(out, [f"{p}.fc2"], layer.ffn.fc2)
+        _norm(out, f"{p}.final_layer_norm", layer.ffn_res.norm)
+    for i, layer in enumerate(model.decoder):
+        p = f"model.decoder.layers.{i}"
+        _linear(out, [f"{p}.self_attn.{n}_proj" for n in "qkv"], layer.self_attn.qkv)
+        _linear(out, [f"{p}.self_attn.out_proj"], layer.self_attn.out)
+        _norm(out, f"{p}.self_attn_layer_norm", layer.self_res.norm)
+        _linear(out, [f"{p}.encoder_attn.q_proj"], layer.cross_attn.q)
+        _linear(out, [f"{p}.encoder_attn.{n}_proj" for n in "kv"], layer.cross_attn.kv)
+        _linear(out, [f"{p}.encoder_attn.out_proj"], layer.cross_attn.out)
+        _norm(out, f"{p}.encoder_attn_layer_norm", layer.cross_res.norm)
+        _linear(out, [f"{p}.fc1"], layer.ffn.fc1)
+        _linear(out, [f"{p}.fc2"], layer.ffn.fc2)
+        _norm(out, f"{p}.final_layer_norm", layer.ffn_res.norm)
+    return out
+
+
+def build_marian(model: Transformer) -> nn.Module:
+    """A MarianMTModel (eval mode) holding ``model``'s weights; every parameter is accounted for."""
+    transformers = require("transformers", "hf", "exporting to Hugging Face transformers")
+    ours = marian_state_dict(model)
+    hf = transformers.MarianMTModel(transformers.MarianConfig(**marian_config(model.cfg))).eval()
+    state = hf.state_dict()
+    computed = {k for k in state if k.endswith("embed_positions.weight")}
+    unmapped = set(state) - set(ours) - computed
+    unknown = set(ours) - set(state)
+    if unmapped or unknown:  # a transformers version with other names: fail, never half-load
+        raise MtkitError(
+            f"this transformers {transformers.__version__} MarianMTModel does not match mtkit's "
+            f"export (unmapped: {sorted(unmapped)[:3]}, unknown: {sorted(unknown)[:3]})"
+        )
+    for name, tensor in ours.items():
+        if state[name].shape != tensor.shape:
+            raise MtkitError(f"export: {name} has shape {tuple(tensor.shape)}, "
+                             f"MarianMTModel expects {tuple(state[name].shape)}")  # fmt: skip
+        state[name] = tensor
+    hf.load_state_dict(state, strict=True)
+    return hf
+
+
+@torch.no_grad()
+def max_logit_difference(model: Transformer, hf: nn.Module) -> float:
+    """Largest |logit| difference between ``model`` and ``hf`` on a small padded probe batch."""
+    v_src, v_tgt = model.cfg.src_vocab_size, model.cfg.tgt_vocab_size
+    g = torch.Generator().manual_seed(0)
+    src = torch.randint(4, max(v_src, 5), (2, 7), generator=g)
+    src[:, -1] = EOS_ID
+    src[1, 4:] = PAD_ID  # second row: 3 tokens + EOS + padding
+    src[1, 3] = EOS_ID
+    tgt = torch.randint(4, max(v_tgt, 5), (2, 6), generator=g)
+    tgt[:, 0] = BOS_ID
+    ours = model.eval()(src, tgt)
+    theirs = hf(input_ids=src, attention_mask=src.ne(PAD_ID).long(), decoder_input_ids=tgt).logits
+    return float((ours - theirs).abs().max())
+
+
+def write_tokenizer(out_dir: Path, src: Tokenizer, tgt: Tokenizer, max_length: int) -> None:
+    """MarianTokenizer files whose ids are our sentencepiece ids (source.spm, vocab.json, ...)."""
+    transformers = require("transformers", "hf", "exporting to Hugging Face transformers")
+    (out_dir / "source.spm").write_bytes(src.proto)
+    (out_dir / "target.spm").write_bytes(tgt.proto)
+    separate = src.proto != tgt.proto
+    files = {"vocab": out_dir / "vocab.json"}
+    _write_vocab(files["vocab"], src)
+    if separate:
+        files["target_vocab_file"] = out_dir / "target_vocab.json"
+        _write_vocab(files["target_vocab_file"], tgt)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # "Recommended: pip install sacremoses" (unused here)
+        tok = transformers.MarianTokenizer(
+            source_spm=str(out_dir / "source.spm"),
+            target_spm=str(out_dir / "target.spm"),
+            **{k: str(v) for k, v in files.items()},
+            separate_vocabs=separate,
+            model_max_length=max_length,
+            bos_token="<s>",
+        )
+    tok.save_pretrained(str(out_dir))
+    _check_tokenizer(tok, src)
+
+
+def _write_vocab(path: Path, tok: Tokenizer) -> None:
+    vocab = {tok.sp.IdToPiece(i): i for i in range(len(tok))}
+    if len(vocab) != len(tok):
+        raise MtkitError(f"{tok.name}: duplicate pieces, cannot write vocab.json")
+    path.write_text(json.dumps(vocab, ensure_ascii=False, indent=1), encoding="utf-8")
+
+
+def _check_tokenizer(tok: Any, src: Tokenizer) -> None:
+    """The HF tokenizer must give our ids + EOS on text made of the vocabulary's own pieces."""
+    n = len(src)
+    pieces = [src.sp.IdToPiece(i) for i in range(4, min(n, 64)) if not src.sp.IsUnused(i)]
+    text = src.sp.DecodePieces(pieces)
+    want = src.encode_one(text) + [EOS_ID]
+    got = tok(text)["input_ids"]
+    if got != want or tok.unk_token_id != UNK_ID or tok.pad_token_id != PAD_ID:
+        raise MtkitError("export: the Hugging Face tokenizer does not reproduce mtkit's ids")
+
+
+@dataclass
+class HFExport:
+    out_dir: Path
+    max_logit_difference: float
+
+
+def export_hf(
+    checkpoint: str | Path,
+    out_dir: str | Path,
+    force: bool = False,
+    translate_config: TranslateConfig | None = None,
+) -> HFExport:
+    """Write ``checkpoint`` as a MarianMTModel directory loadable offline by ``from_pretrained``."""
+    from mtkit.training.checkpoint import load_for_inference
+
+    loaded = load_for_inference(checkpoint)
+    check_marian_compatible(loaded.config)
+    transformers = require("transformers", "hf", "exporting to Hugging Face transformers")
+    generation = generation_defaults(loaded.config, translate_config)
+    with staged_dir(out_dir, force) as tmp:
+        hf = build_marian(loaded.model)
+        diff = max_logit_difference(loaded.model, hf)
+        if not diff <= SELF_CHECK_ATOL:
+            raise MtkitError(f"export check failed: Marian logits differ from ours by {diff:.2e}")
+        hf.generation_config = transformers.GenerationConfig(**generation)
+        progress = transformers.utils.logging.is_progress_bar_enabled()
+        transformers.utils.logging.disable_progress_bar()
+        try:
+            hf.save_pretrained(str(tmp))
+        finally:
+            if progress:
+                transformers.utils.logging.enable_progress_bar()
+        max_len = loaded.config.max_positions
+        write_tokenizer(tmp, loaded.src_tokenizer, loaded.tgt_tokenizer, max_len)
+    return HFExport(Path(out_dir), diff)

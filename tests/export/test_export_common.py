@@ -1,0 +1,117 @@
+"""Export pieces that need neither extra: config mapping, staging, batching, missing extras."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+from export_helpers import make_ckpt
+
+from mtkit.config import ModelConfig, TranslateConfig
+from mtkit.data.tokenizer import EOS_ID
+from mtkit.errors import MtkitError
+from mtkit.export import staged_dir
+from mtkit.export.ct2 import _token_chunks, export_ct2, max_target_len, translate_lines_ct2
+from mtkit.export.hf import export_hf, generation_defaults, marian_config
+
+
+@pytest.mark.parametrize(
+    "overrides, expected",
+    [
+        ({}, dict(share_encoder_decoder_embeddings=False, tie_word_embeddings=True)),
+        (dict(tie_output=False), dict(tie_word_embeddings=False)),
+        (dict(share_all_embeddings=True, tgt_vocab_size=8000),
+         dict(share_encoder_decoder_embeddings=True, tie_word_embeddings=True)),
+        (dict(src_vocab_size=100, tgt_vocab_size=200),
+         dict(vocab_size=100, decoder_vocab_size=200)),
+        (dict(d_model=64, ffn_dim=96, heads=8, encoder_layers=1, decoder_layers=5),
+         dict(d_model=64, encoder_ffn_dim=96, decoder_ffn_dim=96, encoder_attention_heads=8,
+              decoder_attention_heads=8, encoder_layers=1, decoder_layers=5)),
+        (dict(max_positions=77), dict(max_position_embeddings=77)),
+    ],
+)  # fmt: skip
+def test_marian_config(overrides: dict, expected: dict) -> None:
+    got = marian_config(ModelConfig(**overrides))
+    assert {k: got[k] for k in expected} == expected
+    fixed = dict(activation_function="relu", scale_embedding=True, pad_token_id=0, eos_token_id=3,
+                 bos_token_id=2, decoder_start_token_id=2, forced_eos_token_id=3)  # fmt: skip
+    assert {k: got[k] for k in fixed} == fixed
+
+
+@pytest.mark.parametrize(
+    "overrides, option", [(dict(pre_norm=True), "pre_norm"), (dict(d_model=33, heads=3), "d_model")]
+)
+def test_marian_refuses(overrides: dict, option: str) -> None:
+    with pytest.raises(MtkitError, match=option):
+        marian_config(ModelConfig(**overrides))
+
+
+def test_generation_defaults() -> None:
+    got = generation_defaults(ModelConfig(max_positions=99), TranslateConfig(beam=3, lenpen=0.6))
+    assert (got["num_beams"], got["length_penalty"], got["max_length"]) == (3, 0.6, 99)
+    assert got["early_stopping"] is True and got["forced_eos_token_id"] == 3
+    with pytest.raises(MtkitError, match="lenpen_style"):
+        generation_defaults(ModelConfig(), TranslateConfig(lenpen_style="gnmt"))
+
+
+@pytest.mark.parametrize(
+    "src_len, a, b, min_len, expected",
+    [(10, 1.2, 10, 1, 22), (10, 0.0, 7, 1, 7), (3, 0.5, 0, 1, 1), (0, 1.0, 0, 0, 0),
+     (5, 1.0, 3, 9, 9), (50, 2.0, 10, 1, 63)],
+)  # fmt: skip
+def test_max_target_len_agrees_with_search(src_len, a, b, min_len, expected) -> None:
+    from mtkit.decoding.beam import max_target_lengths
+
+    cfg = TranslateConfig(max_len_a=a, max_len_b=b, min_len=min_len)
+    assert max_target_len(src_len, cfg, cap=63) == expected
+    src = torch.tensor([[5] * src_len + [EOS_ID]])
+    assert int(max_target_lengths(src, a, b, min_len, 63)[0]) == expected
+
+
+@pytest.mark.parametrize(
+    "members, sizes, max_tokens, expected",
+    [
+        ([0, 1, 2], [2, 3, 3], 6, [[0, 1], [2]]),
+        ([0, 1, 2], [2, 2, 2], 100, [[0, 1, 2]]),
+        ([0, 1], [50, 60], 10, [[0], [1]]),  # one over-long line still gets its own batch
+        ([], [], 10, [[]]),
+    ],
+)
+def test_token_chunks(members, sizes, max_tokens, expected) -> None:
+    assert _token_chunks(members, sizes, max_tokens) == expected
+
+
+def test_staged_dir(tmp_path: Path) -> None:
+    out = tmp_path / "sub" / "out"
+    with staged_dir(out) as tmp:
+        (tmp / "a").write_text("1")
+    assert (out / "a").read_text() == "1" and out.stat().st_mode & 0o755 == 0o755
+    with pytest.raises(MtkitError, match="already exists"):
+        with staged_dir(out):
+            pass
+    with pytest.raises(RuntimeError):
+        with staged_dir(out, force=True) as tmp:
+            (tmp / "b").write_text("2")
+            raise RuntimeError("export failed half-way")
+    assert [p.name for p in out.iterdir()] == ["a"]  # the old export is untouched
+    with staged_dir(out, force=True) as tmp:
+        (tmp / "b").write_text("2")
+    assert [p.name for p in out.iterdir()] == ["b"]
+    assert sorted(p.name for p in out.parent.iterdir()) == ["out"]  # no temporaries left
+
+
+def test_missing_extras_name_the_pip_command(
+    monkeypatch: pytest.MonkeyPatch, ckpt_dir: Path, spms: dict, tmp_path: Path
+) -> None:
+    ck = make_ckpt(ckpt_dir, spms)
+    monkeypatch.setitem(sys.modules, "transformers", None)  # import fails as if not installed
+    monkeypatch.setitem(sys.modules, "ctranslate2", None)
+    with pytest.raises(MtkitError, match=r"needs the 'hf' extra.*pip install 'mtkit\[hf\]'"):
+        export_hf(ck.path, tmp_path / "hf")
+    with pytest.raises(MtkitError, match=r"needs the 'ct2' extra.*pip install 'mtkit\[ct2\]'"):
+        export_ct2(ck.path, tmp_path / "ct2")
+    with pytest.raises(MtkitError, match=r"pip install 'mtkit\[ct2\]'"):
+        translate_lines_ct2(tmp_path, ["a"], TranslateConfig())
+    assert list(tmp_path.iterdir()) == []
