@@ -169,6 +169,7 @@ class TranslateConfig:
     quantize: str = ""  # "" | int8
     seed: int = 1
     threads: int = 0  # torch CPU threads; 0: torch's default
+    engine: str = "mtkit"  # mtkit | ctranslate2 (-m names an `mtkit export` directory)
     chunk_lines: int = 10000  # lines read, sorted by length and translated at a time (streaming)
 
 

@@ -40,6 +40,8 @@ SEARCH_OPTIONS: list[tuple[tuple[str, ...], str, Any, str]] = [
      "Model precision (fp16: CUDA only)."),
     (("--quantize",), "quantize", click.Choice(["int8"]), "Dynamic int8 quantization (CPU)."),
     (("--threads",), "threads", click.IntRange(0), "CPU threads (0: torch's default)."),
+    (("--engine",), "engine", click.Choice(["mtkit", "ctranslate2"]),
+     "ctranslate2: decode an `mtkit export --format ctranslate2` directory given as -m."),
 ]  # fmt: skip
 
 

@@ -24,6 +24,7 @@ import os
 import sys
 from collections import defaultdict
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -215,48 +216,74 @@ def load_ct2_translator(model_dir: str | Path, config: TranslateConfig) -> tuple
     return translator, meta
 
 
-def translate_lines_ct2(
-    model_dir: str | Path, lines: Sequence[str], config: TranslateConfig
-) -> list[str]:
-    """Translate ``lines`` with an exported CTranslate2 model: one output line per input line.
+@dataclass
+class Ct2Model:
+    """A loaded CTranslate2 export with its tokenizers and the search configuration."""
 
-    Empty lines (and lines with no pieces) give empty outputs. Sources are cut to
-    ``max_input_tokens`` pieces (and to the model's position limit) before EOS is added.
-    """
+    translator: Any
+    src: Tokenizer
+    tgt: Tokenizer
+    max_positions: int
+    config: TranslateConfig
+
+
+def load_ct2(model_dir: str | Path, config: TranslateConfig) -> Ct2Model:
+    """Load an exported directory (model.bin, source.spm, target.spm) for ``config``."""
     _check_supported(config)
-    ct2 = _ct2()
     model_dir = Path(model_dir)
+    if not model_dir.is_dir():
+        raise MtkitError(f"{model_dir}: no such CTranslate2 model directory (mtkit export)")
     for name in ("source.spm", "target.spm"):
         if not (model_dir / name).is_file():
             raise MtkitError(f"{model_dir}: no {name} (export it with `mtkit export`)")
-    src = Tokenizer.from_file(model_dir / "source.spm")
-    tgt = Tokenizer.from_file(model_dir / "target.spm")
     translator, meta = load_ct2_translator(model_dir, config)
-    max_positions = int(meta.get("max_positions", 1024))
-    cap = min(config.max_input_tokens, max_positions - 1)  # + EOS must fit the position table
-    ids = _encode(src, lines, cap)
     if config.sampling:
-        ct2.set_random_seed(config.seed)
+        _ct2().set_random_seed(config.seed)
+    return Ct2Model(
+        translator,
+        Tokenizer.from_file(model_dir / "source.spm"),
+        Tokenizer.from_file(model_dir / "target.spm"),
+        int(meta.get("max_positions", 1024)),
+        config,
+    )
+
+
+def translate_lines_ct2(
+    model_dir: str | Path, lines: Sequence[str], config: TranslateConfig
+) -> list[str]:
+    """Translate ``lines`` with an exported CTranslate2 model: one output line per input line."""
+    return translate_with_ct2(load_ct2(model_dir, config), lines)
+
+
+def translate_with_ct2(model: Ct2Model, lines: Sequence[str], first_number: int = 1) -> list[str]:
+    """One output per line with a loaded model; empty lines (no pieces) give empty outputs.
+
+    Sources are cut to ``max_input_tokens`` pieces (and to the model's position limit) before EOS
+    is added; lines sharing a length bound are batched by tokens.
+    """
+    config, src, tgt = model.config, model.src, model.tgt
+    cap = min(config.max_input_tokens, model.max_positions - 1)  # + EOS must fit the positions
+    ids = _encode(src, lines, cap, first_number)
     groups: dict[int, list[int]] = defaultdict(list)
     for i, seq in enumerate(ids):
         if seq:
-            groups[max_target_len(len(seq), config, max_positions - 1)].append(i)
+            groups[max_target_len(len(seq), config, model.max_positions - 1)].append(i)
     outputs = [""] * len(lines)
     for bound, members in sorted(groups.items()):
         members.sort(key=lambda i: len(ids[i]))
         for chunk in _token_chunks(members, [len(s) + 1 for s in ids], config.max_tokens):
             pieces = [[src.sp.IdToPiece(t) for t in ids[i]] for i in chunk]
-            results = translator.translate_batch(pieces, **_search_options(config, bound))
+            results = model.translator.translate_batch(pieces, **_search_options(config, bound))
             hyps = [_target_ids(tgt, r.hypotheses[0], bound) for r in results]
             for i, text in zip(chunk, tgt.decode(hyps), strict=True):
                 outputs[i] = text.replace("\r", " ").replace("\n", " ")
     return outputs
 
 
-def _encode(src: Tokenizer, lines: Sequence[str], cap: int) -> list[list[int]]:
+def _encode(src: Tokenizer, lines: Sequence[str], cap: int, first: int = 1) -> list[list[int]]:
     """Piece ids per line (no EOS), cut to ``cap`` with a warning; [] for blank lines."""
     ids = src.encode([line if line.strip() else "" for line in lines])
-    for number, seq in enumerate(ids, start=1):
+    for number, seq in enumerate(ids, start=first):
         if len(seq) > cap:
             print(f"mtkit translate: warning: line {number}: {len(seq)} pieces, truncated to the "
                   f"first {cap} (--max-input-tokens)", file=sys.stderr, flush=True)  # fmt: skip

@@ -27,7 +27,7 @@ from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 from itertools import islice
 from pathlib import Path
-from typing import Any, BinaryIO, Protocol
+from typing import TYPE_CHECKING, Any, BinaryIO, Protocol
 
 import torch
 from torch import nn
@@ -37,6 +37,9 @@ from mtkit.data.tokenizer import EOS_ID, Tokenizer
 from mtkit.decoding.batching import pad_batch, token_batches
 from mtkit.decoding.search import Hypothesis, check_config, generate
 from mtkit.errors import MtkitError
+
+if TYPE_CHECKING:
+    from mtkit.export.ct2 import Ct2Model
 from mtkit.model.transformer import Transformer
 from mtkit.training.checkpoint import load_for_inference
 
@@ -245,17 +248,45 @@ def read_lines(stream: BinaryIO) -> Iterator[str]:
 
 
 def translate_stream(
-    tr: Translator, lines: Iterable[str], out: BinaryIO, progress: Progress | None = None
+    tr: Translator | Ct2Model,
+    lines: Iterable[str],
+    out: BinaryIO,
+    progress: Progress | None = None,
 ) -> int:
     """Translate ``lines`` chunk by chunk into ``out`` (flushed per chunk); returns the count."""
     iterator = iter(lines)
     number = 1
     while chunk := list(islice(iterator, tr.config.chunk_lines)):
-        results = translate_chunk(tr, chunk, number, progress)
-        out.write(format_results(results, number, tr.config.nbest).encode("utf-8"))
+        out.write(_render_chunk(tr, chunk, number, progress).encode("utf-8"))
         out.flush()
         number += len(chunk)
     return number - 1
+
+
+def _render_chunk(
+    tr: Translator | Ct2Model, chunk: list[str], number: int, progress: Progress | None
+) -> str:
+    if isinstance(tr, Translator):
+        return format_results(translate_chunk(tr, chunk, number, progress), number, tr.config.nbest)
+    from mtkit.export.ct2 import translate_with_ct2
+
+    texts = translate_with_ct2(tr, chunk, number)
+    if progress is not None:
+        progress.update(len(chunk))
+    return "".join(text + "\n" for text in texts)
+
+
+def load_engine(checkpoints: list[str], config: TranslateConfig) -> Translator | Ct2Model:
+    """mtkit's own decoder over checkpoints, or CTranslate2 over one exported directory."""
+    if config.engine == "mtkit":
+        return load_translator(checkpoints, config)
+    if config.engine != "ctranslate2":
+        raise MtkitError(f"--engine: unknown engine {config.engine!r} (mtkit or ctranslate2)")
+    if len(checkpoints) != 1:
+        raise MtkitError("--engine ctranslate2 takes one exported model directory (-m DIR)")
+    from mtkit.export.ct2 import load_ct2
+
+    return load_ct2(checkpoints[0], config)
 
 
 @dataclass
@@ -298,7 +329,7 @@ def translate_file(
     """
     _check_paths(input, output)
     start = time.perf_counter()
-    tr = load_translator(checkpoints, config)
+    tr = load_engine(checkpoints, config)
     progress = _progress_bar() if show_progress else None
     try:
         with _open_input(input, stdin) as source:
@@ -324,7 +355,7 @@ def _open_input(input: str, stdin: BinaryIO | None) -> AbstractContextManager[Bi
 
 
 def _translate_to_file(
-    tr: Translator, lines: Iterable[str], output: str, progress: Progress | None
+    tr: Translator | Ct2Model, lines: Iterable[str], output: str, progress: Progress | None
 ) -> int:
     """Write to a temporary file beside ``output``; rename it over ``output`` when complete."""
     out = Path(output)

@@ -136,3 +136,19 @@ def test_cli_export(trained: Ckpt, tmp_path: Path) -> None:
     bad = run(cli, [*args, "--force", "--quantization", "int4"])
     assert bad.exit_code == 2 and "int4" in bad.output
     assert sorted(p.name for p in tmp_path.iterdir()) == ["ct2"]  # no temporaries left
+
+
+def test_translate_cli_engine_ctranslate2(ct2_dir: Path, trained: Ckpt, tmp_path: Path) -> None:
+    lines = [*TEST_LINES, "", "   "]
+    (tmp_path / "in.txt").write_text("\n".join(lines) + "\n")
+    inp, out = str(tmp_path / "in.txt"), str(tmp_path / "out.txt")
+    args = ["translate", "--engine", "ctranslate2", "-m", str(ct2_dir), "-i", inp, "-o", out]
+    args += ["--beam", "1", "-q"]
+    result = CliRunner().invoke(cli, args)
+    assert result.exit_code == 0, result.output
+    got = (tmp_path / "out.txt").read_text().split("\n")[:-1]
+    cfg = TranslateConfig(beam=1)
+    assert got == translate_lines_ct2(ct2_dir, TEST_LINES, cfg) + ["", ""]
+    bad = CliRunner().invoke(cli, ["translate", "--engine", "ctranslate2", "-m", str(ct2_dir),
+                                   "-m", str(ct2_dir), "-i", str(tmp_path / "in.txt")])  # fmt: skip
+    assert bad.exit_code == 1 and "one exported model directory" in bad.output
