@@ -229,6 +229,7 @@ class Ct2Model:
 
 def load_ct2(model_dir: str | Path, config: TranslateConfig) -> Ct2Model:
     """Load an exported directory (model.bin, source.spm, target.spm) for ``config``."""
+    _ct2()  # a missing extra is named before anything else is checked
     _check_supported(config)
     model_dir = Path(model_dir)
     if not model_dir.is_dir():
