@@ -283,14 +283,22 @@ def load_yaml(path: str | Path) -> dict[str, Any]:
     try:
         data = yaml.safe_load(text)
     except yaml.YAMLError as err:
-        mark = getattr(err, "problem_mark", None)
-        line = f" line {mark.line + 1}" if mark is not None else ""
-        raise MtkitError(f"{path}:{line} invalid YAML ({getattr(err, 'problem', err)})") from None
+        raise MtkitError(f"{path}:{_yaml_problem(err, text)}") from None
     if data is None:
         return {}
     if not isinstance(data, dict):
         raise MtkitError(f"{path}: expected a mapping of options at the top level")
     return data
+
+
+def _yaml_problem(err: yaml.YAMLError, text: str) -> str:
+    """`` line N invalid YAML (problem)`` on one line, for any of PyYAML's errors."""
+    mark = getattr(err, "problem_mark", None)
+    line = f" line {mark.line + 1}" if mark is not None else ""
+    if isinstance(err, yaml.reader.ReaderError):  # a character YAML forbids, e.g. NUL
+        line = f" line {text.count(chr(10), 0, err.position) + 1}"
+    problem = getattr(err, "problem", None) or str(err).strip().splitlines()[0]
+    return f"{line} invalid YAML ({problem})"
 
 
 def to_dict(config: Any) -> dict[str, Any]:

@@ -108,3 +108,20 @@ def test_wmt_recipe_every_target_offline(tmp_path: Path, recipe: str, src: str, 
     assert "BLEU|nrefs:1" in result.stdout and "TER|nrefs:1" in result.stdout
     hyp = tmp_path / "work" / f"{src}-{tgt}" / f"test.hyp.{tgt}"
     assert len(hyp.read_text().splitlines()) == 10
+
+
+@pytest.mark.parametrize(
+    "config", sorted(ROOT.glob("recipes/*/*.yaml")), ids=lambda p: f"{p.parent.name}/{p.name}"
+)
+def test_shipped_configs_resolve(config: Path) -> None:
+    from mtkit.config import TrainConfig
+    from mtkit.pipeline.train import check_train_config, model_config, read_settings, train_config
+
+    settings = read_settings(str(config), {"data": "data-bin"}, [])
+    cfg = train_config(settings, TrainConfig())
+    check_train_config(cfg)
+    model = model_config(settings, cfg, (8000, 8000), joint=True)
+    assert model.src_vocab_size == 8000 and model.share_all_embeddings
+    for key, value in settings.yaml_model.items():
+        assert getattr(model, key) == value, key
+    assert cfg.max_updates or cfg.max_epochs or cfg.max_time  # every recipe stops on its own

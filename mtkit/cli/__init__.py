@@ -5,7 +5,10 @@ Lazy loading keeps `mtkit --help` and `mtkit evaluate` free of a torch import.
 
 from __future__ import annotations
 
+import contextlib
 import importlib
+from collections.abc import Iterator
+from typing import IO, Any
 
 import click
 
@@ -24,7 +27,42 @@ COMMANDS: dict[str, tuple[str, str]] = {
 }
 
 
+# `mtkit` alone prints the help through an exception (click >= 8.2): leave that one alone
+_HELP_ERRORS = tuple(getattr(click.exceptions, name) for name in ("NoArgsIsHelpError",)
+                     if hasattr(click.exceptions, name))  # fmt: skip
+
+
+class OneLineUsageError(click.UsageError):
+    """A usage error (bad option value, missing argument, ...) shown on one line."""
+
+    def show(self, file: IO[Any] | None = None) -> None:
+        hint = f" (see '{self.ctx.command_path} --help')" if self.ctx is not None else ""
+        click.echo(f"Error: {self.format_message()}{hint}", file=file, err=True)
+
+
+@contextlib.contextmanager
+def one_line_usage_errors() -> Iterator[None]:
+    """Turn click's usage errors (usage text, hint, error: four lines) into one line."""
+    try:
+        yield
+    except click.UsageError as err:
+        if isinstance(err, (OneLineUsageError, *_HELP_ERRORS)):
+            raise
+        raise OneLineUsageError(err.format_message(), err.ctx) from None
+
+
 class LazyGroup(click.Group):
+    def make_context(
+        self, info_name: str | None, args: list[str], parent: click.Context | None = None,
+        **extra: Any,
+    ) -> click.Context:  # fmt: skip
+        with one_line_usage_errors():
+            return super().make_context(info_name, args, parent, **extra)
+
+    def invoke(self, ctx: click.Context) -> Any:
+        with one_line_usage_errors():
+            return super().invoke(ctx)
+
     def list_commands(self, ctx: click.Context) -> list[str]:
         return sorted(name for name in COMMANDS if self._load(name) is not None)
 

@@ -3,11 +3,21 @@
 from __future__ import annotations
 
 import contextlib
+import re
 from collections.abc import Iterator
 
 import click
 
 from mtkit.errors import MtkitError
+
+
+def one_line(message: str) -> str:
+    """A message on one line: line breaks (from a library's error text) become spaces.
+
+    >>> one_line("invalid YAML (bad character\\n  in <file>)")
+    'invalid YAML (bad character in <file>)'
+    """
+    return re.sub(r"\s*\n\s*", " ", message.strip())
 
 
 @contextlib.contextmanager
@@ -16,7 +26,7 @@ def user_errors() -> Iterator[None]:
     try:
         yield
     except MtkitError as err:
-        raise click.ClickException(str(err)) from None
+        raise click.ClickException(one_line(str(err))) from None
     except FileNotFoundError as err:
         raise click.ClickException(f"{err.filename}: no such file") from None
     except IsADirectoryError as err:

@@ -91,6 +91,7 @@ def search_options(func: Callable) -> Callable:
 def translate(models: tuple[str, ...], input_path: str, output_path: str, quiet: bool,
               **options: Any) -> None:  # fmt: skip
     """Translate text with one checkpoint or an ensemble: one output line per input line."""
+    from mtkit.pipeline.signals import Interrupted
     from mtkit.pipeline.translate import translate_file
 
     with user_errors():
@@ -106,6 +107,12 @@ def translate(models: tuple[str, ...], input_path: str, output_path: str, quiet:
         except BrokenPipeError:  # `mtkit translate ... | head`: stop quietly, like other tools
             _silence_stdout()
             sys.exit(1)
+        except Interrupted as stop:  # SIGINT/SIGTERM: whole chunks on stdout, no -o file
+            kept = f"the first {stop.lines} lines were written"
+            if output_path != "-":
+                kept = f"{output_path} was not written ({stop.lines} lines were translated)"
+            click.echo(f"mtkit translate: {stop}: {kept}", err=True)
+            sys.exit(128 + stop.signum)
         if not quiet:
             click.echo(f"mtkit translate: {stats}", err=True)
 

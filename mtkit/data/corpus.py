@@ -19,8 +19,10 @@ Readers never hold more than one chunk; ``datasets`` is imported only for HF sou
 from __future__ import annotations
 
 import abc
+import contextlib
 import gzip
 import hashlib
+import logging
 import re
 from collections.abc import Iterator
 from itertools import chain, islice
@@ -256,7 +258,8 @@ class HfSource(Source):
         batches = dataset.iter(batch_size=size)
         while True:
             try:
-                batch = next(batches)
+                with _quiet_datasets():  # it logs a bad file's error, which we raise below
+                    batch = next(batches)
             except StopIteration:
                 return
             except Exception as err:  # pyarrow/json errors from a bad file
@@ -286,6 +289,18 @@ class HfSource(Source):
             return {"type": "hf-file", "path": self.name, "sha256": sha256_file(self.name)}
         info = {"type": "hf-disk", "path": self.name, "split": self.split}
         return {**info, "fingerprint": self._fingerprint}
+
+
+@contextlib.contextmanager
+def _quiet_datasets() -> Iterator[None]:
+    """Silence the ``datasets`` loggers (errors included) for the duration."""
+    logger = logging.getLogger("datasets")
+    level = logger.level
+    logger.setLevel(logging.CRITICAL)
+    try:
+        yield
+    finally:
+        logger.setLevel(level)
 
 
 def _first_line(err: BaseException) -> str:

@@ -25,6 +25,7 @@ import sentencepiece as spm
 from mtkit.errors import MtkitError
 
 PAD_ID, UNK_ID, BOS_ID, EOS_ID = 0, 1, 2, 3
+MAX_SENTENCE_BYTES = 4192  # sentencepiece's default: training skips longer sentences
 SPECIAL_IDS = {"pad": PAD_ID, "unk": UNK_ID, "bos": BOS_ID, "eos": EOS_ID}
 
 
@@ -117,6 +118,7 @@ def train_spm(
             bos_piece="<s>",
             eos_piece="</s>",
             num_threads=num_threads,
+            max_sentence_length=MAX_SENTENCE_BYTES,
             minloglevel=2,
             hard_vocab_limit=False,
         )

@@ -13,10 +13,13 @@ line (stripped), so their outputs stay aligned with the original references.
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import json
 import multiprocessing
 import os
 import shutil
+import signal
+import sys
 import tempfile
 from collections import deque
 from collections.abc import Iterator
@@ -33,11 +36,12 @@ from mtkit.data.binarized import FORMAT_VERSION, MANIFEST, SplitWriter, token_dt
 from mtkit.data.cleaning import REASONS, PairFilter, length_mask, normalize_all
 from mtkit.data.corpus import Source, open_source
 from mtkit.data.tokenizer import Tokenizer
-from mtkit.errors import MtkitError
+from mtkit.errors import MtkitError, naming_output
 
 SPLITS = ("train", "valid", "test")
 FILTERED_SPLITS = ("train",)
 Job = tuple[list[str], list[str], bool]  # source lines, target lines, apply the length filters
+PR_SET_PDEATHSIG = 1  # prctl(2): the signal a process gets when its parent dies
 
 
 class Encoded(NamedTuple):
@@ -88,7 +92,17 @@ _worker_encoder: ChunkEncoder | None = None
 
 def _init_worker(*args: Any) -> None:
     global _worker_encoder
+    _stop_with_parent()
     _worker_encoder = ChunkEncoder(*args)
+
+
+def _stop_with_parent() -> None:
+    """Ctrl-C is the main process's to handle (it stops the pool); and on Linux a worker dies
+    with it, even by SIGKILL, instead of printing a traceback when it returns its chunk."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    if sys.platform.startswith("linux"):
+        with contextlib.suppress(OSError, AttributeError):
+            ctypes.CDLL(None).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
 
 
 def _encode_in_worker(job: Job) -> Encoded:
@@ -256,6 +270,17 @@ def _publish(tmp: Path, out: Path) -> None:
     shutil.rmtree(trash, ignore_errors=True)
 
 
+def _check_counts(cfg: PrepareConfig, splits: dict[str, dict[str, Any]]) -> None:
+    """Refuse a split with nothing in it: an empty corpus, or every pair dropped."""
+    for split, counts in splits.items():
+        where = f"--{split} {getattr(cfg, split)}"
+        if counts["read"] == 0:
+            raise MtkitError(f"{where}: empty corpus (no sentence pairs)")
+        if counts["kept"] == 0:
+            reasons = ", ".join(f"{r} {n}" for r, n in counts["dropped"].items() if n)
+            raise MtkitError(f"{where}: all {counts['read']} pairs were dropped ({reasons})")
+
+
 def prepare(cfg: PrepareConfig) -> dict[str, Any]:
     """Write the binarized dataset ``cfg.out_dir``; return its manifest."""
     _check_config(cfg)
@@ -272,11 +297,12 @@ def prepare(cfg: PrepareConfig) -> dict[str, Any]:
     }
     dtype = token_dtype(max(len(src_tok), len(tgt_tok)))
     args = (src_tok.proto, tgt_tok.proto, cfg.max_tokens, cfg.max_ratio, dtype.name)
-    with _staging_dir(out) as tmp:
+    with _staging_dir(out) as tmp, naming_output(str(out)):
         (tmp / "spm.src.model").write_bytes(src_tok.proto)
         (tmp / "spm.tgt.model").write_bytes(tgt_tok.proto)
         with EncoderPool(args, cfg.workers) as encoder:
             splits = {s: _write_split(s, src, cfg, encoder, tmp) for s, src in sources.items()}
+        _check_counts(cfg, splits)
         manifest = {
             "format_version": FORMAT_VERSION,
             "created_by": f"mtkit {__version__}",

@@ -19,7 +19,7 @@ from typing import Any
 from mtkit.config import SpmConfig
 from mtkit.data.cleaning import normalize
 from mtkit.data.corpus import Source, open_source, read_lines
-from mtkit.data.tokenizer import Tokenizer, train_spm
+from mtkit.data.tokenizer import MAX_SENTENCE_BYTES, Tokenizer, train_spm
 from mtkit.errors import MtkitError
 
 
@@ -31,6 +31,7 @@ class _Guarded:
 
     def __init__(self, sentences: Iterator[str]) -> None:
         self.sentences, self.count = sentences, 0
+        self.too_long = 0  # sentences sentencepiece will skip (over MAX_SENTENCE_BYTES)
         self.error: BaseException | None = None
 
     def __iter__(self) -> _Guarded:
@@ -45,6 +46,8 @@ class _Guarded:
             self.error = err
             raise StopIteration from None
         self.count += 1
+        if len(sentence) * 4 > MAX_SENTENCE_BYTES and len(sentence.encode()) > MAX_SENTENCE_BYTES:
+            self.too_long += 1
         return sentence
 
 
@@ -103,6 +106,11 @@ def train_one(cfg: SpmConfig, prefix: str, sentences: Iterator[str]) -> dict[str
             num_threads=cfg.num_threads,
         )
     except MtkitError:
+        if guarded.error is None and guarded.too_long == guarded.count:
+            raise MtkitError(
+                f"{', '.join(cfg.inputs) or cfg.train}: no text to train {prefix}.model on: every "
+                f"sentence is longer than {MAX_SENTENCE_BYTES} bytes, which sentencepiece skips"
+            ) from None
         if guarded.error is None:
             raise
     if guarded.error is not None:  # the real cause of a failure, or input cut short

@@ -13,9 +13,11 @@ fields in ``CHANGEABLE_ON_RESUME`` may differ from the saved config; anything el
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import importlib.util
 import os
+import shutil
 import sys
 import typing
 from dataclasses import asdict
@@ -219,6 +221,8 @@ def run_training(
     from mtkit.training.loop import TrainData, train
 
     settings = read_settings(config_path, options, sets)
+    if Path(settings.run_dir).exists() and not Path(settings.run_dir).is_dir():
+        raise MtkitError(f"{settings.run_dir}: not a directory (--run-dir)")
     ckpt = _resume_checkpoint(Path(settings.run_dir))
     if ckpt is not None:
         cfg, model = resume_configs(settings, ckpt, f"{settings.run_dir}/checkpoint_last.pt")
@@ -234,16 +238,31 @@ def run_training(
         raise MtkitError(f"{cfg.data}: its sentencepiece models differ from those {cfg.run_dir} "
                          "was trained with")  # fmt: skip
     run_dir = Path(cfg.run_dir)
-    if int(os.environ.get("RANK", "0")) == 0:
-        run_dir.mkdir(parents=True, exist_ok=True)
-        save_run_config(cfg, model)
-        truncate_metrics(run_dir, ckpt["update"] if ckpt else 0)
-    start = f"resuming from update {ckpt['update']}" if ckpt else "starting"
-    note(f"mtkit train: {start} in {run_dir}; data {cfg.data} ({len(train_split)} pairs); "
-         f"model {cfg.preset} d={model.d_model} layers={model.encoder_layers}+"
-         f"{model.decoder_layers}; config in {run_dir / CONFIG_FILE}", quiet)  # fmt: skip
-    data = TrainData(train_split, valid, tgt_tok, spm)
-    return describe(train(cfg, model, data, ckpt, quiet), cfg)
+    made = [p for p in (run_dir, *run_dir.parents) if not p.exists()]
+    try:
+        if int(os.environ.get("RANK", "0")) == 0:
+            run_dir.mkdir(parents=True, exist_ok=True)
+            save_run_config(cfg, model)
+            truncate_metrics(run_dir, ckpt["update"] if ckpt else 0)
+        start = f"resuming from update {ckpt['update']}" if ckpt else "starting"
+        note(f"mtkit train: {start} in {run_dir}; data {cfg.data} ({len(train_split)} pairs); "
+             f"model {cfg.preset} d={model.d_model} layers={model.encoder_layers}+"
+             f"{model.decoder_layers}; config in {run_dir / CONFIG_FILE}", quiet)  # fmt: skip
+        data = TrainData(train_split, valid, tgt_tok, spm)
+        return describe(train(cfg, model, data, ckpt, quiet), cfg)
+    except BaseException:
+        _remove_unstarted(run_dir, made)
+        raise
+
+
+def _remove_unstarted(run_dir: Path, made: list[Path]) -> None:
+    """A run that failed before its first checkpoint leaves no directory this call created."""
+    if not made or int(os.environ.get("RANK", "0")) != 0 or any(run_dir.glob("checkpoint*.pt")):
+        return
+    shutil.rmtree(run_dir, ignore_errors=True)
+    for parent in made[1:]:
+        with contextlib.suppress(OSError):
+            parent.rmdir()
 
 
 def describe(result: Any, cfg: TrainConfig) -> tuple[str, int]:

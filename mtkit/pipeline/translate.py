@@ -13,6 +13,10 @@ naming the line (a 10-million-line job should not die at line 9 million). An emp
 whitespace-only line, or one with no sentencepiece pieces, gives an empty translation. A line of
 more than ``config.max_input_tokens`` pieces (or the model's ``max_positions - 1``) is truncated,
 with a warning naming it. Newlines and tabs that a translation might contain become spaces.
+
+SIGINT and SIGTERM stop a run at once but never in the middle of writing a chunk (see
+:mod:`mtkit.pipeline.signals`): on stdout the chunks already written stay, whole and flushed; a
+file output is not written at all.
 """
 
 from __future__ import annotations
@@ -36,7 +40,8 @@ from mtkit.config import TranslateConfig
 from mtkit.data.tokenizer import EOS_ID, Tokenizer
 from mtkit.decoding.batching import pad_batch, token_batches
 from mtkit.decoding.search import Hypothesis, check_config, generate
-from mtkit.errors import MtkitError
+from mtkit.errors import MtkitError, naming_output
+from mtkit.pipeline.signals import Interrupted, SignalGuard
 
 if TYPE_CHECKING:
     from mtkit.export.ct2 import Ct2Model
@@ -252,15 +257,26 @@ def translate_stream(
     lines: Iterable[str],
     out: BinaryIO,
     progress: Progress | None = None,
+    guard: SignalGuard | None = None,
 ) -> int:
-    """Translate ``lines`` chunk by chunk into ``out`` (flushed per chunk); returns the count."""
+    """Translate ``lines`` chunk by chunk into ``out`` (flushed per chunk); returns the count.
+
+    Under ``guard`` a signal raises :class:`Interrupted` (with the count of lines written)
+    between writes, never in the middle of one.
+    """
     iterator = iter(lines)
-    number = 1
-    while chunk := list(islice(iterator, tr.config.chunk_lines)):
-        out.write(_render_chunk(tr, chunk, number, progress).encode("utf-8"))
-        out.flush()
-        number += len(chunk)
-    return number - 1
+    written = 0
+    try:
+        while chunk := list(islice(iterator, tr.config.chunk_lines)):
+            data = _render_chunk(tr, chunk, written + 1, progress).encode("utf-8")
+            with guard.writing() if guard is not None else nullcontext():
+                out.write(data)
+                out.flush()
+                written += len(chunk)
+    except Interrupted as err:
+        err.lines = written
+        raise
+    return written
 
 
 def _render_chunk(
@@ -325,23 +341,26 @@ def translate_file(
     """Translate ``input`` (a path, or ``-`` for ``stdin``) into ``output`` (path or ``-``).
 
     A file output is written to a temporary file beside it and renamed at the end, so an error
-    or an interruption never leaves a partial output.
+    or an interruption never leaves a partial output. SIGINT or SIGTERM raise
+    :class:`Interrupted`: on stdout, the chunks written before it stay (whole and flushed); a
+    file output is left as it was.
     """
     _check_paths(input, output)
     start = time.perf_counter()
-    tr = load_engine(checkpoints, config)
-    progress = _progress_bar() if show_progress else None
-    try:
-        with _open_input(input, stdin) as source:
-            if output == STDIO:
-                count = translate_stream(
-                    tr, read_lines(source), stdout or sys.stdout.buffer, progress
-                )
-            else:
-                count = _translate_to_file(tr, read_lines(source), output, progress)
-    finally:
-        if progress is not None:
-            progress.close()
+    progress = None
+    with SignalGuard() as guard, naming_output("<stdout>" if output == STDIO else output):
+        try:
+            tr = load_engine(checkpoints, config)
+            progress = _progress_bar() if show_progress else None
+            with _open_input(input, stdin) as source:
+                if output == STDIO:
+                    out = stdout or sys.stdout.buffer
+                    count = translate_stream(tr, read_lines(source), out, progress, guard)
+                else:
+                    count = _translate_to_file(tr, read_lines(source), output, progress, guard)
+        finally:
+            if progress is not None:
+                progress.close()
     return TranslateStats(count, time.perf_counter() - start)
 
 
@@ -355,7 +374,11 @@ def _open_input(input: str, stdin: BinaryIO | None) -> AbstractContextManager[Bi
 
 
 def _translate_to_file(
-    tr: Translator | Ct2Model, lines: Iterable[str], output: str, progress: Progress | None
+    tr: Translator | Ct2Model,
+    lines: Iterable[str],
+    output: str,
+    progress: Progress | None,
+    guard: SignalGuard | None = None,
 ) -> int:
     """Write to a temporary file beside ``output``; rename it over ``output`` when complete."""
     out = Path(output)
@@ -365,7 +388,7 @@ def _translate_to_file(
         os.umask(umask)
         os.chmod(tmp, 0o666 & ~umask)  # mkstemp makes 0600; give the usual permissions
         with os.fdopen(fd, "wb") as handle:
-            count = translate_stream(tr, lines, handle, progress)
+            count = translate_stream(tr, lines, handle, progress, guard)
         os.replace(tmp, out)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)

@@ -20,7 +20,9 @@ from __future__ import annotations
 
 import os
 import pickle
+import re
 import tempfile
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -81,20 +83,17 @@ def load_checkpoint(path: str | Path, map_location: str | torch.device = "cpu") 
         raise MtkitError(f"{path}: no such checkpoint")
     if path.is_dir():
         raise MtkitError(f"{path}: is a directory, not a checkpoint")
+    if path.stat().st_size == 0:
+        raise MtkitError(f"{path}: empty file, not a checkpoint")
     try:
-        ckpt = torch.load(path, map_location=map_location, weights_only=True)
+        with warnings.catch_warnings():  # e.g. "Detected pickle protocol 4": we explain below
+            warnings.simplefilter("ignore")
+            ckpt = torch.load(path, map_location=map_location, weights_only=True)
     except pickle.UnpicklingError as err:
-        first = str(err).strip().splitlines()[0] if str(err).strip() else "unsafe content"
-        if "Weights only load failed" in first or "Unsupported" in str(err):
-            raise MtkitError(
-                f"{path}: refused: the file holds objects other than tensors and plain data "
-                "(not an mtkit checkpoint, or crafted to run code)"
-            ) from None
-        raise MtkitError(f"{path}: not a checkpoint ({first})") from None
+        raise MtkitError(f"{path}: {_unpickling_problem(str(err))}") from None
     except Exception as err:  # torch raises many types for truncated or foreign files
-        reason = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
         raise MtkitError(
-            f"{path}: unreadable checkpoint (truncated or corrupt: {reason})"
+            f"{path}: unreadable checkpoint (truncated or corrupt: {_first_sentence(err)})"
         ) from None
     if not isinstance(ckpt, dict) or ckpt.get("format") != FORMAT:
         raise MtkitError(f"{path}: not an mtkit checkpoint")
@@ -108,6 +107,27 @@ def load_checkpoint(path: str | Path, map_location: str | torch.device = "cpu") 
         if key not in ckpt:
             raise MtkitError(f"{path}: checkpoint lacks '{key}'")
     return ckpt
+
+
+def _unpickling_problem(text: str) -> str:
+    """What ``torch.load(weights_only=True)`` refused, in a few words."""
+    called = re.search(r"GLOBAL ([\w.]+)", text)
+    if called:  # a pickle that imports something: exactly what a crafted file does to run code
+        return (
+            f"refused: loading it would call {called.group(1)} (a checkpoint holds only tensors "
+            "and plain data; not an mtkit checkpoint, or crafted to run code)"
+        )
+    detail = re.search(r"WeightsUnpickler error:\s*(.+)", text)
+    reason = detail.group(1).strip() if detail else "unsupported pickle content"
+    return f"refused: not a checkpoint of tensors and plain data ({reason})"
+
+
+def _first_sentence(err: Exception) -> str:
+    """The first line (and sentence) of a library's error, or its type when it has no text."""
+    text = str(err).strip()
+    if not text:
+        return type(err).__name__
+    return text.splitlines()[0].split(". ")[0].rstrip(".")
 
 
 @dataclass
@@ -126,8 +146,11 @@ def model_from_checkpoint(ckpt: dict[str, Any], where: str = "checkpoint") -> Tr
     model = build_model(cfg)
     try:
         model.load_state_dict(ckpt["model"])
-    except RuntimeError as err:
-        raise MtkitError(f"{where}: weights do not fit the model config ({err})") from None
+    except RuntimeError as err:  # one problem per line after a heading: name the first
+        problems = [line.strip() for line in str(err).splitlines()[1:] if line.strip()]
+        first = problems[0].rstrip(".") if problems else _first_sentence(err)
+        more = f"; {len(problems) - 1} more" if len(problems) > 1 else ""
+        raise MtkitError(f"{where}: weights do not fit the model config ({first}{more})") from None
     return model
 
 

@@ -99,6 +99,8 @@ class Trainer:
         self.state = TrainState()
         self.sizes = sentence_sizes(data.train.src_lengths, data.train.tgt_lengths)
         self.ckpts = CheckpointDir(cfg.run_dir, cfg.keep_last)
+        if self.where.is_main:
+            self.ckpts.remove_temporaries()
         self.last_saved: int | None = None
         self.validated_at: int | None = None  # on every rank (only rank 0 keeps the history)
         self._rng: list[dict[str, Any]] | None = None

@@ -5,6 +5,8 @@ Files of a run directory::
     checkpoint_{update}.pt   every save_every updates; the newest keep_last are kept
     checkpoint_last.pt       the newest of those (a hard link when the file system allows)
     checkpoint_best.pt       best validation BLEU (or loss with validate_bleu false)
+    .checkpoint_*.tmp        a write in progress (renamed when complete; a killed run's are
+                             removed when training starts again)
 
 Beyond the keys listed in :mod:`mtkit.training.checkpoint`, `mtkit train` stores
 ``optimizer``, ``scheduler``, ``scaler`` (state dicts), ``rng`` (one entry per rank: torch CPU,
@@ -112,6 +114,11 @@ class CheckpointDir:
                 _link_or_copy(path, self.run_dir / BEST)
         elif best:
             save_checkpoint(payload, self.run_dir / BEST)
+
+    def remove_temporaries(self) -> None:
+        """Delete partial files of writes a kill interrupted (``.checkpoint_*.tmp``)."""
+        for path in self.run_dir.glob(".checkpoint_*.tmp"):
+            path.unlink(missing_ok=True)
 
     def prune(self) -> None:
         if self.keep_last <= 0:

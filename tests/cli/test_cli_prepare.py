@@ -2,17 +2,23 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
+import threading
+import time
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
 
 from mtkit.cli import cli
+
+LANGS = ("en", "de")
 
 
 def invoke(*args: str) -> tuple[int, str]:
@@ -137,3 +143,65 @@ def test_unknown_hf_dataset(tmp_path: Path, corpus_spm: Path) -> None:
     assert done.stderr.startswith("Error: unknown dataset nobody-xyz/no-such-dataset")
     assert done.stderr.count("\n") == 1 and "Traceback" not in done.stderr
     assert list(tmp_path.iterdir()) == []
+
+
+def test_killed_prepare_leaves_no_dataset(tmp_path: Path, corpus_pairs, corpus_spm: Path):
+    """SIGKILL mid-run (the corpus arrives through pipes, so the run cannot finish first):
+    no dataset that `mtkit train` would take, no worker left; a new run then succeeds."""
+    from mtkit.data.binarized import read_manifest
+    from mtkit.errors import MtkitError
+
+    pairs = corpus_pairs * 250  # 60,000 pairs, over 2 MB a side: read in 1 MB blocks
+    data = {lang: "".join(f"{p[i]}\n" for p in pairs).encode() for i, lang in enumerate(LANGS)}
+    release = threading.Event()
+
+    def feed(path: Path, payload: bytes) -> None:  # 1.5 MB now, the rest never
+        with contextlib.suppress(BrokenPipeError), open(path, "wb") as pipe:
+            pipe.write(payload[: 3 << 19])
+            release.wait(60)
+
+    feeders = []
+    for lang, payload in data.items():
+        os.mkfifo(tmp_path / f"c.{lang}")
+        feeders.append(threading.Thread(target=feed, args=(tmp_path / f"c.{lang}", payload)))
+        feeders[-1].start()
+    out = tmp_path / "out" / "bin"
+    args = ["prepare", "--train", str(tmp_path / "c"), "--spm", str(corpus_spm), "-o", str(out),
+            "--workers", "2", "--chunk-size", "500"]  # fmt: skip
+    process = subprocess.Popen([*mtkit_command(), *args], cwd=tmp_path, stderr=subprocess.PIPE)
+    try:
+        deadline = time.monotonic() + 60
+        while not [p for p in out.parent.glob(".bin.*.tmp/train.src.bin") if p.stat().st_size]:
+            assert process.poll() is None and time.monotonic() < deadline, process.stderr.read()
+            time.sleep(0.01)
+        workers = Path(f"/proc/{process.pid}/task/{process.pid}/children").read_text().split()
+        process.kill()
+        assert process.wait() == -signal.SIGKILL
+    finally:
+        release.set()
+        for feeder in feeders:
+            feeder.join()
+    assert len(workers) == 2 and not out.exists()
+    assert not list(tmp_path.rglob("manifest.json"))
+    for directory in [out, *out.parent.iterdir()]:  # the staging directory is no dataset
+        with pytest.raises(MtkitError, match="not an mtkit dataset"):
+            read_manifest(directory)
+    deadline = time.monotonic() + 10  # the workers die with the main process
+    while any(_alive(int(pid)) for pid in workers):
+        assert time.monotonic() < deadline, workers
+        time.sleep(0.05)
+    assert process.stderr.read() == b""  # and print nothing (no BrokenPipeError tracebacks)
+    for lang, payload in data.items():
+        (tmp_path / f"c.{lang}").unlink()
+        (tmp_path / f"c.{lang}").write_bytes(payload)
+    done = run_mtkit(*args, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert read_manifest(out)["splits"]["train"]["read"] == len(pairs)
+
+
+def _alive(pid: int) -> bool:
+    """A process that exists and is not a zombie."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except (FileNotFoundError, ProcessLookupError):
+        return False

@@ -1,7 +1,13 @@
 """`mtkit translate` through click: streams, files, n-best, and one-line errors."""
 
 import dataclasses
+import os
 import random
+import signal
+import subprocess
+import sys
+import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -9,7 +15,7 @@ import torch
 from click.testing import CliRunner
 
 from mtkit.cli import cli
-from mtkit.config import ModelConfig
+from mtkit.config import ModelConfig, TranslateConfig
 from mtkit.data.tokenizer import train_spm
 from mtkit.model.transformer import build_model
 from mtkit.training.checkpoint import save_checkpoint
@@ -120,3 +126,47 @@ def test_user_errors_are_one_line_without_output_file(
     assert len(error) == 1 and error[0].startswith("Error: ") and message in error[0], error
     assert not target.exists()
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".out.txt")]
+
+
+@pytest.mark.parametrize("signum, to_file", [(signal.SIGTERM, False), (signal.SIGINT, True)])
+def test_signal_keeps_whole_chunks_on_stdout_and_no_output_file(
+    ckpt: str, tmp_path: Path, signum: int, to_file: bool
+) -> None:
+    """The input pipe stays open after a chunk and a half, so the run waits in the middle of the
+    second chunk when the signal comes. Stdout keeps the first chunk, whole and correct; a file
+    output is not written (an old one keeps its contents) and leaves no temporary."""
+    chunk = TranslateConfig().chunk_lines
+    lines = [" ".join(random.Random(i).choices(WORDS, k=3)) for i in range(chunk * 3 // 2)]
+    target = tmp_path / "out.txt"
+    target.write_text("old\n")
+    command = [sys.executable, "-m", "mtkit", "translate", "-m", ckpt, *FAST, "--beam", "1"]
+    command += ["-o", str(target)] if to_file else []
+    pipes = dict(stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    process = subprocess.Popen(command, **pipes, env={**os.environ, "OMP_NUM_THREADS": "1"})
+    assert process.stdin is not None and process.stdout is not None
+    feeder = threading.Thread(target=process.stdin.write, args=("\n".join(lines).encode(),))
+    feeder.start()  # and never close stdin: the run cannot finish on its own
+    if to_file:  # the first chunk is in the temporary file
+        while not [p for p in tmp_path.glob(".out.txt.*.tmp") if p.stat().st_size]:
+            assert process.poll() is None
+            time.sleep(0.01)
+    else:
+        first = [process.stdout.readline() for _ in range(chunk)]
+    process.send_signal(signum)
+    rest, error = process.communicate(timeout=60)
+    feeder.join()
+    name = signal.Signals(signum).name
+    assert process.returncode == 128 + signum, error
+    if to_file:
+        assert rest == b"" and target.read_text() == "old\n"
+        assert sorted(p.name for p in tmp_path.iterdir()) == ["out.txt"]
+        assert error.decode() == (f"mtkit translate: interrupted by {name}: {target} was not "
+                                  f"written ({chunk} lines were translated)\n")  # fmt: skip
+    else:
+        assert rest == b""  # nothing of the second chunk
+        assert error.decode() == (f"mtkit translate: interrupted by {name}: the first {chunk} "
+                                  "lines were written\n")  # fmt: skip
+        sample = list(range(0, chunk, 997))
+        expected = run(["-m", ckpt, *FAST, "--beam", "1", "-q"],
+                       "\n".join(lines[i] for i in sample).encode())  # fmt: skip
+        assert [first[i].decode() for i in sample] == expected.stdout.splitlines(keepends=True)

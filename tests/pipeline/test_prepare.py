@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -10,8 +11,10 @@ import pytest
 
 from mtkit.config import PrepareConfig, SpmConfig
 from mtkit.data.binarized import FORMAT_VERSION, ParallelData, load_tokenizers, read_manifest
+from mtkit.data.corpus import Source
 from mtkit.data.tokenizer import Tokenizer
 from mtkit.errors import MtkitError
+from mtkit.pipeline import prepare as prepare_module
 from mtkit.pipeline.prepare import EncoderPool, prepare
 from mtkit.pipeline.spm import train_models
 
@@ -112,6 +115,42 @@ def test_encoder_pool_bounds_the_chunks_in_flight(corpus_pairs, corpus_spm: Path
         first = next(pool.map(jobs()))
         assert first[0] == ([corpus_pairs[0][0]], [corpus_pairs[0][1]], False)
         assert pulled <= 2 * 2 + 1
+
+
+class CountingSource(Source):
+    """``pairs`` in chunks, counting the chunks handed out."""
+
+    def __init__(self, pairs: list[tuple[str, str]]) -> None:
+        self.pairs, self.pulled = pairs, 0
+
+    def chunks(self, size: int) -> Iterator[tuple[list[str], list[str]]]:
+        for start in range(0, len(self.pairs), size):
+            self.pulled += 1
+            part = self.pairs[start : start + size]
+            yield [s for s, _ in part], [t for _, t in part]
+
+    def describe(self) -> dict:
+        return {}
+
+
+@pytest.mark.parametrize("workers, window", [(0, 1), (2, 4)])  # the pool: 2 * workers in flight
+def test_a_split_streams_through_a_bounded_window(
+    tmp_path: Path, corpus_pairs, corpus_spm: Path, monkeypatch, workers: int, window: int
+) -> None:
+    """Each chunk is written before the reader is more than the pool's window ahead of it."""
+    source, ahead = CountingSource(corpus_pairs), []
+    real = prepare_module.SplitWriter.add_arrays
+
+    def add_arrays(self, *arrays: np.ndarray) -> None:
+        ahead.append(source.pulled - len(ahead) - 1)  # chunks read but not yet written
+        real(self, *arrays)
+
+    monkeypatch.setattr(prepare_module.SplitWriter, "add_arrays", add_arrays)
+    cfg = PrepareConfig(chunk_size=5, workers=workers)
+    with EncoderPool(encoder_args(corpus_spm), workers) as pool:
+        counts = prepare_module._write_split("train", source, cfg, pool, tmp_path)
+    assert counts["read"] == len(corpus_pairs) and len(ahead) == source.pulled == 48
+    assert max(ahead) == window  # (workers 0: the pool reads 2 chunks to decide)
 
 
 def test_one_chunk_is_encoded_in_process(corpus_pairs, corpus_spm: Path) -> None:

@@ -3,6 +3,7 @@
 import dataclasses
 import io
 import random
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -242,3 +243,28 @@ def test_translate_chunk_hypotheses_are_scored(translator: pipeline.Translator) 
     assert results[1] is None
     (text, score, logprob) = results[0][0]
     assert isinstance(text, str) and score <= 0 and logprob <= 0
+
+
+def test_input_is_read_lazily_a_chunk_at_a_time(translator: pipeline.Translator) -> None:
+    """Each chunk's output is written (and flushed) before the next chunk is read: the first
+    lines come out long before the last is read, and memory holds one chunk."""
+    read = 0
+
+    def source() -> Iterator[str]:
+        nonlocal read
+        for line in corpus(seed=6, n=23):
+            read += 1
+            yield line
+
+    class Out(io.BytesIO):
+        def __init__(self) -> None:
+            super().__init__()
+            self.flushed: list[int] = []
+
+        def flush(self) -> None:
+            self.flushed.append(read)  # input lines read when a chunk's output is out
+
+    out = Out()
+    assert translate_stream(translator, source(), out) == 23
+    assert translator.config.chunk_lines == 5 and out.flushed == [5, 10, 15, 20, 23]
+    assert out.getvalue().count(b"\n") == 23

@@ -51,14 +51,22 @@ def test_refuses_code(tmp_path: Path) -> None:
 
     path = tmp_path / "evil.pt"
     torch.save({"format": "mtkit-checkpoint", "x": Evil()}, path)
-    with pytest.raises(MtkitError, match="refused"):
-        load_checkpoint(path)
-    assert not marker.exists()
     raw = tmp_path / "raw.pt"
     raw.write_bytes(pickle.dumps(Evil()))
-    with pytest.raises(MtkitError):
-        load_checkpoint(raw)
-    assert not marker.exists()
+    refusals = [(path, "refused: loading it would call posix.system"),
+                (raw, "refused: not a checkpoint of tensors and plain data")]  # fmt: skip
+    for crafted, message in refusals:
+        with pytest.raises(MtkitError) as refused:
+            load_checkpoint(crafted)
+        assert str(refused.value).startswith(f"{crafted}: {message}")
+        assert "\n" not in str(refused.value)
+        assert not marker.exists()
+    # the files are real attacks: a plain unpickling runs the command
+    torch.load(path, weights_only=False)
+    assert marker.exists()
+    marker.unlink()
+    pickle.loads(raw.read_bytes())
+    assert marker.exists()
 
 
 @pytest.mark.parametrize(
