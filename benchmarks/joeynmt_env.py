@@ -1,0 +1,77 @@
+"""A separate virtual environment holding JoeyNMT 2.3.0, the peer the benchmarks compare against.
+
+``ensure_joeynmt_venv()`` creates ``.bench/venv-joeynmt`` when it is missing and returns its
+python. It is idempotent (a stamp file records what was installed) and safe to call from two
+benchmarks at once (a file lock). Install order matters on a CPU-only machine: torch first, the
+same version as the interpreter running the benchmark, so that JoeyNMT's loose ``torch>=1.12``
+requirement is already met and pip never pulls a CUDA build. Extra pip arguments for torch (an
+index holding CPU wheels, say) come from the ``TORCH_PIP_ARGS`` environment variable, which
+``make bench`` sets from the Makefile's own TORCH_PIP_ARGS.
+
+JoeyNMT 2.3.0 also needs ``importlib_metadata`` and ``sentencepiece==0.2.0`` beside it.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import shlex
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+BENCH_DIR = ROOT / ".bench"
+VENV = BENCH_DIR / "venv-joeynmt"
+JOEYNMT_SPEC = "joeynmt==2.3.0"
+EXTRA_SPECS = ("importlib_metadata", "sentencepiece==0.2.0")
+
+
+def torch_spec() -> str:
+    """The torch version running this benchmark, without a local tag (2.13.0+cpu -> 2.13.0)."""
+    import torch
+
+    return f"torch=={torch.__version__.split('+')[0]}"
+
+
+def venv_python(venv: Path = VENV) -> Path:
+    return venv / "bin" / "python"
+
+
+def _pip(python: Path, *args: str) -> None:
+    cmd = [str(python), "-m", "pip", "install", "--disable-pip-version-check", "-q", *args]
+    print("  $", shlex.join(cmd), flush=True)
+    subprocess.run(cmd, check=True)
+
+
+def _installed(python: Path) -> dict[str, str]:
+    code = "import json, torch, joeynmt, sentencepiece as s; print(json.dumps({'torch': "
+    code += "torch.__version__, 'joeynmt': joeynmt.__version__, 'sentencepiece': s.__version__}))"
+    out = subprocess.run([str(python), "-c", code], check=True, capture_output=True, text=True)
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def ensure_joeynmt_venv(venv: Path = VENV) -> Path:
+    """Create (once) the JoeyNMT venv; return its python."""
+    python = venv_python(venv)
+    wanted = {"torch": torch_spec(), "joeynmt": JOEYNMT_SPEC, "extra": list(EXTRA_SPECS)}
+    stamp = venv / ".bench-installed.json"
+    venv.parent.mkdir(parents=True, exist_ok=True)
+    with open(venv.parent / f"{venv.name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # a second benchmark waits for the first install
+        if stamp.is_file() and python.exists() and json.loads(stamp.read_text()) == wanted:
+            return python
+        print(f"creating {venv} ({JOEYNMT_SPEC}, {wanted['torch']})", flush=True)
+        if not python.exists():
+            subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+        _pip(python, *shlex.split(os.environ.get("TORCH_PIP_ARGS", "")), wanted["torch"])
+        _pip(python, JOEYNMT_SPEC, *EXTRA_SPECS, wanted["torch"])
+        versions = _installed(python)
+        print(f"  installed {versions}", flush=True)
+        stamp.write_text(json.dumps(wanted))
+    return python
+
+
+if __name__ == "__main__":
+    print(ensure_joeynmt_venv())
