@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import sys
+
 import click
 
 from mtkit.cli.common import user_errors
@@ -95,7 +97,13 @@ _SOURCE_HELP = ("PREFIX (reads PREFIX.SRC and PREFIX.TGT), FILE.tsv, FILE.parque
 def prepare(format_: str, **options: object) -> None:
     """Clean, encode and binarize a parallel corpus for `mtkit train`."""
     from mtkit.pipeline import prepare as pipeline
+    from mtkit.pipeline.signals import Interrupted
 
     with user_errors():
         cfg = PrepareConfig(format=format_, **options)  # type: ignore[arg-type]
-        click.echo(pipeline.summary(pipeline.prepare(cfg), cfg.out_dir))
+        try:
+            manifest = pipeline.prepare(cfg)
+        except Interrupted as stop:  # SIGINT/SIGTERM: the staging directory is gone
+            click.echo(f"mtkit prepare: {stop}: {cfg.out_dir} was not written", err=True)
+            sys.exit(128 + stop.signum)
+        click.echo(pipeline.summary(manifest, cfg.out_dir))

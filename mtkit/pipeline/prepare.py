@@ -37,6 +37,7 @@ from mtkit.data.cleaning import REASONS, PairFilter, length_mask, normalize_all
 from mtkit.data.corpus import Source, open_source
 from mtkit.data.tokenizer import Tokenizer
 from mtkit.errors import MtkitError, naming_output
+from mtkit.pipeline.signals import interruptible
 
 SPLITS = ("train", "valid", "test")
 FILTERED_SPLITS = ("train",)
@@ -97,9 +98,11 @@ def _init_worker(*args: Any) -> None:
 
 
 def _stop_with_parent() -> None:
-    """Ctrl-C is the main process's to handle (it stops the pool); and on Linux a worker dies
+    """Ctrl-C is the main process's to handle (it stops the pool, whose SIGTERM ends a worker
+    quietly: the handler forked from the main process is undone); and on Linux a worker dies
     with it, even by SIGKILL, instead of printing a traceback when it returns its chunk."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
     if sys.platform.startswith("linux"):
         with contextlib.suppress(OSError, AttributeError):
             ctypes.CDLL(None).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
@@ -238,9 +241,12 @@ def _check_out_dir(out: Path, force: bool) -> None:
 
 @contextlib.contextmanager
 def _staging_dir(out: Path) -> Iterator[Path]:
-    """A temporary directory next to ``out``; on error it goes, with any parents made for it."""
+    """A temporary directory next to ``out``; on error (SIGTERM included) it goes, with any
+    parents made for it. Staging directories that a killed run left for ``out`` go first."""
     made = [p for p in (out.parent, *out.parent.parents) if not p.exists()]
     out.parent.mkdir(parents=True, exist_ok=True)
+    for stale in out.parent.glob(f".{out.name}.*.tmp"):
+        shutil.rmtree(stale, ignore_errors=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", suffix=".tmp", dir=out.parent))
     umask = os.umask(0o022)
     os.umask(umask)
@@ -297,7 +303,7 @@ def prepare(cfg: PrepareConfig) -> dict[str, Any]:
     }
     dtype = token_dtype(max(len(src_tok), len(tgt_tok)))
     args = (src_tok.proto, tgt_tok.proto, cfg.max_tokens, cfg.max_ratio, dtype.name)
-    with _staging_dir(out) as tmp, naming_output(str(out)):
+    with interruptible(), _staging_dir(out) as tmp, naming_output(str(out)):
         (tmp / "spm.src.model").write_bytes(src_tok.proto)
         (tmp / "spm.tgt.model").write_bytes(tgt_tok.proto)
         with EncoderPool(args, cfg.workers) as encoder:

@@ -61,3 +61,23 @@ class SignalGuard:
             self._writing = False
         if self.signum is not None:
             raise Interrupted(self.signum)
+
+
+@contextlib.contextmanager
+def interruptible() -> Iterator[None]:
+    """Inside the block SIGINT and SIGTERM raise :class:`Interrupted` wherever the program is,
+    so that cleanup code (``finally``, ``except BaseException``) runs for both; for commands
+    whose output appears only at the end (``mtkit prepare``). The old handlers come back after."""
+
+    def _raise(signum: int, frame: Any) -> None:
+        raise Interrupted(signum)
+
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    old = {sig: signal.signal(sig, _raise) for sig in SignalGuard.SIGNALS}
+    try:
+        yield
+    finally:
+        for sig, handler in old.items():
+            signal.signal(sig, handler)

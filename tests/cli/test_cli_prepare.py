@@ -145,9 +145,13 @@ def test_unknown_hf_dataset(tmp_path: Path, corpus_spm: Path) -> None:
     assert list(tmp_path.iterdir()) == []
 
 
-def test_killed_prepare_leaves_no_dataset(tmp_path: Path, corpus_pairs, corpus_spm: Path):
-    """SIGKILL mid-run (the corpus arrives through pipes, so the run cannot finish first):
-    no dataset that `mtkit train` would take, no worker left; a new run then succeeds."""
+@pytest.mark.parametrize("signum", [signal.SIGKILL, signal.SIGTERM, signal.SIGINT])
+def test_killed_prepare_leaves_no_dataset(
+    tmp_path: Path, corpus_pairs, corpus_spm: Path, signum: int
+) -> None:
+    """A signal mid-run (the corpus arrives through pipes, so the run cannot finish first):
+    no dataset that `mtkit train` would take, no worker left; a new run then succeeds and
+    removes what a killed run left. SIGTERM and SIGINT clean up at once and say so."""
     from mtkit.data.binarized import read_manifest
     from mtkit.errors import MtkitError
 
@@ -175,28 +179,38 @@ def test_killed_prepare_leaves_no_dataset(tmp_path: Path, corpus_pairs, corpus_s
             assert process.poll() is None and time.monotonic() < deadline, process.stderr.read()
             time.sleep(0.01)
         workers = Path(f"/proc/{process.pid}/task/{process.pid}/children").read_text().split()
-        process.kill()
-        assert process.wait() == -signal.SIGKILL
+        process.send_signal(signum)
+        code = process.wait(timeout=30)
+        assert code == (-signal.SIGKILL if signum == signal.SIGKILL else 128 + signum)
     finally:
         release.set()
         for feeder in feeders:
             feeder.join()
     assert len(workers) == 2 and not out.exists()
     assert not list(tmp_path.rglob("manifest.json"))
-    for directory in [out, *out.parent.iterdir()]:  # the staging directory is no dataset
+    left = list(out.parent.iterdir()) if out.parent.exists() else []
+    for directory in [out, *left]:  # a staging directory left behind is no dataset
         with pytest.raises(MtkitError, match="not an mtkit dataset"):
             read_manifest(directory)
     deadline = time.monotonic() + 10  # the workers die with the main process
     while any(_alive(int(pid)) for pid in workers):
         assert time.monotonic() < deadline, workers
         time.sleep(0.05)
-    assert process.stderr.read() == b""  # and print nothing (no BrokenPipeError tracebacks)
+    message = process.stderr.read().decode()  # no BrokenPipeError tracebacks from workers
+    if signum == signal.SIGKILL:
+        assert message == ""
+        assert [p.name for p in out.parent.iterdir()][0].startswith(".bin.")  # staging left
+    else:
+        name = signal.Signals(signum).name
+        assert message == f"mtkit prepare: interrupted by {name}: {out} was not written\n"
+        assert not out.parent.exists()  # staging directory and the parent it made: gone
     for lang, payload in data.items():
         (tmp_path / f"c.{lang}").unlink()
         (tmp_path / f"c.{lang}").write_bytes(payload)
     done = run_mtkit(*args, cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     assert read_manifest(out)["splits"]["train"]["read"] == len(pairs)
+    assert [p.name for p in out.parent.iterdir()] == ["bin"]  # stale staging removed
 
 
 def _alive(pid: int) -> bool:
