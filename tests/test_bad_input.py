@@ -645,7 +645,8 @@ ROWS = [
     Row("export-hf-with-quantization", ["export", "-m", "{ckpt}", "--format", "hf",
         "--quantization", "int8", "{t}/hf"], error=r"--quantization applies to --format "
         r"ctranslate2 only \(see '.* export --help'\)"),
-    Row("export-existing-output", [*EXPORT, "-m", "{ckpt}", "{t}/ct2"], {"ct2": directory},
+    Row("export-existing-output", [*EXPORT, "-m", "{ckpt}", "{t}/ct2"],
+        {"ct2": directory, "ct2/model.bin": b"an older export"},
         r"ct2: already exists \(use --force to replace it\)"),
     Row("export-output-dir-created", [*EXPORT, "-m", "{ckpt}", "{t}/new/ct2"],
         check=ct2_model),

@@ -16,11 +16,8 @@ import contextlib
 import ctypes
 import json
 import multiprocessing
-import os
-import shutil
 import signal
 import sys
-import tempfile
 from collections import deque
 from collections.abc import Iterator
 from dataclasses import asdict
@@ -38,6 +35,7 @@ from mtkit.data.corpus import Source, open_source
 from mtkit.data.tokenizer import Tokenizer
 from mtkit.errors import MtkitError, naming_output
 from mtkit.pipeline.signals import interruptible
+from mtkit.staging import check_out_dir, staged_dir
 
 SPLITS = ("train", "valid", "test")
 FILTERED_SPLITS = ("train",)
@@ -232,50 +230,6 @@ def _check_config(cfg: PrepareConfig) -> None:
         raise MtkitError(f"--max-ratio must be 0 (off) or >= 1, got {cfg.max_ratio}")
 
 
-def _check_out_dir(out: Path, force: bool) -> None:
-    if out.exists() and not out.is_dir():
-        raise MtkitError(f"{out}: exists and is not a directory")
-    if out.is_dir() and any(out.iterdir()) and not force:
-        raise MtkitError(f"{out}: already exists (use --force to replace it)")
-
-
-@contextlib.contextmanager
-def _staging_dir(out: Path) -> Iterator[Path]:
-    """A temporary directory next to ``out``; on error (SIGTERM included) it goes, with any
-    parents made for it. Staging directories that a killed run left for ``out`` go first."""
-    made = [p for p in (out.parent, *out.parent.parents) if not p.exists()]
-    out.parent.mkdir(parents=True, exist_ok=True)
-    for stale in out.parent.glob(f".{out.name}.*.tmp"):
-        shutil.rmtree(stale, ignore_errors=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", suffix=".tmp", dir=out.parent))
-    umask = os.umask(0o022)
-    os.umask(umask)
-    tmp.chmod(0o777 & ~umask)  # mkdtemp makes it private; the dataset gets the usual mode
-    try:
-        yield tmp
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        for parent in made:
-            with contextlib.suppress(OSError):
-                parent.rmdir()
-        raise
-
-
-def _publish(tmp: Path, out: Path) -> None:
-    """Rename the finished dataset into place, replacing an existing ``out``."""
-    if not out.exists():
-        os.rename(tmp, out)
-        return
-    trash = Path(tempfile.mkdtemp(prefix=f".{out.name}.", suffix=".old", dir=out.parent))
-    os.rename(out, trash / "old")
-    try:
-        os.rename(tmp, out)
-    except OSError:
-        os.rename(trash / "old", out)
-        raise
-    shutil.rmtree(trash, ignore_errors=True)
-
-
 def _check_counts(cfg: PrepareConfig, splits: dict[str, dict[str, Any]]) -> None:
     """Refuse a split with nothing in it: an empty corpus, or every pair dropped."""
     for split, counts in splits.items():
@@ -291,7 +245,7 @@ def prepare(cfg: PrepareConfig) -> dict[str, Any]:
     """Write the binarized dataset ``cfg.out_dir``; return its manifest."""
     _check_config(cfg)
     out = Path(cfg.out_dir)
-    _check_out_dir(out, cfg.force)
+    check_out_dir(out, cfg.force)
     src_path, tgt_path = resolve_spm(cfg)
     src_tok, tgt_tok = Tokenizer.from_file(src_path), Tokenizer.from_file(tgt_path)
     sources = {
@@ -303,7 +257,7 @@ def prepare(cfg: PrepareConfig) -> dict[str, Any]:
     }
     dtype = token_dtype(max(len(src_tok), len(tgt_tok)))
     args = (src_tok.proto, tgt_tok.proto, cfg.max_tokens, cfg.max_ratio, dtype.name)
-    with interruptible(), _staging_dir(out) as tmp, naming_output(str(out)):
+    with interruptible(), staged_dir(out, cfg.force) as tmp, naming_output(str(out)):
         (tmp / "spm.src.model").write_bytes(src_tok.proto)
         (tmp / "spm.tgt.model").write_bytes(tgt_tok.proto)
         with EncoderPool(args, cfg.workers) as encoder:
@@ -333,7 +287,6 @@ def prepare(cfg: PrepareConfig) -> dict[str, Any]:
             "config": asdict(cfg),
         }
         (tmp / MANIFEST).write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
-        _publish(tmp, out)
     return manifest
 
 
