@@ -12,9 +12,9 @@ from export_helpers import make_ckpt
 from mtkit.config import ModelConfig, TranslateConfig
 from mtkit.data.tokenizer import EOS_ID
 from mtkit.errors import MtkitError
-from mtkit.export import staged_dir
 from mtkit.export.ct2 import _token_chunks, export_ct2, max_target_len, translate_lines_ct2
 from mtkit.export.hf import export_hf, generation_defaults, marian_config
+from mtkit.staging import staged_dir
 
 
 @pytest.mark.parametrize(
