@@ -55,6 +55,12 @@ PAD, BOS, EOS = 0, 2, 3
 # Peer mode: runs inside .bench/venv-engines; stdlib imports only at module level
 
 
+def _generated_length(row: list[int]) -> int:
+    """Tokens a sequence holds up to its first EOS, EOS included: HF's beam search pads finished
+    hypotheses with EOS (not PAD), which must not count as generated tokens."""
+    return row.index(EOS) + 1 if EOS in row else sum(1 for t in row if t != PAD)
+
+
 def _bound(lengths: list[int], opts: dict) -> int:
     """The largest per-sentence length bound of a batch of sources of ``lengths`` pieces."""
     longest = max(lengths)
@@ -88,7 +94,7 @@ def peer_hf(model_dir: str, batches: list[list[str]], opts: dict) -> tuple[list,
             out = model.generate(**enc, num_beams=opts["beam"], length_penalty=opts["lenpen"],
                                  early_stopping=True, max_length=bound + 2,
                                  min_new_tokens=opts["min_len"], do_sample=False)  # fmt: skip
-        tokens = int(out[:, 1:].ne(PAD).sum())
+        tokens = sum(_generated_length(row) for row in out[:, 1:].tolist())
         return tok.batch_decode(out, skip_special_tokens=True), tokens
 
     return _timed(run, batches, opts["repeat"])
@@ -270,6 +276,29 @@ def run_mtkit(ckpt: Path, batches: list[list[str]], opts: dict, quantize: str):
     return _timed(run, batches, opts["repeat"])
 
 
+def run_mtkit_ct2(ckpt: Path, model_dir: Path, batches: list[list[str]], opts: dict):
+    """`mtkit translate --engine ctranslate2` (its library function) on the same batches:
+    mtkit's tokenization, length limits and batching around CTranslate2, in this process."""
+    from mtkit.config import TranslateConfig
+    from mtkit.export.ct2 import load_ct2, translate_with_ct2
+
+    cfg = TranslateConfig(beam=opts["beam"], lenpen=opts["lenpen"], max_len_a=opts["max_len_a"],
+                          max_len_b=opts["max_len_b"], min_len=opts["min_len"], device="cpu",
+                          threads=opts["threads"], engine="ctranslate2",
+                          max_tokens=10**9)  # fmt: skip
+    model = load_ct2(model_dir, cfg)
+
+    def run(batch: list[str]) -> tuple[list[str], int]:
+        texts = translate_with_ct2(model, batch)
+        return texts, 0
+
+    outputs, _, seconds = _timed(run, batches, opts["repeat"])
+    # tokens generated, EOS included: the outputs re-encoded (not timed; sentencepiece
+    # detokenization is reversible for these outputs up to whitespace)
+    tokens = sum(len(ids) + 1 for ids in model.tgt.encode(outputs))
+    return outputs, tokens, seconds
+
+
 def run_peer(python: Path, engine: str, model_dir: Path, batches, opts: dict):
     job, result = WORK / f"job-{engine}.json", WORK / f"result-{engine}.json"
     job.write_text(json.dumps({"model_dir": str(model_dir), "batches": batches, "opts": opts}))
@@ -292,6 +321,14 @@ def report(rows: list[dict], random_model: bool) -> str:
         for peer in ("HF transformers", "CTranslate2 float32", "CTranslate2 int8"):
             if ours in rate and peer in rate:
                 lines.append(f"{ours} / {peer}: {rate[ours] / rate[peer]:.2f}x (target tok/s)")
+    for q in ("float32", "int8"):
+        ours, peer = f"mtkit ct2 {q}", f"CTranslate2 {q}"
+        if ours in rate and peer in rate:
+            lines.append(f"{ours} / {peer}: {rate[ours] / rate[peer]:.2f}x (target tok/s)")
+    bleu = {r["engine"]: r["bleu"] for r in rows}
+    if "mtkit ct2 int8" in bleu and "mtkit fp32" in bleu:
+        change = bleu["mtkit ct2 int8"] - bleu["mtkit fp32"]
+        lines.append(f"BLEU of mtkit ct2 int8 - mtkit fp32: {change:+.2f}")
     if random_model:
         lines.append("random model, outputs forced to equal length: BLEU is meaningless")
     return "\n".join(lines)
@@ -325,6 +362,8 @@ def main(args: argparse.Namespace) -> None:
         "HF transformers": lambda: run_peer(python, "hf", dirs["hf"], batches, opts),
         "CTranslate2 float32": lambda: run_peer(python, "ct2", dirs["ct2-float32"], batches, opts),
         "CTranslate2 int8": lambda: run_peer(python, "ct2", dirs["ct2-int8"], batches, opts),
+        "mtkit ct2 float32": lambda: run_mtkit_ct2(ckpt, dirs["ct2-float32"], batches, opts),
+        "mtkit ct2 int8": lambda: run_mtkit_ct2(ckpt, dirs["ct2-int8"], batches, opts),
     }  # fmt: skip
     load = os.getloadavg()[0]
     print(f"{ckpt}: {len(lines)} lines, batches of {args.batch}, beam {args.beam}, "

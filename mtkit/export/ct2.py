@@ -22,7 +22,6 @@ import json
 import math
 import os
 import sys
-from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -260,24 +259,26 @@ def translate_with_ct2(model: Ct2Model, lines: Sequence[str], first_number: int 
     """One output per line with a loaded model; empty lines (no pieces) give empty outputs.
 
     Sources are cut to ``max_input_tokens`` pieces (and to the model's position limit) before EOS
-    is added; lines sharing a length bound are batched by tokens.
+    is added, sorted by length and batched by tokens. CTranslate2 takes one length limit per
+    call: each batch decodes up to its largest limit, and every output is then cut to its own
+    line's limit (``max_len_a * pieces + max_len_b``), where mtkit would have forced EOS.
     """
     config, src, tgt = model.config, model.src, model.tgt
     cap = min(config.max_input_tokens, model.max_positions - 1)  # + EOS must fit the positions
     ids = _encode(src, lines, cap, first_number)
-    groups: dict[int, list[int]] = defaultdict(list)
-    for i, seq in enumerate(ids):
-        if seq:
-            groups[max_target_len(len(seq), config, model.max_positions - 1)].append(i)
+    bounds = [max_target_len(len(seq), config, model.max_positions - 1) for seq in ids]
+    members = sorted((i for i, seq in enumerate(ids) if seq), key=lambda i: len(ids[i]))
     outputs = [""] * len(lines)
-    for bound, members in sorted(groups.items()):
-        members.sort(key=lambda i: len(ids[i]))
-        for chunk in _token_chunks(members, [len(s) + 1 for s in ids], config.max_tokens):
-            pieces = [[src.sp.IdToPiece(t) for t in ids[i]] for i in chunk]
-            results = model.translator.translate_batch(pieces, **_search_options(config, bound))
-            hyps = [_target_ids(tgt, r.hypotheses[0], bound) for r in results]
-            for i, text in zip(chunk, tgt.decode(hyps), strict=True):
-                outputs[i] = text.replace("\r", " ").replace("\n", " ")
+    for chunk in _token_chunks(members, [len(s) + 1 for s in ids], config.max_tokens):
+        pieces = [[src.sp.IdToPiece(t) for t in ids[i]] for i in chunk]
+        options = _search_options(config, max(bounds[i] for i in chunk))
+        results = model.translator.translate_batch(pieces, **options)
+        hyps = [
+            _target_ids(tgt, r.hypotheses[0], bounds[i])
+            for i, r in zip(chunk, results, strict=True)
+        ]
+        for i, text in zip(chunk, tgt.decode(hyps), strict=True):
+            outputs[i] = text.replace("\r", " ").replace("\n", " ")
     return outputs
 
 

@@ -57,6 +57,7 @@ class DecoderCache:
     cross_v: Tensor  # (L, B, H, S, Dh)
     src_keep: Tensor | None  # (B, 1, 1, S) bool, True where the source is a real token
     length: int = 0  # steps decoded so far
+    spare: tuple[Tensor, Tensor] | None = None  # buffers shaped like self_k/self_v, see reorder
 
     def reorder(self, index: Tensor) -> None:
         """Select/reorder batch rows (beam reordering, finished sentences leaving the batch)."""
@@ -71,9 +72,24 @@ class DecoderCache:
             self.src_keep = self.src_keep.index_select(0, index)
 
     def reorder_self(self, index: Tensor) -> None:
-        """Reorder only the self-attention state: for beam moves within each source's beams."""
-        self.self_k = _select_prefix(self.self_k, index, self.length)
-        self.self_v = _select_prefix(self.self_v, index, self.length)
+        """Reorder only the self-attention state: for beam moves within each source's beams.
+
+        With the batch size unchanged (beam moves, every step of beam search) the filled steps
+        are gathered straight into a spare pair of buffers, which then swap with the current
+        ones: one copy per step and no allocation. A new batch size gets new buffers.
+        """
+        if len(index) != self.self_k.shape[1]:
+            self.self_k = _select_prefix(self.self_k, index, self.length)
+            self.self_v = _select_prefix(self.self_v, index, self.length)
+            self.spare = None
+            return
+        if self.spare is None:
+            self.spare = (torch.empty_like(self.self_k), torch.empty_like(self.self_v))
+        k, v, n = *self.spare, self.length
+        torch.index_select(self.self_k[:, :, :, :n], 1, index, out=k[:, :, :, :n])
+        torch.index_select(self.self_v[:, :, :, :n], 1, index, out=v[:, :, :, :n])
+        self.spare = (self.self_k, self.self_v)
+        self.self_k, self.self_v = k, v
 
     @property
     def batch_size(self) -> int:
@@ -81,11 +97,8 @@ class DecoderCache:
 
 
 def _select_prefix(buffer: Tensor, index: Tensor, length: int) -> Tensor:
-    """Rows ``index`` of a (L, B, H, max_len, Dh) buffer, copying only the filled steps."""
-    if len(index) == buffer.shape[1]:
-        if length:  # same batch size: reorder in place
-            buffer[:, :, :, :length] = buffer[:, :, :, :length].index_select(1, index)
-        return buffer
+    """Rows ``index`` of a (L, B, H, max_len, Dh) buffer in a new buffer, copying only the
+    filled steps."""
     out = buffer.new_empty((buffer.shape[0], len(index), *buffer.shape[2:]))
     if length:
         out[:, :, :, :length] = buffer[:, :, :, :length].index_select(1, index)
