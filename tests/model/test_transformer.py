@@ -58,6 +58,29 @@ def test_cache_reorder_follows_rows() -> None:
     torch.testing.assert_close(out, full[swap, 3], atol=1e-5, rtol=1e-5)
 
 
+def test_same_size_reorders_swap_buffers_and_follow_rows() -> None:
+    """Beam moves (batch size unchanged) at every step, each gathered into the spare buffers:
+    the rows are beams of one sentence (one source), so only their self-attention state moves."""
+    model = tiny()
+    src = batch([5], 23).repeat(3, 1)
+    tgt = torch.tensor([[BOS_ID, 5, 6, 7, 9], [BOS_ID, 8, 9, 10, 5], [BOS_ID, 4, 4, 6, 8]])
+    orders = [torch.tensor([2, 0, 1]), torch.tensor([0, 0, 2]), torch.tensor([1, 2, 1])]
+    with torch.no_grad():
+        enc = model.encode(src)
+        cache = model.start_cache(enc, max_len=5)
+        history = tgt[:, :1]  # the tokens each cache row has been fed
+        model.decode_step(history[:, 0], cache)
+        buffers = {cache.self_k.data_ptr()}
+        for step, order in enumerate(orders, start=1):
+            cache.reorder_self(order)
+            history = torch.cat([history[order], tgt[order, step : step + 1]], dim=1)
+            buffers.add(cache.self_k.data_ptr())
+            out = model.decode_step(history[:, -1], cache).log_softmax(-1)
+            full = model.decode(history, enc).log_softmax(-1)[:, -1]
+            torch.testing.assert_close(out, full, atol=1e-5, rtol=1e-5)
+    assert len(buffers) == 2  # two buffers, swapped back and forth, no new allocation
+
+
 @pytest.mark.parametrize("pre_norm", [False, True])
 def test_padding_invariance(pre_norm: bool) -> None:
     model = tiny(pre_norm)
