@@ -38,7 +38,8 @@ test: lint
 	PATH="$(abspath $(BIN)):$$PATH" $(BIN)/python -m pytest
 
 demo: install
-	PATH="$(abspath $(BIN)):$$PATH" $(MAKE) -C recipes/multi30k demo WORK=$(abspath $(DEMO_DIR))
+	PATH="$(abspath $(BIN)):$$PATH" $(MAKE) -C recipes/multi30k demo WORK=$(abspath $(DEMO_DIR)) \
+		MTKIT=$(abspath $(BIN))/mtkit
 
 bench: install
 	PATH="$(abspath $(BIN)):$$PATH" TORCH_PIP_ARGS="$(TORCH_PIP_ARGS)" $(BIN)/python benchmarks/run_all.py $(BENCH_ARGS)
