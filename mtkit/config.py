@@ -167,6 +167,7 @@ class TranslateConfig:
     device: str = "auto"
     dtype: str = "fp32"
     quantize: str = ""  # "" | int8
+    cpu_matmul: str = "onednn"  # CPU fp32: onednn (weights packed once) | default (torch's)
     seed: int = 1
     threads: int = 0  # torch CPU threads; 0: torch's default
     engine: str = "mtkit"  # mtkit | ctranslate2 (-m names an `mtkit export` directory)

@@ -39,6 +39,8 @@ SEARCH_OPTIONS: list[tuple[tuple[str, ...], str, Any, str]] = [
     (("--dtype",), "dtype", click.Choice(["fp32", "bf16", "fp16"]),
      "Model precision (fp16: CUDA only)."),
     (("--quantize",), "quantize", click.Choice(["int8"]), "Dynamic int8 quantization (CPU)."),
+    (("--cpu-matmul",), "cpu_matmul", click.Choice(["onednn", "default"]),
+     "CPU fp32: pack linear weights once for oneDNN, or torch's default matmul."),
     (("--threads",), "threads", click.IntRange(0), "CPU threads (0: torch's default)."),
     (("--engine",), "engine", click.Choice(["mtkit", "ctranslate2"]),
      "ctranslate2: decode an `mtkit export --format ctranslate2` directory given as -m."),

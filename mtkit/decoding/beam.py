@@ -104,11 +104,19 @@ def beam_candidates(lprobs: Tensor, scores: Tensor, count: int) -> Candidates:
     (N, W) their cumulative scores. With ``count`` = 2K for a beam of K, K candidates that do
     not end in EOS always remain (each beam adds at most one EOS), so finished hypotheses never
     starve the beam.
+
+    In two stages, exactly: every candidate of the top ``count`` is among its own beam's top
+    ``count`` tokens (a beam's score shifts all its tokens alike), so each beam's row of V is
+    cut to ``count`` first and only W x ``count`` sums compete.
     """
     n, w, v = lprobs.shape
-    total = (scores.unsqueeze(-1) + lprobs).view(n, w * v)
-    top, flat = total.topk(min(count, w * v), dim=1)
-    return Candidates(top, torch.div(flat, v, rounding_mode="floor"), flat % v, flat)
+    per_beam = min(count, v)
+    best, tokens = lprobs.topk(per_beam, dim=2)  # (N, W, c)
+    total = (scores.unsqueeze(-1) + best).view(n, w * per_beam)
+    top, pos = total.topk(min(count, w * per_beam), dim=1)
+    beams = torch.div(pos, per_beam, rounding_mode="floor")
+    tokens = tokens.view(n, w * per_beam).gather(1, pos)
+    return Candidates(top, beams, tokens, beams * v + tokens)
 
 
 def finished_mask(cand: Candidates, beam: int) -> Tensor:

@@ -2,9 +2,10 @@
 
 ``generate(models, src, config)`` is the one entry point. Several models form an ensemble that
 averages their log-probabilities at each step (renormalised). The encoder runs once per batch,
-cross-attention keys/values are computed once per source sentence (and copied to its beams after
-the first step, which runs one row per sentence), and every step feeds only the newest token
-(``decode_step``). Sentences that finish leave the batch, so the work shrinks as they end.
+cross-attention keys/values are computed once per source sentence and held once (a sentence's
+beams attend to them together, after a first step that runs one row per sentence), and every
+step feeds only the newest token (``decode_step``). Sentences that finish leave the batch, so
+the work shrinks as they end.
 
 Beam search follows fairseq's split (Ott et al., 2019): :func:`mtkit.decoding.beam.beam_candidates`
 is the pure per-step top-2K, :func:`beam_search` the bookkeeping. A hypothesis is finished when
@@ -94,7 +95,7 @@ class Ensemble:
         for model in self.models:
             cache = model.start_cache(model.encode(src), max_len)
             if copies > 1:
-                cache.reorder(index)  # cross keys/values computed once, copied to each beam
+                cache.reorder(index)  # cross keys/values computed once, copied to each row
             self.caches.append(cache)
 
     def step(self, tokens: Tensor) -> Tensor:
@@ -107,13 +108,14 @@ class Ensemble:
             return lprobs[0]
         return torch.stack(lprobs).mean(0).log_softmax(-1)
 
-    def reorder(self, index: Tensor, source: bool) -> None:
-        """Select rows; ``source=False`` when rows only move among one sentence's beams."""
+    def reorder(self, index: Tensor, sources: Tensor | None) -> None:
+        """Select rows ``index``; ``sources`` selects the source rows they share (see
+        :meth:`DecoderCache.reorder`), None when rows only move among one sentence's beams."""
         for cache in self.caches:
-            if source:
-                cache.reorder(index)
-            else:
+            if sources is None:
                 cache.reorder_self(index)
+            else:
+                cache.reorder(index, sources)
 
 
 @dataclass
@@ -209,7 +211,7 @@ def row_search(
         keep = (~ended).nonzero()[:, 0]
         if not len(keep):
             break
-        ens.reorder(keep, source=True)
+        ens.reorder(keep, keep)
         rows = rows.select(keep, picked[keep], scores[keep], logprobs[keep])
         origin = [origin[r] for r in keep.tolist()]
         force_from = min(limits[i] for i in set(origin))
@@ -249,8 +251,8 @@ def beam_search(ens: Ensemble, src: Tensor, cfg: TranslateConfig) -> list[list[H
             cand = Candidates(*(x.index_select(0, keep) for x in cand))
             sents = [sents[i] for i in alive]
         index = (keep[:, None] * w + cand.beams.gather(1, pos)).view(-1)  # (N' * K,) old rows
-        # beam moves within a sentence leave its source state alone; it moves when rows change
-        ens.reorder(index, source=len(alive) < n or width != w)
+        # a sentence's beams share one source row; beam moves within a sentence leave it alone
+        ens.reorder(index, keep if len(alive) < n or width != w else None)
         rows = rows.select(index, cand.tokens.gather(1, pos).view(-1),
                            cand.scores.gather(1, pos).view(-1),
                            cand_logprobs.gather(1, pos).view(-1))  # fmt: skip

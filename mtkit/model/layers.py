@@ -48,21 +48,33 @@ class DecoderCache:
     """Incremental decoding state for a whole decoder stack.
 
     Self-attention keys/values are preallocated for ``max_len`` steps and filled one step at a
-    time; cross-attention keys/values are computed once per source sentence.
+    time; cross-attention keys/values are computed once per source sentence. With ``group`` > 1,
+    each run of ``group`` adjacent rows (one sentence's beams) shares one source row: the beams
+    attend to their source together, as ``group`` query positions over one copy of its keys.
     """
 
-    self_k: Tensor  # (L, B, H, max_len, Dh)
-    self_v: Tensor  # (L, B, H, max_len, Dh)
-    cross_k: Tensor  # (L, B, H, S, Dh)
-    cross_v: Tensor  # (L, B, H, S, Dh)
-    src_keep: Tensor | None  # (B, 1, 1, S) bool, True where the source is a real token
+    self_k: Tensor  # (L, R, H, max_len, Dh), R rows being decoded
+    self_v: Tensor  # (L, R, H, max_len, Dh)
+    cross_k: Tensor  # (L, R / group, H, S, Dh)
+    cross_v: Tensor  # (L, R / group, H, S, Dh)
+    src_keep: Tensor | None  # (R / group, 1, 1, S) bool, True where the source is a real token
     length: int = 0  # steps decoded so far
     spare: tuple[Tensor, Tensor] | None = None  # buffers shaped like self_k/self_v, see reorder
+    group: int = 1  # adjacent rows per source row
 
-    def reorder(self, index: Tensor) -> None:
-        """Select/reorder batch rows (beam reordering, finished sentences leaving the batch)."""
+    def reorder(self, index: Tensor, sources: Tensor | None = None) -> None:
+        """Select/reorder rows (beam reordering, finished sentences leaving the batch).
+
+        ``index`` (R',) picks the rows' self-attention state. ``sources`` picks source rows
+        when rows do not map one to one onto sources (default: ``index``, one row per source);
+        each of them is then shared by ``R' / len(sources)`` adjacent rows.
+        """
+        sources = index if sources is None else sources
+        if len(index) % len(sources):
+            raise ValueError(f"{len(index)} rows cannot share {len(sources)} sources evenly")
         self.reorder_self(index)
-        self.reorder_source(index)
+        self.reorder_source(sources)
+        self.group = len(index) // len(sources)
 
     def reorder_source(self, index: Tensor) -> None:
         """Select rows of the source-side state only (cross keys/values and mask)."""
@@ -90,10 +102,6 @@ class DecoderCache:
         torch.index_select(self.self_v[:, :, :, :n], 1, index, out=v[:, :, :, :n])
         self.spare = (self.self_k, self.self_v)
         self.self_k, self.self_v = k, v
-
-    @property
-    def batch_size(self) -> int:
-        return self.cross_k.shape[1]
 
 
 def _select_prefix(buffer: Tensor, index: Tensor, length: int) -> Tensor:

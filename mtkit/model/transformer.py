@@ -61,8 +61,14 @@ class DecoderLayer(nn.Module):
         return self._rest(x, k, v, src_keep)
 
     def step(self, x: Tensor, cache: DecoderCache, layer: int) -> Tensor:
+        """x (R, 1, D): one step of R rows; the rest of the layer works per position, so each
+        source's ``cache.group`` rows go through it as positions of one (R / group, group, D)
+        batch row, which cross-attends to that source's keys/values once."""
         x = self.self_res.after(x, self.self_attn.step(self.self_res.before(x), cache, layer))
-        return self._rest(x, cache.cross_k[layer], cache.cross_v[layer], cache.src_keep)
+        r = x.shape[0]
+        x = x.view(r // cache.group, cache.group, x.shape[-1])
+        x = self._rest(x, cache.cross_k[layer], cache.cross_v[layer], cache.src_keep)
+        return x.view(r, 1, x.shape[-1])
 
     def _rest(self, x: Tensor, k: Tensor, v: Tensor, src_keep: Tensor | None) -> Tensor:
         x = self.cross_res.after(x, self.cross_attn(self.cross_res.before(x), k, v, src_keep))

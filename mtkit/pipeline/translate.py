@@ -45,6 +45,7 @@ from mtkit.pipeline.signals import Interrupted, SignalGuard
 
 if TYPE_CHECKING:
     from mtkit.export.ct2 import Ct2Model
+from mtkit.model.packed import onednn_available, pack_linears
 from mtkit.model.transformer import Transformer
 from mtkit.training.checkpoint import load_for_inference
 
@@ -52,6 +53,7 @@ STDIO = "-"
 NBEST_HEADER = "LINE\tRANK\tSCORE\tLOGPROB\tTRANSLATION"
 MAX_ENCODING_WARNINGS = 10
 DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
+CPU_MATMULS = ("onednn", "default")
 
 
 def warn(message: str) -> None:
@@ -106,6 +108,16 @@ def quantize_int8(model: Transformer) -> nn.Module:
         return quantize_dynamic(model, {nn.Linear}, dtype=torch.qint8)
 
 
+def _packs_linears(device: torch.device, config: TranslateConfig) -> bool:
+    """Whether to pack linear weights for oneDNN: CPU float32 without quantization, when asked
+    (``cpu_matmul``) and where this PyTorch build can."""
+    if config.cpu_matmul not in CPU_MATMULS:
+        raise MtkitError(f"--cpu-matmul must be one of {', '.join(CPU_MATMULS)}, "
+                         f"got {config.cpu_matmul!r}")  # fmt: skip
+    wanted = device.type == "cpu" and config.dtype == "fp32" and not config.quantize
+    return wanted and config.cpu_matmul == "onednn" and onednn_available()
+
+
 @dataclass
 class Translator:
     """Models ready to translate, with their tokenizers and the search configuration."""
@@ -145,10 +157,15 @@ def load_translator(checkpoints: list[str], config: TranslateConfig) -> Translat
                     f"{first.checkpoint_path}'s (sha256 {b.sha256[:12]} vs {a.sha256[:12]}); "
                     "ensembled models must share source and target vocabularies"
                 )
+    pack = _packs_linears(device, config)
     models = []
     for item in loaded:
         model = item.model.to(DTYPES[config.dtype])
-        models.append(quantize_int8(model) if config.quantize else model)
+        if config.quantize:
+            model = quantize_int8(model)
+        elif pack:
+            model = pack_linears(model)
+        models.append(model)
     generator = torch.Generator(device).manual_seed(config.seed) if config.sampling else None
     return Translator(models, first.src_tokenizer, first.tgt_tokenizer, config, device, generator)
 

@@ -124,6 +124,22 @@ def test_beam_candidates_first_step_has_one_beam_per_sentence() -> None:
     torch.testing.assert_close(cand.scores, lprobs[:, 0].topk(6).values)
 
 
+@pytest.mark.parametrize(("n", "w", "v", "count"), [(3, 4, 50, 8), (2, 5, 7, 10), (1, 3, 4, 6)])
+def test_beam_candidates_equal_one_topk_over_all_beams_and_tokens(n, w, v, count) -> None:
+    torch.manual_seed(n * 100 + v)
+    lprobs = torch.log_softmax(torch.randn(n, w, v) * 3, -1)
+    lprobs[0, 0, 2:] = -INF  # a beam with fewer finite tokens than count
+    scores = torch.randn(n, w) * 2
+    cand = beam_candidates(lprobs, scores, count)
+    total = (scores.unsqueeze(-1) + lprobs).view(n, w * v)
+    expected = total.topk(min(count, w * v), dim=1)
+    assert torch.equal(cand.scores, expected.values)
+    assert torch.equal(cand.flat, cand.beams * v + cand.tokens)
+    assert torch.equal(total.gather(1, cand.flat), cand.scores)  # each candidate is what it says
+    finite = expected.values.isfinite()
+    assert torch.equal(cand.flat[finite], expected.indices[finite])  # random values: no ties
+
+
 def test_finished_mask_keeps_top_k_finite_eos_only() -> None:
     cand = Candidates(
         scores=torch.tensor([[-1.0, -2.0, -3.0, -4.0], [-INF, -INF, -INF, -INF]]),

@@ -37,10 +37,11 @@ A, B = 4, 5
 class PrefixCache:
     prefix: Tensor  # (R, t) tokens fed so far, BOS first
 
-    def reorder(self, index: Tensor) -> None:
+    def reorder_self(self, index: Tensor) -> None:
         self.prefix = self.prefix.index_select(0, index)
 
-    reorder_self = reorder_source = reorder
+    def reorder(self, index: Tensor, sources: Tensor | None = None) -> None:
+        self.reorder_self(index)  # the table ignores the source
 
 
 class ScriptedModel(nn.Module):

@@ -82,6 +82,48 @@ def test_same_size_reorders_swap_buffers_and_follow_rows() -> None:
 
 
 @pytest.mark.parametrize("pre_norm", [False, True])
+def test_grouped_rows_share_their_source_and_equal_a_full_forward(pre_norm: bool) -> None:
+    """Beams of a sentence share one source row (cache.group): 2 sources x 3 rows each, with
+    beam moves, a sentence leaving, and rows growing from one per source, as in beam search."""
+    model = tiny(pre_norm)
+    src = batch([5, 7], 23)
+    g = torch.Generator().manual_seed(4)
+    with torch.no_grad():
+        enc = model.encode(src)
+        cache = model.start_cache(enc, max_len=6)
+        history = torch.full((2, 1), BOS_ID)
+        owner = torch.tensor([0, 1])  # the source row of each decoding row
+        moves = [
+            (torch.tensor([0, 0, 0, 1, 1, 1]), torch.tensor([0, 1])),  # 1 row -> 3 per source
+            (torch.tensor([2, 0, 0, 5, 3, 4]), None),  # beam moves within each sentence
+            (torch.tensor([4, 4, 3]), torch.tensor([1])),  # sentence 0 leaves
+            (torch.tensor([1, 2, 0]), None),
+        ]
+        for index, sources in moves:
+            model.decode_step(history[:, -1], cache)
+            if sources is None:
+                cache.reorder_self(index)
+            else:
+                cache.reorder(index, sources)
+            owner = owner[index]
+            new = torch.randint(4, 29, (len(index), 1), generator=g)
+            history = torch.cat([history[index], new], 1)
+            out = model.decode_step(history[:, -1], cache).log_softmax(-1)
+            cache.length -= 1  # the next move re-feeds this step's token
+            full = model.decode(history, model.encode(src[owner])).log_softmax(-1)[:, -1]
+            torch.testing.assert_close(out, full, atol=1e-5, rtol=1e-5)
+        assert cache.group == 3 and cache.cross_k.shape[1] == 1
+
+
+def test_reorder_refuses_rows_that_cannot_share_sources_evenly() -> None:
+    model = tiny()
+    with torch.no_grad():
+        cache = model.start_cache(model.encode(batch([5, 7], 23)), max_len=3)
+    with pytest.raises(ValueError, match="3 rows cannot share 2 sources"):
+        cache.reorder(torch.tensor([0, 0, 1]), torch.tensor([0, 1]))
+
+
+@pytest.mark.parametrize("pre_norm", [False, True])
 def test_padding_invariance(pre_norm: bool) -> None:
     model = tiny(pre_norm)
     lengths = [3, 8, 5]

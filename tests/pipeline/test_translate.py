@@ -164,6 +164,19 @@ def test_int8_runs_and_keeps_line_count(ckpt: str) -> None:
     assert len(translate_with(tr, lines)) == 8
 
 
+def test_cpu_matmul_onednn_packs_and_translates_as_the_default(ckpt: str) -> None:
+    from mtkit.model.packed import PackedLinear, onednn_available
+
+    lines = corpus(seed=5, n=12) + [""]
+    packed = load_translator([ckpt], TranslateConfig(device="cpu", **FAST))
+    plain = load_translator([ckpt], TranslateConfig(device="cpu", cpu_matmul="default", **FAST))
+    assert isinstance(packed.models[0].output, PackedLinear) == onednn_available()
+    assert plain.models[0].output is None  # tied projection, torch's matmul
+    assert translate_with(packed, lines) == translate_with(plain, lines)
+    with pytest.raises(MtkitError, match="--cpu-matmul must be one of onednn, default"):
+        load_translator([ckpt], TranslateConfig(cpu_matmul="mkl", **FAST))
+
+
 def test_bf16_on_cpu_runs_and_fp16_is_refused(ckpt: str) -> None:
     tr = load_translator([ckpt], TranslateConfig(dtype="bf16", device="cpu", **FAST))
     assert len(translate_with(tr, ["a man", "the dog"])) == 2

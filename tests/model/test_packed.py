@@ -1,0 +1,38 @@
+"""oneDNN-packed linear layers: the same function as nn.Linear, for CPU float32 inference."""
+
+import pytest
+import torch
+from test_transformer import batch, tiny
+from torch import nn
+
+from mtkit.data.tokenizer import BOS_ID
+from mtkit.model.packed import PackedLinear, onednn_available, pack_linears
+
+pytestmark = pytest.mark.skipif(not onednn_available(), reason="no oneDNN in this torch build")
+
+
+@pytest.mark.parametrize("shape", [(1, 16), (7, 16), (3, 5, 16), (300, 16)])
+@pytest.mark.parametrize("bias", [True, False])
+def test_packed_linear_equals_linear(shape: tuple[int, ...], bias: bool) -> None:
+    torch.manual_seed(0)
+    linear = nn.Linear(16, 40, bias=bias)
+    x = torch.randn(shape)
+    with torch.inference_mode():
+        torch.testing.assert_close(PackedLinear(linear.weight, linear.bias)(x), linear(x),
+                                   atol=1e-5, rtol=1e-5)  # fmt: skip
+
+
+@pytest.mark.parametrize("pre_norm", [False, True])
+def test_packed_model_equals_the_model_full_and_cached(pre_norm: bool) -> None:
+    model, packed = tiny(pre_norm), pack_linears(tiny(pre_norm))
+    assert not any(isinstance(m, nn.Linear) for m in packed.modules())
+    assert isinstance(packed.output, PackedLinear)  # the tied output projection too
+    src = batch([7, 4, 5], 23)
+    tgt = torch.cat([torch.full((3, 1), BOS_ID), batch([6, 6, 6], 29, seed=2)], dim=1)
+    with torch.inference_mode():
+        full = model(src, tgt)
+        torch.testing.assert_close(packed(src, tgt), full, atol=1e-5, rtol=1e-5)
+        cache = packed.start_cache(packed.encode(src), max_len=tgt.shape[1])
+        for t in range(tgt.shape[1]):
+            step = packed.decode_step(tgt[:, t], cache)
+            torch.testing.assert_close(step, full[:, t], atol=1e-5, rtol=1e-5)
