@@ -1,11 +1,16 @@
 """Decoding speed: mtkit against Hugging Face transformers and CTranslate2, same model, same input.
 
-One checkpoint is decoded by five engines on Multi30k test_2016_flickr (en, 1,000 lines), beam
+One checkpoint is decoded by these engines on Multi30k test_2016_flickr (en, 1,000 lines), beam
 5, on CPU, in batches of 32 sentences:
 
-- mtkit native fp32, and int8 (``--quantize int8``: dynamic int8 Linear layers), in this process;
+- mtkit native fp32 (weights packed for oneDNN, the default), fp32 with torch's default matmul
+  (``--cpu-matmul default``), and int8 (``--quantize int8``: dynamic int8 Linear layers);
 - HF transformers ``generate`` on ``mtkit export --format hf`` (MarianMTModel);
-- CTranslate2 float32 and int8 on ``mtkit export --format ctranslate2``.
+- CTranslate2 float32 and int8 on ``mtkit export --format ctranslate2``;
+- mtkit ``--engine ctranslate2`` on those two exports (mtkit's tokenization and batching).
+
+Every engine runs in a fresh process of its own (a subprocess of this very file), so no engine
+inherits another's thread pools: mtkit's in this venv, the peers in theirs.
 
 The peers run in their own virtual environment, ``.bench/venv-engines`` (torch of this
 interpreter's version installed first, so pip takes the local CPU wheel; then transformers,
@@ -52,7 +57,8 @@ PAD, BOS, EOS = 0, 2, 3
 
 
 # ---------------------------------------------------------------------------------------------
-# Peer mode: runs inside .bench/venv-engines; stdlib imports only at module level
+# Peer mode: one engine per process (HF and CTranslate2 inside .bench/venv-engines, mtkit in
+# its own venv); stdlib imports only at module level
 
 
 def _generated_length(row: list[int]) -> int:
@@ -142,8 +148,17 @@ def _timed(run, batches: list[list[str]], repeat: int) -> tuple[list[str], int, 
 
 def peer_main(args: argparse.Namespace) -> None:
     job = json.loads(Path(args.job).read_text(encoding="utf-8"))
-    engine = {"hf": peer_hf, "ct2": peer_ct2}[args.peer]
-    outputs, tokens, seconds = engine(job["model_dir"], job["batches"], job["opts"])
+    model_dir, batches, opts = job["model_dir"], job["batches"], job["opts"]
+    ckpt = Path(job["checkpoint"])
+    engines = {
+        "hf": lambda: peer_hf(model_dir, batches, opts),
+        "ct2": lambda: peer_ct2(model_dir, batches, opts),
+        "mtkit": lambda: run_mtkit(ckpt, batches, opts, "", "onednn"),
+        "mtkit-torch-matmul": lambda: run_mtkit(ckpt, batches, opts, "", "default"),
+        "mtkit-int8": lambda: run_mtkit(ckpt, batches, opts, "int8", "onednn"),
+        "mtkit-ct2": lambda: run_mtkit_ct2(ckpt, Path(model_dir), batches, opts),
+    }
+    outputs, tokens, seconds = engines[args.peer]()
     result = {"outputs": outputs, "tokens": tokens, "seconds": seconds}  # seconds: per pass
     Path(args.result).write_text(json.dumps(result, ensure_ascii=False), encoding="utf-8")
 
@@ -252,14 +267,14 @@ def make_batches(lines: list[str], ckpt: Path, size: int) -> tuple[list[list[str
     return [ordered[i : i + size] for i in range(0, len(ordered), size)], order
 
 
-def run_mtkit(ckpt: Path, batches: list[list[str]], opts: dict, quantize: str):
+def run_mtkit(ckpt: Path, batches: list[list[str]], opts: dict, quantize: str, matmul: str):
     from mtkit.config import TranslateConfig
     from mtkit.pipeline.translate import encode_lines, load_translator, translate_ids
 
     # max_tokens: no further splitting, every engine decodes the same batches
     cfg = TranslateConfig(beam=opts["beam"], lenpen=opts["lenpen"], max_len_a=opts["max_len_a"],
                           max_len_b=opts["max_len_b"], min_len=opts["min_len"], device="cpu",
-                          threads=opts["threads"], quantize=quantize,
+                          threads=opts["threads"], quantize=quantize, cpu_matmul=matmul,
                           max_tokens=10**9)  # fmt: skip
     tr = load_translator([str(ckpt)], cfg)
 
@@ -299,9 +314,11 @@ def run_mtkit_ct2(ckpt: Path, model_dir: Path, batches: list[list[str]], opts: d
     return outputs, tokens, seconds
 
 
-def run_peer(python: Path, engine: str, model_dir: Path, batches, opts: dict):
+def run_peer(python: Path, engine: str, model_dir: Path | None, batches, opts: dict, ckpt: Path):
+    """One engine in a fresh process: ``python`` runs this file in ``--peer engine`` mode."""
     job, result = WORK / f"job-{engine}.json", WORK / f"result-{engine}.json"
-    job.write_text(json.dumps({"model_dir": str(model_dir), "batches": batches, "opts": opts}))
+    job.write_text(json.dumps({"model_dir": str(model_dir), "batches": batches, "opts": opts,
+                               "checkpoint": str(ckpt)}))  # fmt: skip
     env = dict(os.environ, HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1",
                OMP_NUM_THREADS=str(opts["threads"]), TOKENIZERS_PARALLELISM="false")  # fmt: skip
     cmd = [str(python), __file__, "--peer", engine, "--job", str(job), "--result", str(result)]
@@ -317,6 +334,11 @@ def report(rows: list[dict], random_model: bool) -> str:
         lines.append(f"{r['engine']:<22} {r['sent_s']:8.1f} {r['tok_s']:8.0f} "
                      f"{r['bleu']:6.1f}  {r['seconds']:7.1f}  {passes}")  # fmt: skip
     rate = {r["engine"]: r["tok_s"] for r in rows}
+    if "mtkit fp32" in rate and "mtkit fp32 torch matmul" in rate:
+        lines.append(
+            "mtkit fp32 / mtkit fp32 torch matmul: "
+            f"{rate['mtkit fp32'] / rate['mtkit fp32 torch matmul']:.2f}x (target tok/s)"
+        )
     for ours in ("mtkit fp32", "mtkit int8"):
         for peer in ("HF transformers", "CTranslate2 float32", "CTranslate2 int8"):
             if ours in rate and peer in rate:
@@ -356,15 +378,17 @@ def main(args: argparse.Namespace) -> None:
     dirs = export_all(ckpt)
     python = ensure_venv()
     batches, order = make_batches(lines, ckpt, args.batch)
-    engines = {
-        "mtkit fp32": lambda: run_mtkit(ckpt, batches, opts, ""),
-        "mtkit int8": lambda: run_mtkit(ckpt, batches, opts, "int8"),
-        "HF transformers": lambda: run_peer(python, "hf", dirs["hf"], batches, opts),
-        "CTranslate2 float32": lambda: run_peer(python, "ct2", dirs["ct2-float32"], batches, opts),
-        "CTranslate2 int8": lambda: run_peer(python, "ct2", dirs["ct2-int8"], batches, opts),
-        "mtkit ct2 float32": lambda: run_mtkit_ct2(ckpt, dirs["ct2-float32"], batches, opts),
-        "mtkit ct2 int8": lambda: run_mtkit_ct2(ckpt, dirs["ct2-int8"], batches, opts),
-    }  # fmt: skip
+    ours = Path(sys.executable)
+    jobs = {  # row: (interpreter, engine, exported model)
+        "mtkit fp32": (ours, "mtkit", None),
+        "mtkit fp32 torch matmul": (ours, "mtkit-torch-matmul", None),
+        "mtkit int8": (ours, "mtkit-int8", None),
+        "HF transformers": (python, "hf", dirs["hf"]),
+        "CTranslate2 float32": (python, "ct2", dirs["ct2-float32"]),
+        "CTranslate2 int8": (python, "ct2", dirs["ct2-int8"]),
+        "mtkit ct2 float32": (ours, "mtkit-ct2", dirs["ct2-float32"]),
+        "mtkit ct2 int8": (ours, "mtkit-ct2", dirs["ct2-int8"]),
+    }
     load = os.getloadavg()[0]
     print(f"{ckpt}: {len(lines)} lines, batches of {args.batch}, beam {args.beam}, "
           f"{args.threads} threads, load average {load:.1f}", flush=True)  # fmt: skip
@@ -375,10 +399,10 @@ def main(args: argparse.Namespace) -> None:
             flush=True,
         )
     rows = []
-    for name, run in engines.items():
+    for name, (interpreter, engine, model_dir) in jobs.items():
         if args.engines and not any(e in name.lower() for e in args.engines):
             continue
-        outputs, tokens, passes = run()
+        outputs, tokens, passes = run_peer(interpreter, engine, model_dir, batches, opts, ckpt)
         seconds = min(passes)
         hyps = [""] * len(lines)
         for i, text in zip(order, outputs, strict=True):
@@ -403,7 +427,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--repeat", type=int, default=3, help="timed passes per engine (best kept)")
     p.add_argument("--random-len", type=int, default=16, help="forced output length (random)")
     p.add_argument("--engines", nargs="*", help="substrings: mtkit, hf, ctranslate2, int8 ...")
-    p.add_argument("--peer", choices=("hf", "ct2"), help=argparse.SUPPRESS)
+    p.add_argument("--peer", help=argparse.SUPPRESS)  # an engine of peer_main, in a subprocess
     p.add_argument("--job", help=argparse.SUPPRESS)
     p.add_argument("--result", help=argparse.SUPPRESS)
     return p.parse_args(argv)
