@@ -37,7 +37,6 @@ Multi30k train) is built, and every engine is forced to emit exactly ``--random-
 from __future__ import annotations
 
 import argparse
-import gzip
 import hashlib
 import json
 import os
@@ -47,11 +46,12 @@ import sys
 import time
 from pathlib import Path
 
+from multi30k import random_checkpoint, read_text
+
 ROOT = Path(__file__).resolve().parent.parent
 BENCH_DIR = ROOT / ".bench"
 VENV = BENCH_DIR / "venv-engines"
 WORK = BENCH_DIR / "engines"
-DATA_DIRS = (Path("/work/shared/data/multi30k"), ROOT / "recipes" / "multi30k" / "data")
 PEER_PACKAGES = ("transformers", "ctranslate2", "sentencepiece", "sacrebleu")
 PAD, BOS, EOS = 0, 2, 3
 
@@ -204,41 +204,6 @@ def ensure_venv() -> Path:
     return python
 
 
-def read_text(stem: str, lang: str) -> list[str]:
-    for directory in DATA_DIRS:
-        for path in (directory / f"{stem}.{lang}", directory / f"{stem}.{lang}.gz"):
-            if path.is_file():
-                opener = gzip.open if path.suffix == ".gz" else open
-                with opener(path, "rt", encoding="utf-8") as handle:
-                    return handle.read().splitlines()
-    sys.exit(f"{stem}.{lang} not found in {', '.join(map(str, DATA_DIRS))}")
-
-
-def random_checkpoint() -> Path:
-    """A random transformer-small with a joint 8k spm trained on Multi30k train (cached)."""
-    from dataclasses import asdict
-
-    import torch
-
-    from mtkit.data.tokenizer import Tokenizer, train_spm
-    from mtkit.model.transformer import build_model, resolve_model_config
-    from mtkit.training.checkpoint import save_checkpoint
-
-    path = WORK / "random-small.pt"
-    if path.is_file():
-        return path
-    WORK.mkdir(parents=True, exist_ok=True)
-    print("training a joint 8k spm on Multi30k train for the random model ...", flush=True)
-    spm = train_spm(read_text("train", "en") + read_text("train", "de"), vocab_size=8000)
-    n = len(Tokenizer(spm))
-    cfg = resolve_model_config("transformer-small", n, n, {"share_all_embeddings": True})
-    torch.manual_seed(0)
-    model = build_model(cfg)
-    save_checkpoint({"model_config": asdict(cfg), "model": model.state_dict(),
-                     "spm": {"src": spm, "tgt": spm}}, path)  # fmt: skip
-    return path
-
-
 def export_all(ckpt: Path) -> dict[str, Path]:
     """HF and CTranslate2 (float32, int8) exports of ``ckpt``, cached by its content hash."""
     from mtkit.export.ct2 import export_ct2
@@ -360,7 +325,7 @@ def main(args: argparse.Namespace) -> None:
     import sacrebleu
 
     random_model = args.checkpoint is None
-    ckpt = Path(args.checkpoint) if args.checkpoint else random_checkpoint()
+    ckpt = Path(args.checkpoint) if args.checkpoint else random_checkpoint(WORK)
     lines, refs = read_text("test_2016_flickr", "en"), read_text("test_2016_flickr", "de")
     lines, refs = lines[: args.limit or None], refs[: args.limit or None]
     from mtkit.training.checkpoint import load_checkpoint

@@ -35,7 +35,6 @@ Run: ``.venv/bin/python benchmarks/bench_train.py`` (``--quick`` for a short smo
 from __future__ import annotations
 
 import argparse
-import gzip
 import json
 import os
 import platform
@@ -44,7 +43,6 @@ import shlex
 import shutil
 import subprocess
 import sys
-import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -54,16 +52,22 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 sys.path.insert(0, str(HERE))
 
+import flops  # noqa: E402
+import multi30k  # noqa: E402
+from flops import train_matmul_flops  # noqa: E402
 from joeynmt_env import BENCH_DIR, ensure_joeynmt_venv  # noqa: E402
+from train_configs import (  # noqa: E402
+    D_MODEL,
+    FFN,
+    LAYERS,
+    SRC,
+    TGT,
+    VOCAB_SIZE,
+    joeynmt_config,
+    mtkit_config,
+)
 
-SRC, TGT = "en", "de"
-VOCAB_SIZE = 8000
-SHIPPED_DATA = ROOT / "recipes" / "multi30k" / "data"
-SHARED_DATA = Path("/work/shared/data/multi30k")
 SPLITS = {"train": "train", "valid": "val"}  # our name -> Multi30k file stem
-# transformer-small, spelled out for JoeyNMT (mtkit gets it from its preset; checked below)
-LAYERS, D_MODEL, HEADS, FFN, DROPOUT = 3, 256, 4, 1024, 0.1
-LR, WARMUP, BETAS, LABEL_SMOOTHING, CLIP = 7e-4, 4000, [0.9, 0.98], 0.1, 1.0
 
 
 @dataclass
@@ -93,24 +97,18 @@ class Result:
 
 def find_corpus(data_dir: str | None) -> dict[str, dict[str, Path]]:
     """Paths of the train/valid files per language: --data-dir, the shipped .gz copy, shared/."""
-    candidates = [Path(data_dir)] if data_dir else [SHIPPED_DATA, SHARED_DATA]
-    for base in candidates:
-        for suffix in ("", ".gz"):
-            paths = {
-                split: {lang: base / f"{stem}.{lang}{suffix}" for lang in (SRC, TGT)}
-                for split, stem in SPLITS.items()
-            }
-            if all(p.is_file() for langs in paths.values() for p in langs.values()):
-                return paths
-    raise SystemExit(
-        f"no Multi30k train/val {SRC}-{TGT} files in {', '.join(map(str, candidates))}"
-    )
+    dirs = (Path(data_dir),) if data_dir else (multi30k.SHIPPED, multi30k.SHARED)
+    paths = {
+        split: {lang: multi30k.find(stem, lang, dirs) for lang in (SRC, TGT)}
+        for split, stem in SPLITS.items()
+    }
+    if any(path is None for langs in paths.values() for path in langs.values()):
+        raise SystemExit(f"no Multi30k train/val {SRC}-{TGT} files in {', '.join(map(str, dirs))}")
+    return paths
 
 
 def read_lines(path: Path) -> list[str]:
-    opener = gzip.open if path.suffix == ".gz" else open
-    with opener(path, "rt", encoding="utf-8") as f:
-        return [line.strip() for line in f]
+    return [line.strip() for line in multi30k.read_lines(path)]
 
 
 def write_corpus(paths: dict[str, dict[str, Path]], out: Path) -> dict[str, dict[str, list[str]]]:
@@ -158,106 +156,22 @@ def corpus_lengths(model: Path, corpus: dict[str, dict[str, list[str]]]) -> tupl
 
 
 def train_flops_per_target_token(src_lengths: list[int], tgt_lengths: list[int]) -> float:
-    """Training matmul FLOPs (3x forward) per non-padding target token, corpus average.
-
-    Per pair with S = source + EOS and T = BOS + target positions, d = model width, f = FFN
-    width, V = vocabulary, forward multiply-adds x2 (Kaplan et al., 2020; causal attention
-    counted in full, as both tools compute it):
-    encoder layer S(8d^2 + 4df) + 4S^2d; decoder layer T(12d^2 + 4df) + 4Sd^2 (memory keys and
-    values) + 4T^2d + 4TSd; output projection 2TdV.
-    """
-    d, f, v = D_MODEL, FFN, VOCAB_SIZE
-    total = tokens = 0.0
-    for s0, t0 in zip(src_lengths, tgt_lengths, strict=True):
-        s, t = s0 + 1, t0 + 1
-        enc = s * (8 * d * d + 4 * d * f) + 4 * s * s * d
-        dec = t * (12 * d * d + 4 * d * f) + 4 * s * d * d + 4 * t * t * d + 4 * t * s * d
-        total += LAYERS * (enc + dec) + 2 * t * d * v
-        tokens += t
-    return 3 * total / tokens
+    """Training matmul FLOPs (3x forward, :func:`flops.train_matmul_flops`) per non-padding
+    target token (EOS included), corpus average."""
+    total = train_matmul_flops(src_lengths, tgt_lengths, D_MODEL, FFN, VOCAB_SIZE, LAYERS, LAYERS)
+    return total / (sum(tgt_lengths) + len(tgt_lengths))
 
 
-def matmul_peak(threads: int, size: int = 2048, repeats: int = 5) -> float:
-    """Best fp32 FLOP/s of a square matmul, with the given torch threads."""
+def matmul_peak(threads: int) -> float:
+    """Best fp32 FLOP/s of a 2048 x 2048 matmul on the CPU with ``threads`` torch threads."""
     import torch
 
     torch.set_num_threads(threads)
-    a, b = torch.randn(size, size), torch.randn(size, size)
-    a @ b  # warm up
-    best = float("inf")
-    for _ in range(repeats):
-        start = time.perf_counter()
-        a @ b
-        best = min(best, time.perf_counter() - start)
-    return 2 * size**3 / best
+    return flops.matmul_peak("cpu")
 
 
 # ---------------------------------------------------------------------------------------------
 # JoeyNMT
-
-
-def joeynmt_config(work: Path, data: Path, spm_model: Path, args: argparse.Namespace) -> dict:
-    side = {"level": "bpe", "lowercase": False, "voc_file": str(data / "vocab.txt")}
-    side |= {"tokenizer_type": "sentencepiece", "tokenizer_cfg": {"model_file": str(spm_model)}}
-    stack = {
-        "type": "transformer",
-        "num_layers": LAYERS,
-        "num_heads": HEADS,
-        "embeddings": {"embedding_dim": D_MODEL, "scale": True, "dropout": DROPOUT},
-        "hidden_size": D_MODEL,
-        "ff_size": FFN,
-        "dropout": DROPOUT,
-        "layer_norm": "post",
-    }
-    return {
-        "name": "bench_train",
-        "model_dir": str(work / "model"),
-        "use_cuda": False,
-        "fp16": False,
-        "random_seed": 1,
-        "data": {
-            "train": str(data / "train"),
-            "dev": str(data / "valid"),
-            "dataset_type": "plain",
-            "src": {"lang": SRC, **side},
-            "trg": {"lang": TGT, **side},
-        },
-        "testing": {"beam_size": 1, "eval_metrics": ["bleu"]},
-        "training": {
-            "optimizer": "adam",
-            "adam_betas": BETAS,
-            "learning_rate": LR,
-            "learning_rate_min": 1e-7,
-            "scheduling": "warmupinversesquareroot",
-            "learning_rate_warmup": WARMUP,
-            "label_smoothing": LABEL_SMOOTHING,
-            "normalization": "tokens",
-            "clip_grad_norm": CLIP,
-            "weight_decay": 0.0,
-            "batch_type": "token",
-            "batch_size": args.joeynmt_max_tokens or args.max_tokens,
-            "batch_multiplier": 1,
-            "epochs": 1000,
-            "updates": args.warmup + args.updates + 1,
-            "logging_freq": args.log_every,
-            "validation_freq": 10**8,
-            "keep_best_ckpts": 1,
-            "shuffle": True,
-            "overwrite": True,
-            "print_valid_sents": [],
-            "num_workers": 0,
-        },
-        "model": {
-            "initializer": "xavier_uniform",
-            "bias_initializer": "zeros",
-            "embed_initializer": "normal",
-            "embed_init_weight": D_MODEL**-0.5,
-            "tied_embeddings": True,
-            "tied_softmax": True,
-            "encoder": stack,
-            "decoder": dict(stack),
-        },
-    }
 
 
 def thread_env(threads: int) -> dict[str, str]:
@@ -343,21 +257,6 @@ def prepare_mtkit(out: Path, data: Path, spm_model: Path) -> Path:
     print(f"  $ {shlex.join(cmd)}", flush=True)
     subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, cwd=ROOT)
     return out
-
-
-def mtkit_config(args: argparse.Namespace) -> dict:
-    """TrainConfig fields plus a model mapping, matched to the JoeyNMT config."""
-    return {
-        "preset": "transformer-small", "device": "cpu", "precision": "fp32", "seed": 1,
-        "max_tokens": args.max_tokens, "update_freq": 1, "lr": LR, "warmup_updates": WARMUP,
-        "warmup_init_lr": 1e-7, "adam_betas": BETAS, "weight_decay": 0.0, "clip_norm": CLIP,
-        "label_smoothing": LABEL_SMOOTHING, "max_updates": args.warmup + args.updates,
-        "validate_every": 0, "save_every": 0, "keep_last": 1, "log_every": args.log_every,
-        "num_workers": 0,
-        # JoeyNMT drops out after the FFN's ReLU too, at the same rate
-        "model": {"dropout": DROPOUT, "attention_dropout": DROPOUT,
-                  "activation_dropout": DROPOUT, "pre_norm": False},
-    }  # fmt: skip
 
 
 def mtkit_update_tokens(data: Path, args: argparse.Namespace, seed: int) -> list[tuple[int, int]]:

@@ -25,6 +25,9 @@ import numpy as np
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from flops import matmul_peak, train_matmul_flops  # noqa: E402
 
 from mtkit.config import ModelConfig, TrainConfig  # noqa: E402
 from mtkit.data.binarized import ParallelData, load_tokenizers, read_manifest  # noqa: E402
@@ -34,38 +37,16 @@ from mtkit.training.step import Stepper  # noqa: E402
 
 
 def pair_flops(cfg: ModelConfig, src_len: np.ndarray, tgt_len: np.ndarray) -> tuple[float, float]:
-    """Training matmul FLOPs of these pairs: (exact with attention, 6 x params-per-token).
-
-    Per pair, S = source + EOS, T = target + 1 positions, d width, f FFN width, V target vocab:
-    encoder layer S(8d^2 + 4df) + 4S^2 d; decoder layer T(12d^2 + 4df) + 4Sd^2 (memory keys and
-    values) + 4T^2 d + 4TSd; output projection 2TdV; times 3 for forward + backward.
-    """
+    """Training matmul FLOPs of these pairs: (exact with attention, 6 x params-per-token)."""
     d, f, v = cfg.d_model, cfg.ffn_dim, cfg.tgt_vocab_size
-    s = src_len.astype(np.float64) + 1
-    t = tgt_len.astype(np.float64) + 1
-    enc = s * (8 * d * d + 4 * d * f) + 4 * s * s * d
-    dec = t * (12 * d * d + 4 * d * f) + 4 * s * d * d + 4 * t * t * d + 4 * t * s * d
-    exact = cfg.encoder_layers * enc.sum() + cfg.decoder_layers * dec.sum() + 2 * t.sum() * d * v
+    exact = train_matmul_flops(src_len, tgt_len, d, f, v, cfg.encoder_layers, cfg.decoder_layers)
+    s, t = src_len.astype(np.float64) + 1, tgt_len.astype(np.float64) + 1
     # 6 N D: each weight once per token of its side (2 FLOPs forward, 4 backward)
     enc_w = cfg.encoder_layers * (4 * d * d + 2 * d * f)
     dec_w = cfg.decoder_layers * (6 * d * d + 2 * d * f)
     approx = 6 * (enc_w * s.sum() + dec_w * t.sum() + 2 * cfg.decoder_layers * d * d * s.sum()
                   + d * v * t.sum())  # fmt: skip
-    return 3 * float(exact), float(approx)
-
-
-def matmul_peak(device: torch.device, dtype: torch.dtype, size: int, repeats: int = 10) -> float:
-    """Best FLOP/s of a square matmul of ``size`` in ``dtype`` (TF32 left at torch's default)."""
-    a = torch.randn(size, size, device=device, dtype=dtype)
-    b = torch.randn(size, size, device=device, dtype=dtype)
-    best = float("inf")
-    for _ in range(repeats + 2):
-        _sync(device)
-        start = time.perf_counter()
-        torch.matmul(a, b)
-        _sync(device)
-        best = min(best, time.perf_counter() - start)
-    return 2 * size**3 / best
+    return exact, float(approx)
 
 
 def _sync(device: torch.device) -> None:
@@ -115,11 +96,11 @@ def bench_train_mtkit(
     tgt_tokens = int((train.tgt_lengths[timed] + 1).sum())
     padded = sum(len(b) * int(train.tgt_lengths[b.numpy()].max() + 1) for b in batches[warmup:])
     size = 4096 if step.device.type == "cuda" else 1024
-    peak_fp32 = matmul_peak(step.device, torch.float32, size)
+    peak_fp32 = matmul_peak(step.device, torch.float32, size, repeats=10)
     train_dtype = step.amp_dtype or torch.float32
-    peak_train = (
-        peak_fp32 if train_dtype == torch.float32 else matmul_peak(step.device, train_dtype, size)
-    )
+    peak_train = peak_fp32
+    if train_dtype != torch.float32:
+        peak_train = matmul_peak(step.device, train_dtype, size, repeats=10)
     return {
         "device": str(step.device), "precision": step.precision, "threads": torch.get_num_threads(),
         "params": count_parameters(step.model), "max_tokens": max_tokens, "updates": updates,

@@ -29,47 +29,16 @@ from collections.abc import Callable
 from pathlib import Path
 
 import torch
+from multi30k import random_checkpoint, read_text
 
 from mtkit.config import TranslateConfig
-from mtkit.data.tokenizer import Tokenizer, train_spm
 from mtkit.decoding import search as search_module
 from mtkit.decoding.search import Ensemble
-from mtkit.model.transformer import EncoderOut, build_model, resolve_model_config
+from mtkit.model.transformer import EncoderOut
 from mtkit.pipeline.translate import Translator, encode_lines, load_translator, translate_ids
-from mtkit.training.checkpoint import save_checkpoint
 
 ROOT = Path(__file__).resolve().parent.parent
 WORK = ROOT / ".bench" / "translate"
-DATA_DIRS = (Path("/work/shared/data/multi30k"), ROOT / "recipes" / "multi30k" / "data")
-
-
-def read_text(split: str, lang: str) -> list[str]:
-    for directory in DATA_DIRS:
-        for path in (directory / f"{split}.{lang}", directory / f"{split}.{lang}.gz"):
-            if path.is_file():
-                import gzip
-
-                opener = gzip.open if path.suffix == ".gz" else open
-                with opener(path, "rt", encoding="utf-8") as handle:
-                    return [line.rstrip("\n") for line in handle]
-    raise SystemExit(f"Multi30k {split}.{lang} not found in {', '.join(map(str, DATA_DIRS))}")
-
-
-def random_checkpoint() -> Path:
-    """A random transformer-small with a joint 8k spm trained on Multi30k train (cached)."""
-    path = WORK / "random-small.pt"
-    if path.is_file():
-        return path
-    WORK.mkdir(parents=True, exist_ok=True)
-    print("training a joint 8k spm on Multi30k train for the random model ...", flush=True)
-    spm = train_spm(read_text("train", "en") + read_text("train", "de"), vocab_size=8000)
-    n = len(Tokenizer(spm))
-    cfg = resolve_model_config("transformer-small", n, n, {"share_all_embeddings": True})
-    torch.manual_seed(0)
-    model = build_model(cfg)
-    save_checkpoint({"model_config": dataclasses.asdict(cfg), "model": model.state_dict(),
-                     "spm": {"src": spm, "tgt": spm}}, path)  # fmt: skip
-    return path
 
 
 # ---------------------------------------------------------------------------------------------
@@ -94,9 +63,11 @@ class UncachedEnsemble(Ensemble):
         self.prefix = torch.cat([self.prefix, tokens[:, None]], dim=1)  # (R, t + 1)
         return self.models[0].decode(self.prefix, self.enc)[:, -1].float().log_softmax(-1)
 
-    def reorder(self, index: torch.Tensor, source: bool) -> None:
+    def reorder(self, index: torch.Tensor, sources: torch.Tensor | None) -> None:
+        """Rows ``index``; the encoder output, held once per row here, moves with its rows
+        whenever they change sentences (``sources`` given), as with Ensemble.reorder."""
         self.prefix = self.prefix.index_select(0, index)
-        if source:
+        if sources is not None:
             self.enc = select_rows(self.enc, index)
 
 
@@ -193,7 +164,7 @@ def main(args: argparse.Namespace) -> None:
     if args.threads:
         torch.set_num_threads(args.threads)
     random_model = args.checkpoint is None
-    ckpt = str(args.checkpoint or random_checkpoint())
+    ckpt = str(args.checkpoint or random_checkpoint(WORK))
     lines = read_text("test_2016_flickr", "en")[: args.limit]
     refs = read_text("test_2016_flickr", "de")
     slow = lines[: args.slow_limit]
