@@ -41,13 +41,13 @@ from mtkit.data.tokenizer import EOS_ID, Tokenizer
 from mtkit.decoding.batching import pad_batch, token_batches
 from mtkit.decoding.search import Hypothesis, check_config, generate
 from mtkit.errors import MtkitError, naming_output
+from mtkit.model.packed import onednn_available, pack_linears
+from mtkit.model.transformer import Transformer
 from mtkit.pipeline.signals import Interrupted, SignalGuard
+from mtkit.training.checkpoint import load_for_inference
 
 if TYPE_CHECKING:
     from mtkit.export.ct2 import Ct2Model
-from mtkit.model.packed import onednn_available, pack_linears
-from mtkit.model.transformer import Transformer
-from mtkit.training.checkpoint import load_for_inference
 
 STDIO = "-"
 NBEST_HEADER = "LINE\tRANK\tSCORE\tLOGPROB\tTRANSLATION"
