@@ -111,7 +111,8 @@ class Transformer(nn.Module):
                 nn.init.xavier_uniform_(module.weight)
                 if module.bias is not None:
                     nn.init.zeros_(module.bias)
-        for embed in {self.src_embed, self.tgt_embed}:
+        shared = self.tgt_embed is self.src_embed
+        for embed in [self.src_embed] if shared else [self.src_embed, self.tgt_embed]:  # in order
             nn.init.normal_(embed.weight, mean=0.0, std=self.cfg.d_model**-0.5)
             nn.init.zeros_(embed.weight[PAD_ID])
 

@@ -10,9 +10,9 @@ from mtkit.model.layers import sinusoidal_positions
 from mtkit.model.transformer import build_model, count_parameters, resolve_model_config
 
 
-def tiny(pre_norm: bool = False, **kw) -> torch.nn.Module:
+def tiny(pre_norm: bool = False, src_vocab: int = 23, **kw) -> torch.nn.Module:
     torch.manual_seed(0)
-    cfg = ModelConfig(src_vocab_size=23, tgt_vocab_size=29, d_model=32, ffn_dim=64, heads=4,
+    cfg = ModelConfig(src_vocab_size=src_vocab, tgt_vocab_size=29, d_model=32, ffn_dim=64, heads=4,
                       encoder_layers=2, decoder_layers=2, dropout=0.0, attention_dropout=0.0,
                       pre_norm=pre_norm, **kw)  # fmt: skip
     return build_model(cfg).eval()
@@ -121,6 +121,19 @@ def test_reorder_refuses_rows_that_cannot_share_sources_evenly() -> None:
         cache = model.start_cache(model.encode(batch([5, 7], 23)), max_len=3)
     with pytest.raises(ValueError, match="3 rows cannot share 2 sources"):
         cache.reorder(torch.tensor([0, 0, 1]), torch.tensor([0, 1]))
+
+
+@pytest.mark.parametrize("share", [False, True])
+def test_same_seed_same_weights(share: bool) -> None:
+    """Initialisation draws in a fixed order: separate source and target embeddings once came
+    from a set, whose order follows memory addresses, and two builds could differ."""
+    vocab = 29 if share else 23
+    first = tiny(src_vocab=vocab, share_all_embeddings=share).state_dict()
+    for _ in range(10):
+        garbage = [torch.nn.Embedding(5, 3) for _ in range(7)]  # shift memory addresses
+        again = tiny(src_vocab=vocab, share_all_embeddings=share).state_dict()
+        assert all(torch.equal(first[k], again[k]) for k in first), garbage
+    assert torch.equal(first["src_embed.weight"][1:], first["tgt_embed.weight"][1:]) == share
 
 
 @pytest.mark.parametrize("pre_norm", [False, True])
