@@ -39,6 +39,7 @@ from bad_input_world import (
     future_ckpt,
     head,
     lines,
+    made,
     metrics,
     other_tool_ckpt,
     plain_spm,
@@ -62,6 +63,8 @@ from bad_input_world import (
     windows,
 )
 from training.training_helpers import train_args
+
+EN_TEXT = EN.decode().splitlines()
 
 ROWS = [
     # -- mtkit spm train --------------------------------------------------------------------
@@ -231,7 +234,10 @@ ROWS = [
     Row("average-too-few", ["average", "--last", "3", "{run}", "-o", "{t}/avg.pt"],
         error=r"run: 2 numbered checkpoints, fewer than 3"),
     Row("average-output-dir-missing", ["average", "--last", "2", "{run}", "-o",
-        "{t}/nodir/avg.pt"], error=r"nodir: directory does not exist"),
+        "{t}/nodir/avg.pt"], check=made("nodir/avg.pt", b"PK")),
+    Row("average-full-disk-in-a-new-dir", ["average", "--last", "2", "{run}", "-o",
+        "{t}/nodir/avg.pt"], error=r"avg\.pt: could not write checkpoint \(No space left",
+        patch=full_disk_in_checkpoint_writer),
     Row("average-full-disk", ["average", "--last", "2", "{run}", "-o", "{t}/avg.pt"],
         error=r"avg\.pt: could not write checkpoint \(No space left on device\)",
         patch=full_disk_in_checkpoint_writer),
@@ -268,7 +274,10 @@ ROWS = [
     Row("translate-wrong-type", [*TRANSLATE, "-m", "{ckpt}", *TO_FILE, "--beam", "wide"],
         {"in.txt": EN}, r"Invalid value for '-b' / '--beam': 'wide' is not a valid integer"),
     Row("translate-output-dir-missing", [*TRANSLATE, "-m", "{ckpt}", "-i", "{t}/in.txt", "-o",
-        "{t}/nodir/out.txt"], {"in.txt": EN}, r"nodir: output directory does not exist"),
+        "{t}/nodir/out.txt"], {"in.txt": EN}, check=translated_as(*EN_TEXT, out="nodir/out.txt")),
+    Row("translate-full-disk-in-a-new-dir", [*TRANSLATE, "-m", "{ckpt}", "-i", "{t}/in.txt",
+        "-o", "{t}/nodir/out.txt"], {"in.txt": EN}, r"out\.txt: cannot write \(No space left",
+        patch=full_disk_in_translation_output),
     Row("translate-output-is-a-directory", [*TRANSLATE, "-m", "{ckpt}", *TO_FILE],
         {"in.txt": EN, "out.txt": directory}, r"out\.txt: is a directory"),
     Row("translate-full-disk", [*TRANSLATE, "-m", "{ckpt}", *TO_FILE], {"in.txt": EN},
@@ -318,7 +327,7 @@ ROWS = [
     Row("evaluate-crafted-model", ["evaluate", "-m", "{t}/x.pt", "--src", "{t}/h.txt", "-r",
         "{t}/r.txt"], {**HR, "x.pt": crafted}, CRAFTED),
     Row("evaluate-output-dir-missing", ["evaluate", "-m", "{ckpt}", "--src", "{t}/h.txt", "-r",
-        "{t}/r.txt", "-o", "{t}/nodir/hyp.txt"], HR, r"directory .*nodir does not exist"),
+        "{t}/r.txt", "-o", "{t}/nodir/hyp.txt"], HR, check=made("nodir/hyp.txt", b"")),
     Row("evaluate-crlf-bom", [*EVALUATE, "--json"], {"h.txt": windows(EN), "r.txt": DE},
         check=evaluated_like(EN, DE)),
     Row("evaluate-nul-bytes", [*EVALUATE, "--json", "--metrics", "bleu"],
@@ -362,7 +371,7 @@ ROWS = [
         r"metrics\.jsonl:1: 'valid_bleu' and 'elapsed' must be numbers"),
     Row("plot-output-dir-missing", ["plot", "{t}/run", "-o", "{t}/nodir/c.png"],
         {"run": directory, "run/metrics.jsonl": metrics(*VALID)},
-        r"nodir: directory does not exist"),
+        check=made("nodir/c.png", b"\x89PNG")),
     Row("plot-output-is-a-directory", ["plot", "{t}/run", "-o", "{t}/d"],
         {"run": directory, "run/metrics.jsonl": metrics(*VALID), "d": directory},
         r"/d: is a directory"),

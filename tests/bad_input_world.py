@@ -21,6 +21,7 @@ import torch
 from click.testing import CliRunner
 from training.training_helpers import train_args
 
+from mtkit import staging as staging_module
 from mtkit.cli import cli
 from mtkit.config import TranslateConfig
 from mtkit.pipeline import translate as translate_module
@@ -221,7 +222,7 @@ def full_disk_in_translation_output(mp: pytest.MonkeyPatch) -> None:
             return Full(real(fd, "wb", buffering=0))
         return real(fd, mode, *args, **kwargs)
 
-    mp.setattr(translate_module.os, "fdopen", fdopen)
+    mp.setattr(staging_module.os, "fdopen", fdopen)
 
 
 def full_disk_in_dataset_writer(mp: pytest.MonkeyPatch) -> None:
@@ -243,9 +244,9 @@ def out_lines(path: Path) -> list[str]:
     return data.decode().split("\n")[:-1]
 
 
-def translated_as(*source: str) -> Check:
+def translated_as(*source: str, out: str = "out.txt") -> Check:
     def check(w: World, t: Path, r: Outcome) -> None:
-        assert out_lines(t / "out.txt") == w.translate(list(source))
+        assert out_lines(t / out) == w.translate(list(source))
 
     return check
 
@@ -322,6 +323,16 @@ def scored_as_sacrebleu(hyps: list[str], refs: list[str]) -> Check:
 
         expected = sacrebleu.corpus_bleu(hyps, [refs]).score
         assert json.loads(r.stdout)[0]["score"] == pytest.approx(expected)
+
+    return check
+
+
+def made(relative: str, prefix: bytes) -> Check:
+    """The command wrote ``relative``, making its missing directories; it starts with
+    ``prefix`` (a zip's for checkpoints, PNG's for plots)."""
+
+    def check(w: World, t: Path, r: Outcome) -> None:
+        assert (t / relative).read_bytes().startswith(prefix)
 
     return check
 

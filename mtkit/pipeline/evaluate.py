@@ -93,10 +93,8 @@ def _check_options(config: EvaluateConfig) -> None:
             raise MtkitError("-m/--model needs --src, the source file to translate")
         if config.input != STDIN:
             raise MtkitError("give either -i (hypotheses) or -m with --src (translate), not both")
-        if config.output and not Path(config.output).parent.is_dir():
-            raise MtkitError(
-                f"{config.output}: directory {Path(config.output).parent} does not exist"
-            )
+        if config.output and Path(config.output).is_dir():
+            raise MtkitError(f"{config.output}: is a directory")
     elif config.src:
         raise MtkitError("--src is only used with -m/--model")
     elif config.output:

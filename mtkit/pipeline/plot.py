@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import contextlib
 import json
-import os
-import tempfile
 from pathlib import Path
 
 from mtkit.errors import MtkitError
 from mtkit.pipeline.textio import decode_line
+from mtkit.staging import staged_file
 
 METRICS_LOG = "metrics.jsonl"
 
@@ -72,8 +71,6 @@ def plot_runs(run_dirs: list[str], output: str, metric: str = "valid_bleu") -> s
     except ImportError:
         raise MtkitError("mtkit plot needs matplotlib: pip install 'mtkit[plot]'") from None
     out = Path(output)
-    if not out.parent.is_dir():
-        raise MtkitError(f"{out.parent}: directory does not exist")
     if out.is_dir():
         raise MtkitError(f"{out}: is a directory")
     curves = {run: read_curve(run, metric) for run in run_dirs}
@@ -86,12 +83,7 @@ def plot_runs(run_dirs: list[str], output: str, metric: str = "valid_bleu") -> s
     ax.grid(alpha=0.3)
     ax.legend()
     fig.tight_layout()
-    fd, tmp = tempfile.mkstemp(prefix=f".{out.name}.", suffix=".tmp", dir=out.parent)
-    os.close(fd)
-    try:
-        fig.savefig(tmp, format="png")
-        os.replace(tmp, out)
-    finally:
-        Path(tmp).unlink(missing_ok=True)
+    with staged_file(out) as handle:
+        fig.savefig(handle, format="png")
         plt.close(fig)
     return str(out)

@@ -10,7 +10,6 @@ both files are written to a temporary name and renamed.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable, Iterator
 from itertools import chain
 from pathlib import Path
@@ -21,6 +20,7 @@ from mtkit.data.cleaning import normalize
 from mtkit.data.corpus import Source, open_source, read_lines
 from mtkit.data.tokenizer import MAX_SENTENCE_BYTES, Tokenizer, train_spm
 from mtkit.errors import MtkitError
+from mtkit.staging import staged_file
 
 
 class _Guarded:
@@ -80,12 +80,8 @@ def vocab_text(proto: bytes) -> str:
 
 
 def _write_atomic(path: Path, data: bytes) -> None:
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    try:
-        tmp.write_bytes(data)
-        os.replace(tmp, path)
-    finally:
-        tmp.unlink(missing_ok=True)
+    with staged_file(path) as handle:
+        handle.write(data)
 
 
 def train_one(cfg: SpmConfig, prefix: str, sentences: Iterator[str]) -> dict[str, Any]:

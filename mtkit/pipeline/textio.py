@@ -15,8 +15,6 @@ from __future__ import annotations
 import codecs
 import contextlib
 import gzip
-import os
-import secrets
 import sys
 import zlib
 from collections.abc import Iterable, Iterator
@@ -24,6 +22,7 @@ from pathlib import Path
 from typing import BinaryIO
 
 from mtkit.errors import MtkitError
+from mtkit.staging import staged_file
 
 STDIN = "-"
 
@@ -116,52 +115,15 @@ def read_lines(path: str | Path) -> list[str]:
 
 
 def atomic_write_text(path: str | Path, text: str) -> None:
-    """Write ``text`` as UTF-8 to ``path`` through a temporary file in the same directory.
-
-    The temporary file is flushed to disk and renamed over ``path`` (:func:`os.replace`), so
-    readers see the old file or the new one, never a part. Line ends are written as given. The
-    new file gets the usual permissions (0666 less the umask). Raises :class:`MtkitError` when
-    the directory does not exist or the file cannot be written; nothing is left behind then.
-    """
-    path = Path(path)
-    directory = path.parent
-    if not directory.is_dir():
-        raise MtkitError(f"{path}: directory {directory} does not exist")
-    tmp = directory / f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp"
-    created = False
+    """Write ``text`` as UTF-8 to ``path`` whole or not at all, line ends as given
+    (:func:`mtkit.staging.staged_file`); :class:`MtkitError` naming ``path`` when it cannot."""
     try:
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
-        created = True
-        with os.fdopen(fd, "w", encoding="utf-8", newline="") as handle:
-            handle.write(text)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, path)
-    except BaseException as err:
-        if created:
-            tmp.unlink(missing_ok=True)
-        if isinstance(err, IsADirectoryError):
-            raise MtkitError(f"{path}: is a directory") from None
-        if isinstance(err, OSError):
-            raise MtkitError(f"{path}: cannot write ({err.strerror or err})") from None
-        raise
-    _fsync_directory(directory)
+        with staged_file(path) as handle:
+            handle.write(text.encode("utf-8"))
+    except OSError as err:
+        raise MtkitError(f"{path}: cannot write ({err.strerror or err})") from None
 
 
 def atomic_write_lines(path: str | Path, lines: Iterable[str]) -> None:
     """Write ``lines`` one per line (each ending in ``\\n``) with :func:`atomic_write_text`."""
     atomic_write_text(path, "".join(f"{line}\n" for line in lines))
-
-
-def _fsync_directory(directory: Path) -> None:
-    """Make a rename durable; best effort, as some file systems refuse to fsync directories."""
-    try:
-        fd = os.open(directory, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)

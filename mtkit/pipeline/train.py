@@ -28,6 +28,7 @@ import yaml
 
 from mtkit.config import ModelConfig, TrainConfig, apply_overrides, from_dict, load_yaml
 from mtkit.errors import MtkitError
+from mtkit.staging import staged_file
 
 CONFIG_FILE = "config.yaml"
 # budget, bookkeeping and execution fields: they do not change what one update computes
@@ -160,10 +161,8 @@ def resume_configs(
 
 def save_run_config(cfg: TrainConfig, model: ModelConfig) -> None:
     text = yaml.safe_dump({**asdict(cfg), "model": asdict(model)}, sort_keys=False)
-    path = Path(cfg.run_dir) / CONFIG_FILE
-    tmp = path.with_name(f".{CONFIG_FILE}.tmp")
-    tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, path)
+    with staged_file(Path(cfg.run_dir) / CONFIG_FILE) as handle:
+        handle.write(text.encode("utf-8"))
 
 
 def note(text: str, quiet: bool) -> None:

@@ -21,9 +21,7 @@ file output is not written at all.
 
 from __future__ import annotations
 
-import os
 import sys
-import tempfile
 import time
 import warnings
 from collections.abc import Iterable, Iterator
@@ -44,6 +42,7 @@ from mtkit.errors import MtkitError, naming_output
 from mtkit.model.packed import onednn_available, pack_linears
 from mtkit.model.transformer import Transformer
 from mtkit.pipeline.signals import Interrupted, SignalGuard
+from mtkit.staging import staged_file
 from mtkit.training.checkpoint import load_for_inference
 
 if TYPE_CHECKING:
@@ -338,12 +337,8 @@ def _check_paths(input: str, output: str) -> None:
         raise MtkitError(f"{input}: no such input file")
     if input != STDIO and Path(input).is_dir():
         raise MtkitError(f"{input}: is a directory, not a text file")
-    if output != STDIO:
-        out = Path(output)
-        if not out.parent.is_dir():
-            raise MtkitError(f"{out.parent}: output directory does not exist")
-        if out.is_dir():
-            raise MtkitError(f"{output}: is a directory")
+    if output != STDIO and Path(output).is_dir():
+        raise MtkitError(f"{output}: is a directory")
 
 
 def translate_file(
@@ -398,19 +393,8 @@ def _translate_to_file(
     guard: SignalGuard | None = None,
 ) -> int:
     """Write to a temporary file beside ``output``; rename it over ``output`` when complete."""
-    out = Path(output)
-    fd, tmp = tempfile.mkstemp(prefix=f".{out.name}.", suffix=".tmp", dir=out.parent)
-    try:
-        umask = os.umask(0o022)
-        os.umask(umask)
-        os.chmod(tmp, 0o666 & ~umask)  # mkstemp makes 0600; give the usual permissions
-        with os.fdopen(fd, "wb") as handle:
-            count = translate_stream(tr, lines, handle, progress, guard)
-        os.replace(tmp, out)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    return count
+    with staged_file(output) as handle:
+        return translate_stream(tr, lines, handle, progress, guard)
 
 
 def _progress_bar() -> Any:

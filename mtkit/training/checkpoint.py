@@ -18,10 +18,8 @@ tensors and plain containers is refused with a clear error.
 
 from __future__ import annotations
 
-import os
 import pickle
 import re
-import tempfile
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
@@ -34,46 +32,21 @@ from mtkit.config import ModelConfig, from_dict
 from mtkit.data.tokenizer import Tokenizer
 from mtkit.errors import MtkitError
 from mtkit.model.transformer import Transformer, build_model
+from mtkit.staging import staged_file
 
 FORMAT = "mtkit-checkpoint"
 CHECKPOINT_VERSION = 1
 
 
 def save_checkpoint(payload: dict[str, Any], path: str | Path) -> None:
-    """Write ``payload`` to a temporary file beside ``path``, fsync, then rename over it."""
-    path = Path(path)
-    if not path.parent.is_dir():
-        raise MtkitError(f"{path.parent}: directory does not exist")
+    """Write ``payload`` whole or not at all (:func:`mtkit.staging.staged_file`)."""
     payload = {"format": FORMAT, "format_version": CHECKPOINT_VERSION,
                "mtkit_version": __version__, **payload}  # fmt: skip
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
-        with os.fdopen(fd, "wb") as handle:
+        with staged_file(path) as handle:
             torch.save(payload, handle)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, path)
-    except BaseException as err:
-        Path(tmp).unlink(missing_ok=True)
-        if isinstance(err, OSError):
-            raise MtkitError(
-                f"{path}: could not write checkpoint ({err.strerror or err})"
-            ) from None
-        raise
-    _fsync_dir(path.parent)
-
-
-def _fsync_dir(directory: Path) -> None:
-    try:
-        fd = os.open(directory, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
+    except OSError as err:
+        raise MtkitError(f"{path}: could not write checkpoint ({err.strerror or err})") from None
 
 
 def load_checkpoint(path: str | Path, map_location: str | torch.device = "cpu") -> dict[str, Any]:

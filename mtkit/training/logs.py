@@ -15,14 +15,14 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import sys
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
 from tqdm import tqdm
+
+from mtkit.staging import staged_file
 
 METRICS_LOG = "metrics.jsonl"
 
@@ -39,10 +39,8 @@ def truncate_metrics(run_dir: str | Path, update: int) -> None:
                 kept.append(line)
         except (json.JSONDecodeError, AttributeError, TypeError, ValueError):
             continue  # a line cut short by a kill
-    fd, tmp = tempfile.mkstemp(prefix=f".{METRICS_LOG}.", dir=path.parent)
-    with os.fdopen(fd, "w", encoding="utf-8") as handle:
-        handle.write("".join(f"{line}\n" for line in kept))
-    os.replace(tmp, path)
+    with staged_file(path) as handle:
+        handle.write("".join(f"{line}\n" for line in kept).encode("utf-8"))
 
 
 def format_duration(seconds: float) -> str:

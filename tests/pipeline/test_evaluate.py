@@ -217,7 +217,7 @@ def test_file_errors(tmp_path: Path) -> None:
         ({"output": "out.de"}, "--output is only used with -m"),
         ({"checkpoints": ["m.pt"]}, "-m/--model needs --src"),
         ({"checkpoints": ["m.pt"], "src": "x.en", "input": "h.de"}, "either -i .* or -m"),
-        ({"checkpoints": ["m.pt"], "src": "x.en", "output": "/nope/out.de"}, "/nope does not"),
+        ({"checkpoints": ["m.pt"], "src": "x.en", "output": "/"}, "/: is a directory"),
         ({"compare": ["b.de"], "paired": "t"}, "--paired: unknown test 't'"),
         ({"width": -1}, "--width must be between 0 and 10"),
     ],

@@ -137,9 +137,11 @@ def test_atomic_write_respects_umask(tmp_path: Path) -> None:
     assert stat.S_IMODE((tmp_path / "out.txt").stat().st_mode) == 0o644
 
 
-def test_atomic_write_missing_directory(tmp_path: Path) -> None:
-    with pytest.raises(MtkitError, match="directory .*/nope does not exist"):
-        atomic_write_text(tmp_path / "nope" / "out.txt", "x")
+def test_atomic_write_missing_directory_is_made(tmp_path: Path) -> None:
+    atomic_write_text(tmp_path / "nope" / "out.txt", "x\r\n")
+    assert (tmp_path / "nope" / "out.txt").read_bytes() == b"x\r\n"
+    (tmp_path / "nope" / "out.txt").unlink()
+    (tmp_path / "nope").rmdir()
     (tmp_path / "adir").mkdir()
     with pytest.raises(MtkitError, match="adir: is a directory"):
         atomic_write_text(tmp_path / "adir", "x")

@@ -235,8 +235,8 @@ def test_file_to_file_and_path_errors(ckpt: str, tmp_path: Path) -> None:
     stats = translate_file([ckpt], str(source), str(target), TranslateConfig(**FAST))
     assert stats.lines == 3 and len(target.read_text().split("\n")) == 4
     assert target.stat().st_mode & 0o644 == 0o644  # not mkstemp's 0600
-    with pytest.raises(MtkitError, match="output directory does not exist"):
-        translate_file([ckpt], str(source), str(tmp_path / "no" / "out.txt"), TranslateConfig())
+    translate_file([ckpt], str(source), str(tmp_path / "new" / "out.txt"), TranslateConfig(**FAST))
+    assert (tmp_path / "new" / "out.txt").read_bytes() == target.read_bytes()
     with pytest.raises(MtkitError, match="no such input file"):
         translate_file([ckpt], str(tmp_path / "missing.txt"), "-", TranslateConfig())
     with pytest.raises(MtkitError, match="no such checkpoint"):

@@ -113,5 +113,9 @@ def test_failed_write_leaves_old_file(tmp_path: Path, spm_bytes: bytes, monkeypa
         save_checkpoint(payload, tmp_path / "a.pt")
     assert (tmp_path / "a.pt").read_bytes() == before
     assert sorted(p.name for p in tmp_path.iterdir()) == ["a.pt"]
-    with pytest.raises(MtkitError, match="does not exist"):
+    with pytest.raises(MtkitError, match="No space left"):  # no directory made for it stays
         save_checkpoint(payload, tmp_path / "nodir" / "b.pt")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a.pt"]
+    monkeypatch.undo()
+    save_checkpoint(payload, tmp_path / "nodir" / "b.pt")
+    assert load_checkpoint(tmp_path / "nodir" / "b.pt")["format"] == "mtkit-checkpoint"
