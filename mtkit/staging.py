@@ -91,10 +91,10 @@ def staged_file(path: str | Path) -> Iterator[BinaryIO]:
         tmp.unlink(missing_ok=True)
         _remove_dirs(made)
         raise
-    fsync_dir(path.parent)
+    _fsync_dir(path.parent)
 
 
-def fsync_dir(directory: Path) -> None:
+def _fsync_dir(directory: Path) -> None:
     """Make a rename in ``directory`` durable; best effort (some file systems refuse)."""
     try:
         fd = os.open(directory, os.O_RDONLY)

@@ -210,7 +210,8 @@ def full_disk_in_checkpoint_writer(mp: pytest.MonkeyPatch) -> None:
     mp.setattr(checkpoint_module.torch, "save", save)
 
 
-def full_disk_in_translation_output(mp: pytest.MonkeyPatch) -> None:
+def full_disk_in_file_output(mp: pytest.MonkeyPatch) -> None:
+    """Every write to a staged output file (translations, vocabularies, ...) finds the disk full."""
     real = os.fdopen
 
     class Full(io.BufferedWriter):

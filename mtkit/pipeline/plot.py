@@ -71,8 +71,6 @@ def plot_runs(run_dirs: list[str], output: str, metric: str = "valid_bleu") -> s
     except ImportError:
         raise MtkitError("mtkit plot needs matplotlib: pip install 'mtkit[plot]'") from None
     out = Path(output)
-    if out.is_dir():
-        raise MtkitError(f"{out}: is a directory")
     curves = {run: read_curve(run, metric) for run in run_dirs}
     fig, ax = plt.subplots(figsize=(6, 4), dpi=120)
     for run, points in curves.items():

@@ -20,7 +20,7 @@ from mtkit.data.cleaning import normalize
 from mtkit.data.corpus import Source, open_source, read_lines
 from mtkit.data.tokenizer import MAX_SENTENCE_BYTES, Tokenizer, train_spm
 from mtkit.errors import MtkitError
-from mtkit.staging import staged_file
+from mtkit.pipeline.textio import atomic_write_bytes, atomic_write_text
 
 
 class _Guarded:
@@ -79,11 +79,6 @@ def vocab_text(proto: bytes) -> str:
     return "".join(f"{sp.IdToPiece(i)}\t{sp.GetScore(i):g}\n" for i in range(sp.GetPieceSize()))
 
 
-def _write_atomic(path: Path, data: bytes) -> None:
-    with staged_file(path) as handle:
-        handle.write(data)
-
-
 def train_one(cfg: SpmConfig, prefix: str, sentences: Iterator[str]) -> dict[str, Any]:
     """Train one model on ``sentences``; write PREFIX.model and PREFIX.vocab."""
     guarded = _Guarded(sentences)
@@ -112,9 +107,8 @@ def train_one(cfg: SpmConfig, prefix: str, sentences: Iterator[str]) -> dict[str
     if guarded.error is not None:  # the real cause of a failure, or input cut short
         raise guarded.error
     model, vocab = Path(f"{prefix}.model"), Path(f"{prefix}.vocab")
-    model.parent.mkdir(parents=True, exist_ok=True)
-    _write_atomic(vocab, vocab_text(proto).encode("utf-8"))
-    _write_atomic(model, proto)
+    atomic_write_text(vocab, vocab_text(proto))
+    atomic_write_bytes(model, proto)
     tok = Tokenizer(proto, name=str(model))
     return {
         "model": str(model),

@@ -114,14 +114,19 @@ def read_lines(path: str | Path) -> list[str]:
     return list(iter_lines(path))
 
 
-def atomic_write_text(path: str | Path, text: str) -> None:
-    """Write ``text`` as UTF-8 to ``path`` whole or not at all, line ends as given
-    (:func:`mtkit.staging.staged_file`); :class:`MtkitError` naming ``path`` when it cannot."""
+def atomic_write_bytes(path: str | Path, data: bytes) -> None:
+    """Write ``data`` to ``path`` whole or not at all (:func:`mtkit.staging.staged_file`);
+    :class:`MtkitError` naming ``path`` when it cannot."""
     try:
         with staged_file(path) as handle:
-            handle.write(text.encode("utf-8"))
+            handle.write(data)
     except OSError as err:
         raise MtkitError(f"{path}: cannot write ({err.strerror or err})") from None
+
+
+def atomic_write_text(path: str | Path, text: str) -> None:
+    """Write ``text`` as UTF-8 with :func:`atomic_write_bytes`, line ends as given."""
+    atomic_write_bytes(path, text.encode("utf-8"))
 
 
 def atomic_write_lines(path: str | Path, lines: Iterable[str]) -> None:

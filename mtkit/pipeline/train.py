@@ -28,7 +28,7 @@ import yaml
 
 from mtkit.config import ModelConfig, TrainConfig, apply_overrides, from_dict, load_yaml
 from mtkit.errors import MtkitError
-from mtkit.staging import staged_file
+from mtkit.pipeline.textio import atomic_write_text
 
 CONFIG_FILE = "config.yaml"
 # budget, bookkeeping and execution fields: they do not change what one update computes
@@ -161,8 +161,7 @@ def resume_configs(
 
 def save_run_config(cfg: TrainConfig, model: ModelConfig) -> None:
     text = yaml.safe_dump({**asdict(cfg), "model": asdict(model)}, sort_keys=False)
-    with staged_file(Path(cfg.run_dir) / CONFIG_FILE) as handle:
-        handle.write(text.encode("utf-8"))
+    atomic_write_text(Path(cfg.run_dir) / CONFIG_FILE, text)
 
 
 def note(text: str, quiet: bool) -> None:
