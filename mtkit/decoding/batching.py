@@ -1,4 +1,4 @@
-"""Grouping sentences of similar length into padded batches bounded by a token budget."""
+"""Padded batches of token rows (grouping by length: :mod:`mtkit.data.batching`)."""
 
 from __future__ import annotations
 
@@ -8,29 +8,6 @@ import torch
 from torch import Tensor
 
 from mtkit.data.tokenizer import PAD_ID
-
-
-def token_batches(lengths: Sequence[int], max_tokens: int) -> list[list[int]]:
-    """Indices of ``lengths`` grouped longest first so that rows x longest row <= max_tokens.
-
-    Each batch holds sentences of similar length, so little padding is computed; a sentence
-    longer than ``max_tokens`` gets a batch of its own.
-
-    >>> token_batches([3, 9, 4, 8, 2], max_tokens=16)
-    [[1], [3, 2], [0, 4]]
-    """
-    order = sorted(range(len(lengths)), key=lambda i: -lengths[i])
-    batches: list[list[int]] = []
-    current: list[int] = []
-    for i in order:
-        width = lengths[current[0]] if current else lengths[i]  # the first is the longest
-        if current and width * (len(current) + 1) > max_tokens:
-            batches.append(current)
-            current = []
-        current.append(i)
-    if current:
-        batches.append(current)
-    return batches
 
 
 def pad_batch(rows: Sequence[Sequence[int]], device: torch.device | str = "cpu") -> Tensor:

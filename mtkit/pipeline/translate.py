@@ -35,8 +35,9 @@ import torch
 from torch import nn
 
 from mtkit.config import TranslateConfig
+from mtkit.data.batching import token_batches
 from mtkit.data.tokenizer import EOS_ID, Tokenizer
-from mtkit.decoding.batching import pad_batch, token_batches
+from mtkit.decoding.batching import pad_batch
 from mtkit.decoding.search import Hypothesis, check_config, generate
 from mtkit.errors import MtkitError, naming_output
 from mtkit.model.packed import onednn_available, pack_linears

@@ -27,9 +27,9 @@ from torch import Tensor
 from torch.nn.utils.rnn import pad_sequence
 from torch.utils.data import DataLoader, Dataset
 
+from mtkit.data.batching import cut_batches
 from mtkit.data.binarized import ParallelData
 from mtkit.data.tokenizer import BOS_ID, EOS_ID, PAD_ID
-from mtkit.errors import MtkitError
 
 
 def sentence_sizes(src_lengths: np.ndarray, tgt_lengths: np.ndarray) -> Tensor:
@@ -40,25 +40,14 @@ def sentence_sizes(src_lengths: np.ndarray, tgt_lengths: np.ndarray) -> Tensor:
 
 
 def chunk_sorted(order: Tensor, sizes: Tensor, max_tokens: int) -> list[Tensor]:
-    """Cut ``order`` (indices ascending by size) greedily into batches of <= max_tokens.
+    """Cut ``order`` (indices ascending by size) greedily into batches of <= max_tokens; a pair
+    longer than max_tokens is an error (:func:`mtkit.data.batching.cut_batches`).
 
     >>> [b.tolist() for b in chunk_sorted(torch.tensor([2, 0, 1]), torch.tensor([3, 3, 2]), 6)]
     [[2, 0], [1]]
     """
-    ordered = sizes[order].tolist()
-    if ordered and ordered[-1] > max_tokens:
-        raise MtkitError(
-            f"a sentence pair of {ordered[-1]} tokens (BOS/EOS included) exceeds max_tokens="
-            f"{max_tokens}: raise max_tokens or prepare the data with a lower length limit"
-        )
-    bounds, start = [], 0
-    for i, size in enumerate(ordered):
-        if (i - start + 1) * size > max_tokens:  # ascending: size is the batch's longest row
-            bounds.append((start, i))
-            start = i
-    if ordered:
-        bounds.append((start, len(ordered)))
-    return [order[a:b] for a, b in bounds]
+    batches = cut_batches(order.tolist(), sizes.tolist(), max_tokens, oversize="error")
+    return list(order.split([len(b) for b in batches])) if batches else []
 
 
 def epoch_generator(seed: int, epoch: int) -> torch.Generator:

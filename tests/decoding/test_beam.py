@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from mtkit.data.tokenizer import BOS_ID, EOS_ID, PAD_ID, UNK_ID
-from mtkit.decoding.batching import pad_batch, token_batches
+from mtkit.decoding.batching import pad_batch
 from mtkit.decoding.beam import (
     Candidates,
     ban_repeated_ngrams,
@@ -166,15 +166,6 @@ def test_max_target_lengths() -> None:
     src = torch.tensor([[5, 6, 7, EOS_ID], [5, EOS_ID, PAD_ID, PAD_ID], [EOS_ID, 0, 0, 0]])
     assert max_target_lengths(src, 1.5, 2, min_len=0, cap=100).tolist() == [6, 3, 2]
     assert max_target_lengths(src, 1.5, 2, min_len=3, cap=5).tolist() == [5, 3, 3]
-
-
-def test_token_batches_respects_budget_and_covers_all() -> None:
-    lengths = [3, 9, 4, 8, 2, 2, 30, 5]
-    batches = token_batches(lengths, max_tokens=16)
-    assert sorted(i for b in batches for i in b) == list(range(len(lengths)))
-    for batch in batches:
-        assert len(batch) == 1 or len(batch) * max(lengths[i] for i in batch) <= 16
-    assert batches[0] == [6]  # longer than the budget: alone, and first
 
 
 def test_pad_batch() -> None:

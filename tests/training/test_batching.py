@@ -71,6 +71,20 @@ def test_buckets_group_similar_lengths() -> None:
     assert padded < 1.1 * int(sizes.sum())  # little padding after sorting
 
 
+def test_epoch_batches_unchanged() -> None:
+    """Pinned from the code before bucketing moved to mtkit.data.batching: same seed, same data."""
+    sizes = sentence_sizes(np.array([3, 0, 7, 12, 5, 5, 1, 9, 2, 14, 4, 6]),
+                           np.array([4, 2, 3, 11, 8, 5, 0, 10, 2, 3, 6, 6]))  # fmt: skip
+    assert sizes.tolist() == [5, 3, 8, 13, 9, 6, 2, 11, 3, 15, 7, 7]
+    epoch1 = [[3], [2, 4], [5, 10, 11], [9], [6, 8, 1, 0], [7]]
+    epoch2 = [[6, 1, 8, 0], [3], [9], [7], [5, 10, 11], [2, 4]]
+    assert [b.tolist() for b in epoch_batches(sizes, 24, seed=7, epoch=1)] == epoch1
+    assert [b.tolist() for b in epoch_batches(sizes, 24, seed=7, epoch=2)] == epoch2
+    assert [b.dtype for b in epoch_batches(sizes, 24, seed=7, epoch=1)] == [torch.int64] * 6
+    expected = [[6, 1, 8, 0], [5, 10, 11], [2, 4], [7], [3], [9]]
+    assert [b.tolist() for b in sorted_batches(sizes, 24)] == expected
+
+
 def test_chunk_and_too_long_sentence() -> None:
     order = torch.tensor([2, 0, 1])
     sizes = torch.tensor([3, 3, 2])
