@@ -45,8 +45,12 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from multi30k import random_checkpoint, read_text
+
+if TYPE_CHECKING:
+    from mtkit.config import TranslateConfig
 
 ROOT = Path(__file__).resolve().parent.parent
 BENCH_DIR = ROOT / ".bench"
@@ -222,8 +226,8 @@ def export_all(ckpt: Path) -> dict[str, Path]:
 
 def make_batches(lines: list[str], ckpt: Path, size: int) -> tuple[list[list[str]], list[int]]:
     """Lines sorted by source length (longest first), in groups of ``size``; and the order."""
+    from mtkit.checkpoint import load_checkpoint
     from mtkit.data.tokenizer import Tokenizer
-    from mtkit.training.checkpoint import load_checkpoint
 
     src = Tokenizer(load_checkpoint(ckpt)["spm"]["src"])
     lengths = [len(ids) for ids in src.encode(lines)]
@@ -232,51 +236,42 @@ def make_batches(lines: list[str], ckpt: Path, size: int) -> tuple[list[list[str
     return [ordered[i : i + size] for i in range(0, len(ordered), size)], order
 
 
-def run_mtkit(ckpt: Path, batches: list[list[str]], opts: dict, quantize: str, matmul: str):
-    from mtkit.config import TranslateConfig
-    from mtkit.pipeline.translate import encode_lines, load_translator, translate_ids
+def engine_config(opts: dict, **runtime) -> TranslateConfig:
+    """The benchmark's search options; max_tokens so large that every engine decodes the same
+    batches (no further splitting)."""
+    from mtkit.config import SearchConfig, TranslateConfig
 
-    # max_tokens: no further splitting, every engine decodes the same batches
-    cfg = TranslateConfig(beam=opts["beam"], lenpen=opts["lenpen"], max_len_a=opts["max_len_a"],
-                          max_len_b=opts["max_len_b"], min_len=opts["min_len"], device="cpu",
-                          threads=opts["threads"], quantize=quantize, cpu_matmul=matmul,
-                          max_tokens=10**9)  # fmt: skip
-    tr = load_translator([str(ckpt)], cfg)
+    search = SearchConfig(beam=opts["beam"], lenpen=opts["lenpen"], max_len_a=opts["max_len_a"],
+                          max_len_b=opts["max_len_b"], min_len=opts["min_len"])  # fmt: skip
+    return TranslateConfig(search, device="cpu", threads=opts["threads"], max_tokens=10**9,
+                           **runtime)  # fmt: skip
+
+
+def run_engine(engine, batches: list[list[str]], opts: dict):
+    """Time ``engine`` (mtkit's protocol) on ``batches``; tokens generated, EOS included."""
 
     def run(batch: list[str]) -> tuple[list[str], int]:
-        sources = encode_lines(tr, batch, 1)
-        texts, tokens = [""] * len(batch), 0
-        for index, hyps in translate_ids(tr, sources):
-            best = [h[0].tokens for h in hyps]
-            tokens += sum(len(t) + 1 for t in best)  # + EOS
-            for i, text in zip(index, tr.tgt_tokenizer.decode(best), strict=True):
-                texts[i] = text
-        return texts, tokens
+        results = engine.translate(batch)
+        texts = [hyps[0].text if hyps else "" for hyps in results]
+        return texts, sum(hyps[0].tokens + 1 for hyps in results if hyps)
 
     return _timed(run, batches, opts["repeat"])
+
+
+def run_mtkit(ckpt: Path, batches: list[list[str]], opts: dict, quantize: str, matmul: str):
+    from mtkit.engines import load_engine
+
+    cfg = engine_config(opts, quantize=quantize, cpu_matmul=matmul)
+    return run_engine(load_engine([str(ckpt)], cfg), batches, opts)
 
 
 def run_mtkit_ct2(ckpt: Path, model_dir: Path, batches: list[list[str]], opts: dict):
     """`mtkit translate --engine ctranslate2` (its library function) on the same batches:
     mtkit's tokenization, length limits and batching around CTranslate2, in this process."""
-    from mtkit.config import TranslateConfig
-    from mtkit.export.ct2 import load_ct2, translate_with_ct2
+    from mtkit.engines import load_engine
 
-    cfg = TranslateConfig(beam=opts["beam"], lenpen=opts["lenpen"], max_len_a=opts["max_len_a"],
-                          max_len_b=opts["max_len_b"], min_len=opts["min_len"], device="cpu",
-                          threads=opts["threads"], engine="ctranslate2",
-                          max_tokens=10**9)  # fmt: skip
-    model = load_ct2(model_dir, cfg)
-
-    def run(batch: list[str]) -> tuple[list[str], int]:
-        texts = translate_with_ct2(model, batch)
-        return texts, 0
-
-    outputs, _, seconds = _timed(run, batches, opts["repeat"])
-    # tokens generated, EOS included: the outputs re-encoded (not timed; sentencepiece
-    # detokenization is reversible for these outputs up to whitespace)
-    tokens = sum(len(ids) + 1 for ids in model.tgt.encode(outputs))
-    return outputs, tokens, seconds
+    cfg = engine_config(opts, engine="ctranslate2")
+    return run_engine(load_engine([str(model_dir)], cfg), batches, opts)
 
 
 def run_peer(python: Path, engine: str, model_dir: Path | None, batches, opts: dict, ckpt: Path):
@@ -328,7 +323,7 @@ def main(args: argparse.Namespace) -> None:
     ckpt = Path(args.checkpoint) if args.checkpoint else random_checkpoint(WORK)
     lines, refs = read_text("test_2016_flickr", "en"), read_text("test_2016_flickr", "de")
     lines, refs = lines[: args.limit or None], refs[: args.limit or None]
-    from mtkit.training.checkpoint import load_checkpoint
+    from mtkit.checkpoint import load_checkpoint
 
     max_positions = load_checkpoint(ckpt)["model_config"].get("max_positions", 1024)
     forced = dict(max_len_a=0.0, max_len_b=args.random_len, min_len=args.random_len)

@@ -79,10 +79,10 @@ def tiny_model(directory: Path) -> tuple[Path, Path]:
 def make_model(directory: Path) -> None:
     import torch
 
+    from mtkit.checkpoint import save_checkpoint
     from mtkit.config import ModelConfig
     from mtkit.data.tokenizer import Tokenizer, train_spm
     from mtkit.model.transformer import build_model
-    from mtkit.training.checkpoint import save_checkpoint
 
     spm_path, ckpt_path = directory / "joint.model", directory / "tiny.pt"
     if not spm_path.is_file():

@@ -34,8 +34,9 @@ from multi30k import random_checkpoint, read_text
 from mtkit.config import TranslateConfig
 from mtkit.decoding import search as search_module
 from mtkit.decoding.search import Ensemble
+from mtkit.engines import load_engine
+from mtkit.engines.base import Engine
 from mtkit.model.transformer import EncoderOut
-from mtkit.pipeline.translate import Translator, encode_lines, load_translator, translate_ids
 
 ROOT = Path(__file__).resolve().parent.parent
 WORK = ROOT / ".bench" / "translate"
@@ -63,12 +64,12 @@ class UncachedEnsemble(Ensemble):
         self.prefix = torch.cat([self.prefix, tokens[:, None]], dim=1)  # (R, t + 1)
         return self.models[0].decode(self.prefix, self.enc)[:, -1].float().log_softmax(-1)
 
-    def reorder(self, index: torch.Tensor, sources: torch.Tensor | None) -> None:
-        """Rows ``index``; the encoder output, held once per row here, moves with its rows
+    def reorder(self, rows: torch.Tensor, sources: torch.Tensor | None) -> None:
+        """Keep ``rows``; the encoder output, held once per row here, moves with its rows
         whenever they change sentences (``sources`` given), as with Ensemble.reorder."""
-        self.prefix = self.prefix.index_select(0, index)
+        self.prefix = self.prefix.index_select(0, rows)
         if sources is not None:
-            self.enc = select_rows(self.enc, index)
+            self.enc = select_rows(self.enc, rows)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -92,19 +93,14 @@ class Row:
         return self.tokens / self.seconds
 
 
-def run_lines(tr: Translator, lines: list[str]) -> tuple[list[str], int]:
+def run_lines(tr: Engine, lines: list[str]) -> tuple[list[str], int]:
     """Translations of ``lines`` and the number of target tokens generated (EOS included)."""
-    sources = encode_lines(tr, lines, 1)
-    texts, tokens = [""] * len(lines), 0
-    for index, hyps in translate_ids(tr, sources):
-        best = [h[0].tokens for h in hyps]
-        tokens += sum(len(t) + 1 for t in best)
-        for i, text in zip(index, tr.tgt_tokenizer.decode(best), strict=True):
-            texts[i] = text
-    return texts, tokens
+    results = tr.translate(lines)
+    texts = [hyps[0].text if hyps else "" for hyps in results]
+    return texts, sum(hyps[0].tokens + 1 for hyps in results if hyps)
 
 
-def measure(name: str, tr: Translator, lines: list[str], one_by_one: bool = False) -> Row:
+def measure(name: str, tr: Engine, lines: list[str], one_by_one: bool = False) -> Row:
     run_lines(tr, lines[:8])  # warm-up
     start = time.perf_counter()
     if one_by_one:
@@ -118,7 +114,7 @@ def measure(name: str, tr: Translator, lines: list[str], one_by_one: bool = Fals
     return row
 
 
-def measure_uncached(name: str, tr: Translator, lines: list[str]) -> Row:
+def measure_uncached(name: str, tr: Engine, lines: list[str]) -> Row:
     original = search_module.Ensemble
     search_module.Ensemble = UncachedEnsemble  # type: ignore[misc]
     try:
@@ -169,11 +165,12 @@ def main(args: argparse.Namespace) -> None:
     refs = read_text("test_2016_flickr", "de")
     slow = lines[: args.slow_limit]
     forced = dict(max_len_a=0.0, max_len_b=args.random_len, min_len=args.random_len)
-    base = TranslateConfig(beam=5, device="cpu", max_tokens=args.max_tokens, threads=args.threads,
-                           **(forced if random_model else {}))  # fmt: skip
-    fp32 = load_translator([ckpt], base)
-    greedy = load_translator([ckpt], dataclasses.replace(base, beam=1))
-    int8 = load_translator([ckpt], dataclasses.replace(base, quantize="int8"))
+    base = TranslateConfig.from_flat(dict(beam=5, device="cpu", max_tokens=args.max_tokens,
+                                          threads=args.threads,
+                                          **(forced if random_model else {})))  # fmt: skip
+    fp32 = load_engine([ckpt], base)
+    greedy = load_engine([ckpt], dataclasses.replace(base, search=base.search.replace(beam=1)))
+    int8 = load_engine([ckpt], dataclasses.replace(base, quantize="int8"))
     print(f"threads {torch.get_num_threads()}, {len(lines)} lines ({len(slow)} for slow rows)")
     plan: list[tuple[str, Callable[[], Row]]] = [
         ("batched beam5", lambda: measure("batched beam5", fp32, lines)),

@@ -46,9 +46,9 @@ def random_checkpoint(work: Path) -> Path:
 
     import torch
 
+    from mtkit.checkpoint import save_checkpoint
     from mtkit.data.tokenizer import Tokenizer, train_spm
     from mtkit.model.transformer import build_model, resolve_model_config
-    from mtkit.training.checkpoint import save_checkpoint
 
     path = work / "random-small.pt"
     if path.is_file():

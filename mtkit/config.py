@@ -145,11 +145,18 @@ class TrainConfig:
 # Decoding and evaluation
 
 
-@dataclass
-class TranslateConfig:
-    """`mtkit translate`: batched beam search."""
+LENPEN_STYLES = ("fairseq", "gnmt")  # fairseq: len**a | gnmt: ((5+len)/6)**a
 
-    beam: int = 5
+
+@dataclass(frozen=True)
+class SearchConfig:
+    """What a search computes: beam search, greedy decoding (beam 1) or sampling.
+
+    Validated when built, so every SearchConfig that exists is usable. ``beam`` left unset is 5
+    for beam search and 1 with ``sampling``, which draws ``nbest`` independent samples.
+    """
+
+    beam: int | None = None  # None: 5, or 1 with sampling
     nbest: int = 1
     lenpen: float = 1.0
     lenpen_style: str = "fairseq"  # fairseq: len**a | gnmt: ((5+len)/6)**a
@@ -162,16 +169,96 @@ class TranslateConfig:
     top_k: int = 0
     top_p: float = 1.0
     temperature: float = 1.0
-    max_tokens: int = 4096  # source tokens per batch
+    seed: int = 1  # sampling
+
+    def __post_init__(self) -> None:
+        if self.beam is None:
+            object.__setattr__(self, "beam", 1 if self.sampling else 5)
+        for ok, message in self._rules():
+            if not ok:
+                raise MtkitError(message)
+
+    @property
+    def width(self) -> int:
+        """The beam width, resolved (never None)."""
+        assert self.beam is not None
+        return self.beam
+
+    def _rules(self) -> list[tuple[bool, str]]:
+        beam = self.width
+        return [
+            (beam >= 1, f"--beam must be at least 1, got {beam}"),
+            (self.nbest >= 1, f"--nbest must be at least 1, got {self.nbest}"),
+            (self.sampling or self.nbest <= beam,
+             f"--nbest {self.nbest} exceeds --beam {beam} (nbest must be <= beam)"),
+            (not self.sampling or beam == 1,
+             f"--sampling draws nbest samples per input; it takes no --beam (got {beam})"),
+            (self.lenpen_style in LENPEN_STYLES, f"--lenpen-style must be one of "
+             f"{', '.join(LENPEN_STYLES)}, got {self.lenpen_style!r}"),
+            (self.min_len >= 0, f"--min-len must be >= 0, got {self.min_len}"),
+            (self.max_len_a >= 0 and self.max_len_b >= 0, "--max-len-a/-b must be >= 0"),
+            (self.no_repeat_ngram >= 0, "--no-repeat-ngram must be >= 0"),
+            (self.temperature > 0, f"--temperature must be > 0, got {self.temperature}"),
+            (self.top_k >= 0, f"--top-k must be >= 0, got {self.top_k}"),
+            (0 < self.top_p <= 1, f"--top-p must be in (0, 1], got {self.top_p}"),
+        ]  # fmt: skip
+
+    def replace(self, **changes: Any) -> SearchConfig:
+        """A copy with ``changes`` (validated again); ``beam`` re-resolves if not given."""
+        values = {**dataclasses.asdict(self), **changes}
+        if "beam" not in changes and "sampling" in changes:
+            values["beam"] = None
+        return SearchConfig(**values)
+
+
+ENGINES = ("mtkit", "ctranslate2")
+DTYPES = ("fp32", "bf16", "fp16")
+CPU_MATMULS = ("onednn", "default")
+
+
+@dataclass
+class TranslateConfig:
+    """`mtkit translate`: the search, and how and where it runs."""
+
+    search: SearchConfig = field(default_factory=SearchConfig)
+    max_tokens: int = 4096  # source tokens per batch, padding counted
     max_input_tokens: int = 1000  # longer inputs are truncated to this many pieces (documented cap)
-    device: str = "auto"
-    dtype: str = "fp32"
+    device: str = "auto"  # auto | cpu | cuda | cuda:N
+    dtype: str = "fp32"  # fp32 | bf16 | fp16
     quantize: str = ""  # "" | int8
     cpu_matmul: str = "onednn"  # CPU fp32: onednn (weights packed once) | default (torch's)
-    seed: int = 1
     threads: int = 0  # torch CPU threads; 0: torch's default
     engine: str = "mtkit"  # mtkit | ctranslate2 (-m names an `mtkit export` directory)
     chunk_lines: int = 10000  # lines read, sorted by length and translated at a time (streaming)
+
+    def __post_init__(self) -> None:
+        rules = [
+            (self.max_tokens >= 1, f"--max-tokens must be positive, got {self.max_tokens}"),
+            (self.max_input_tokens >= 1,
+             f"--max-input-tokens must be positive, got {self.max_input_tokens}"),
+            (self.chunk_lines >= 1, f"chunk_lines must be positive, got {self.chunk_lines}"),
+            (self.threads >= 0, f"--threads must be >= 0, got {self.threads}"),
+            (self.dtype in DTYPES, f"--dtype must be one of {', '.join(DTYPES)}, "
+             f"got {self.dtype!r}"),
+            (self.quantize in ("", "int8"), f"--quantize must be int8 (or empty), "
+             f"got {self.quantize!r}"),
+            (self.cpu_matmul in CPU_MATMULS, f"--cpu-matmul must be one of "
+             f"{', '.join(CPU_MATMULS)}, got {self.cpu_matmul!r}"),
+            (self.engine in ENGINES, f"--engine: unknown engine {self.engine!r} "
+             f"({' or '.join(ENGINES)})"),
+        ]  # fmt: skip
+        for ok, message in rules:
+            if not ok:
+                raise MtkitError(message)
+
+    @classmethod
+    def from_flat(cls, values: dict[str, Any], where: str = "config") -> TranslateConfig:
+        """Build from one flat mapping (command-line flags): SearchConfig's fields go to
+        ``search``, the rest to the runtime settings; unknown names and wrong types refused."""
+        names = {f.name for f in dataclasses.fields(SearchConfig)}
+        search = {k: v for k, v in values.items() if k in names}
+        runtime = {k: v for k, v in values.items() if k not in names}
+        return from_dict(cls, {**runtime, "search": search}, where)
 
 
 @dataclass
@@ -209,6 +296,10 @@ def _check_value(name: str, value: Any, annotation: Any, where: str) -> Any:
             return None
         annotation = next(a for a in args if a is not type(None))
         origin = typing.get_origin(annotation)
+    if dataclasses.is_dataclass(annotation):
+        if isinstance(value, annotation):
+            return value
+        return from_dict(annotation, value, f"{where}: {name}")
     if origin is list:
         (item,) = typing.get_args(annotation)
         if not isinstance(value, list | tuple):

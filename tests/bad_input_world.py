@@ -21,16 +21,16 @@ import torch
 from click.testing import CliRunner
 from training.training_helpers import train_args
 
+from mtkit import checkpoint as checkpoint_module
 from mtkit import staging as staging_module
+from mtkit.checkpoint import load_checkpoint
 from mtkit.cli import cli
-from mtkit.config import TranslateConfig
+from mtkit.config import SearchConfig, TranslateConfig
 from mtkit.pipeline import translate as translate_module
-from mtkit.training import checkpoint as checkpoint_module
-from mtkit.training.checkpoint import load_checkpoint
 
 REPO = Path(__file__).resolve().parents[1]
 FAST = ["--beam", "1", "--max-len-a", "0", "--max-len-b", "3", "-q"]
-FAST_CONFIG = TranslateConfig(beam=1, max_len_a=0.0, max_len_b=3)
+FAST_CONFIG = TranslateConfig(SearchConfig(beam=1, max_len_a=0.0, max_len_b=3))
 MB_LINE = b"the man " * 131072  # a 1 MiB line
 
 

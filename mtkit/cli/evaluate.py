@@ -5,7 +5,7 @@ from __future__ import annotations
 import click
 
 from mtkit.cli.common import user_errors
-from mtkit.config import EvaluateConfig, TranslateConfig
+from mtkit.config import EvaluateConfig, SearchConfig, TranslateConfig
 
 
 @click.command()
@@ -115,5 +115,5 @@ def evaluate(input_: str, refs: tuple[str, ...], metrics: str, tokenize: str, lo
         output=output, width=width,
     )  # fmt: skip
     with user_errors():
-        report = run_evaluate(config, TranslateConfig(beam=beam, device=device))
+        report = run_evaluate(config, TranslateConfig(SearchConfig(beam=beam), device=device))
     click.echo(report.to_json() if as_json else report.to_text())

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import sys
 from collections.abc import Callable
@@ -10,11 +11,12 @@ from typing import Any
 import click
 
 from mtkit.cli.common import user_errors
-from mtkit.config import TranslateConfig, apply_overrides
+from mtkit.config import SearchConfig, TranslateConfig
 
-# (flags, TranslateConfig field, type, help); every default comes from TranslateConfig
+# (flags, SearchConfig or TranslateConfig field, type, help); every default comes from them
 SEARCH_OPTIONS: list[tuple[tuple[str, ...], str, Any, str]] = [
-    (("-b", "--beam"), "beam", click.IntRange(1), "Beam width; 1 is greedy decoding."),
+    (("-b", "--beam"), "beam", click.IntRange(1),
+     "Beam width; 1 is greedy decoding.  [default: 5; with --sampling: 1]"),
     (("-n", "--nbest"), "nbest", click.IntRange(1),
      "Hypotheses per input (TSV: LINE RANK SCORE LOGPROB TRANSLATION)."),
     (("--lenpen",), "lenpen", float, "Length penalty exponent alpha."),
@@ -47,12 +49,19 @@ SEARCH_OPTIONS: list[tuple[tuple[str, ...], str, Any, str]] = [
 ]  # fmt: skip
 
 
+def default_of(name: str) -> Any:
+    """The default of a SearchConfig or TranslateConfig field (the search's when both)."""
+    search = {f.name: f for f in dataclasses.fields(SearchConfig)}
+    if name in search:
+        return search[name].default
+    return {f.name: f for f in dataclasses.fields(TranslateConfig)}[name].default
+
+
 def search_options(func: Callable) -> Callable:
-    """Add one click option per TranslateConfig field in SEARCH_OPTIONS (default None = unset)."""
-    defaults = TranslateConfig()
+    """Add one click option per field in SEARCH_OPTIONS (default None = unset)."""
     for flags, name, kind, help_text in reversed(SEARCH_OPTIONS):
-        if kind is not None:
-            help_text = f"{help_text}  [default: {getattr(defaults, name)}]"
+        if kind is not None and default_of(name) is not None:
+            help_text = f"{help_text}  [default: {default_of(name)}]"
         if kind is None:
             func = click.option(*flags, name, is_flag=True, default=None, help=help_text)(func)
         else:
@@ -98,9 +107,7 @@ def translate(models: tuple[str, ...], input_path: str, output_path: str, quiet:
 
     with user_errors():
         given = {key: value for key, value in options.items() if value is not None}
-        if given.get("sampling") and "beam" not in given:
-            given["beam"] = 1  # sampling draws --nbest samples; the default beam does not apply
-        config = apply_overrides(TranslateConfig(), given, where="mtkit translate")
+        config = TranslateConfig.from_flat(given, where="mtkit translate")
         try:
             stats = translate_file(
                 list(models), input_path, output_path, config,

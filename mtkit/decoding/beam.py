@@ -13,9 +13,8 @@ from typing import NamedTuple
 import torch
 from torch import Tensor
 
+from mtkit.config import LENPEN_STYLES
 from mtkit.data.tokenizer import BOS_ID, EOS_ID, PAD_ID, UNK_ID
-
-LENPEN_STYLES = ("fairseq", "gnmt")
 
 
 def length_penalty(length: Tensor | float, alpha: float, style: str = "fairseq") -> Tensor | float:

@@ -21,10 +21,9 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor
 
-from mtkit.config import TranslateConfig
+from mtkit.config import SearchConfig
 from mtkit.data.tokenizer import BOS_ID, EOS_ID, UNK_ID
 from mtkit.decoding.beam import (
-    LENPEN_STYLES,
     Candidates,
     beam_candidates,
     constrain,
@@ -33,10 +32,9 @@ from mtkit.decoding.beam import (
     max_target_lengths,
     select_active,
 )
+from mtkit.decoding.protocol import DecodingState, StepDecoder
 from mtkit.decoding.sampling import greedy_tokens, sample_tokens
 from mtkit.errors import MtkitError
-from mtkit.model.layers import DecoderCache
-from mtkit.model.transformer import Transformer
 
 
 @dataclass
@@ -49,73 +47,48 @@ class Hypothesis:
     logprob: float
 
 
-def check_config(config: TranslateConfig) -> None:
-    """Refuse contradictory or out-of-range search options with a one-line error."""
-    checks = [
-        (config.beam >= 1, f"--beam must be at least 1, got {config.beam}"),
-        (config.nbest >= 1, f"--nbest must be at least 1, got {config.nbest}"),
-        (config.sampling or config.nbest <= config.beam,
-         f"--nbest {config.nbest} exceeds --beam {config.beam} (nbest must be <= beam)"),
-        (not config.sampling or config.beam == 1,
-         f"--sampling draws nbest samples per input; it takes no --beam (got {config.beam})"),
-        (config.lenpen_style in LENPEN_STYLES,
-         f"--lenpen-style must be one of {', '.join(LENPEN_STYLES)}, got {config.lenpen_style!r}"),
-        (config.min_len >= 0, f"--min-len must be >= 0, got {config.min_len}"),
-        (config.max_len_a >= 0 and config.max_len_b >= 0, "--max-len-a/-b must be >= 0"),
-        (config.no_repeat_ngram >= 0, "--no-repeat-ngram must be >= 0"),
-        (config.temperature > 0, f"--temperature must be > 0, got {config.temperature}"),
-        (config.top_k >= 0, f"--top-k must be >= 0, got {config.top_k}"),
-        (0 < config.top_p <= 1, f"--top-p must be in (0, 1], got {config.top_p}"),
-    ]  # fmt: skip
-    for ok, message in checks:
-        if not ok:
-            raise MtkitError(message)
-
-
 class Ensemble:
-    """Several models decoding in lockstep, each with its own cache (one model: no overhead).
+    """Several models decoding in lockstep, each with its own state (one model: no overhead).
 
     The ensemble distribution is the renormalised mean of the models' log-probabilities.
     """
 
-    def __init__(self, models: list[Transformer]) -> None:
+    def __init__(self, models: list[StepDecoder]) -> None:
         if not models:
             raise MtkitError("no model to decode with")
-        sizes = {m.cfg.tgt_vocab_size for m in models}
+        sizes = {m.tgt_vocab_size for m in models}
         if len(sizes) > 1:
             raise MtkitError(f"ensembled models have different target vocabularies {sorted(sizes)}")
         self.models = models
-        self.max_positions = min(m.cfg.max_positions for m in models)
-        self.caches: list[DecoderCache] = []
+        self.max_positions = min(m.max_positions for m in models)
+        self.states: list[DecodingState] = []
 
     def start(self, src: Tensor, copies: int, max_len: int) -> None:
-        """Encode src (B, S) and make caches for B * copies rows (copies of a row adjacent)."""
-        index = torch.arange(src.shape[0], device=src.device).repeat_interleave(copies)
-        self.caches = []
+        """Encode src (B, S) and start states for B * copies rows (copies of a row adjacent,
+        each with its own copy of the source state, since copies leave independently)."""
+        rows = torch.arange(src.shape[0], device=src.device).repeat_interleave(copies)
+        self.states = []
         for model in self.models:
-            cache = model.start_cache(model.encode(src), max_len)
+            state = model.start_state(model.encode(src), max_len)
             if copies > 1:
-                cache.reorder(index)  # cross keys/values computed once, copied to each row
-            self.caches.append(cache)
+                state.reorder(rows, rows)
+            self.states.append(state)
 
     def step(self, tokens: Tensor) -> Tensor:
         """Feed tokens (R,); return next-token log-probabilities (R, V) in float32."""
         lprobs = [
-            m.decode_step(tokens, c).float().log_softmax(-1)
-            for m, c in zip(self.models, self.caches, strict=True)
+            m.decode_step(tokens, s).float().log_softmax(-1)
+            for m, s in zip(self.models, self.states, strict=True)
         ]
         if len(lprobs) == 1:
             return lprobs[0]
         return torch.stack(lprobs).mean(0).log_softmax(-1)
 
-    def reorder(self, index: Tensor, sources: Tensor | None) -> None:
-        """Select rows ``index``; ``sources`` selects the source rows they share (see
-        :meth:`DecoderCache.reorder`), None when rows only move among one sentence's beams."""
-        for cache in self.caches:
-            if sources is None:
-                cache.reorder_self(index)
-            else:
-                cache.reorder(index, sources)
+    def reorder(self, rows: Tensor, sources: Tensor | None) -> None:
+        """Keep rows ``rows``; ``sources`` selects the source rows they share (see
+        :class:`DecodingState`), None when rows only move among one sentence's beams."""
+        for state in self.states:
+            state.reorder(rows, sources)
 
 
 @dataclass
@@ -133,7 +106,7 @@ class _Rows:
         return _Rows(history, scores, logprobs, self.max_lens.index_select(0, index))
 
 
-def _start(ens: Ensemble, src: Tensor, copies: int, config: TranslateConfig) -> tuple[_Rows, list]:
+def _start(ens: Ensemble, src: Tensor, copies: int, config: SearchConfig) -> tuple[_Rows, list]:
     """Encode, start the caches for ``copies`` rows per input; the rows and each input's limit."""
     if config.min_len > ens.max_positions - 1:
         raise MtkitError(f"--min-len {config.min_len} exceeds the model's max_positions")
@@ -148,13 +121,13 @@ def _start(ens: Ensemble, src: Tensor, copies: int, config: TranslateConfig) -> 
     return rows, limits.tolist()
 
 
-def _constrained(lprobs: Tensor, rows: _Rows, step: int, force_from: int, cfg: TranslateConfig):
+def _constrained(lprobs: Tensor, rows: _Rows, step: int, force_from: int, cfg: SearchConfig):
     """The search distribution: this step's log-probabilities (R, V), constrained in place."""
     return constrain(lprobs, step, rows.tokens[:, 1:], rows.max_lens, force_from,
                      cfg.min_len, cfg.unk_penalty, cfg.no_repeat_ngram)  # fmt: skip
 
 
-def _model_logprob(search_lprob: Tensor, tokens: Tensor, cfg: TranslateConfig) -> Tensor:
+def _model_logprob(search_lprob: Tensor, tokens: Tensor, cfg: SearchConfig) -> Tensor:
     """The models' log-probability of chosen tokens from their search log-probability.
 
     Of the rules in :func:`constrain`, only the UNK penalty shifts a finite value; the others
@@ -165,7 +138,7 @@ def _model_logprob(search_lprob: Tensor, tokens: Tensor, cfg: TranslateConfig) -
     return search_lprob + cfg.unk_penalty * tokens.eq(UNK_ID)
 
 
-def _hypothesis(tokens: Tensor, score: float, logprob: float, cfg: TranslateConfig) -> Hypothesis:
+def _hypothesis(tokens: Tensor, score: float, logprob: float, cfg: SearchConfig) -> Hypothesis:
     """A finished hypothesis from its tokens (without BOS/EOS) and raw sums."""
     lp = length_penalty(float(len(tokens) + 1), cfg.lenpen, cfg.lenpen_style)
     return Hypothesis(tokens.tolist(), score / lp, logprob)
@@ -180,7 +153,7 @@ def _best_first(found: list[list[Hypothesis]], n: int) -> list[list[Hypothesis]]
 
 
 def row_search(
-    ens: Ensemble, src: Tensor, cfg: TranslateConfig, generator: torch.Generator | None = None
+    ens: Ensemble, src: Tensor, cfg: SearchConfig, generator: torch.Generator | None = None
 ) -> list[list[Hypothesis]]:
     """Greedy decoding (beam 1), or ``cfg.nbest`` independent samples per input with sampling.
 
@@ -218,15 +191,15 @@ def row_search(
     return _best_first(found, cfg.nbest)
 
 
-def beam_search(ens: Ensemble, src: Tensor, cfg: TranslateConfig) -> list[list[Hypothesis]]:
-    """Batched beam search of width ``cfg.beam``; the ``cfg.nbest`` best per input, best first.
+def beam_search(ens: Ensemble, src: Tensor, cfg: SearchConfig) -> list[list[Hypothesis]]:
+    """Batched beam search of width ``cfg.width``; the ``cfg.nbest`` best per input, best first.
 
     ``sents`` maps the N active sentences to input rows; sentence i owns rows i*W..i*W+W-1,
     where W, the live beams per sentence, is 1 at the first step (all beams would be copies of
     BOS) and K afterwards (fewer while the 2K candidates leave fewer than K without EOS, which
     happens only with vocabularies smaller than 2K + 1).
     """
-    k = cfg.beam
+    k = cfg.width
     rows, limits = _start(ens, src, 1, cfg)
     sents = list(range(len(limits)))
     found: list[list[Hypothesis]] = [[] for _ in limits]
@@ -264,11 +237,11 @@ def _finalize(
     cand_logprobs: Tensor,
     rows: _Rows,
     found: list[list[Hypothesis]],
-    cfg: TranslateConfig,
+    cfg: SearchConfig,
 ) -> None:
     """Record EOS candidates among the top K as finished hypotheses of their sentence (N lists),
     at most K per sentence (fairseq's rule: a sentence is done once it has K)."""
-    k = cfg.beam
+    k = cfg.width
     mask = finished_mask(cand, k)  # (N, 2K)
     if not bool(mask.any()):  # the one host sync of most steps
         return
@@ -282,9 +255,9 @@ def _finalize(
 
 
 def generate(
-    models: list[Transformer],
+    models: list[StepDecoder],
     src: Tensor,
-    config: TranslateConfig,
+    config: SearchConfig,
     generator: torch.Generator | None = None,
 ) -> list[list[Hypothesis]]:
     """Translate src (B, S), rows = ids + EOS right-padded with PAD_ID; per row, best first.
@@ -294,7 +267,6 @@ def generate(
     row (fewer only if fewer finite-score hypotheses exist, as with tiny vocabularies).
     Models in training mode are switched to eval mode for the call and back afterwards.
     """
-    check_config(config)
     ens = Ensemble(models)
     training = [m.training for m in models]
     device = next(models[0].parameters()).device
@@ -307,7 +279,7 @@ def generate(
                 if generator is None:
                     generator = torch.Generator(device).manual_seed(config.seed)
                 return row_search(ens, src, config, generator)
-            if config.beam == 1:
+            if config.width == 1:
                 return row_search(ens, src, config)
             return beam_search(ens, src, config)
     finally:

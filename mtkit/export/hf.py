@@ -33,7 +33,7 @@ from typing import Any
 import torch
 from torch import Tensor, nn
 
-from mtkit.config import ModelConfig, TranslateConfig
+from mtkit.config import ModelConfig, SearchConfig
 from mtkit.data.tokenizer import BOS_ID, EOS_ID, PAD_ID, UNK_ID, Tokenizer
 from mtkit.errors import MtkitError
 from mtkit.export import require, staged_dir
@@ -86,7 +86,7 @@ def marian_config(cfg: ModelConfig) -> dict[str, Any]:
     )
 
 
-def generation_defaults(cfg: ModelConfig, tcfg: TranslateConfig | None = None) -> dict[str, Any]:
+def generation_defaults(cfg: ModelConfig, tcfg: SearchConfig | None = None) -> dict[str, Any]:
     """GenerationConfig arguments that make ``generate`` search like ``mtkit translate``.
 
     Both score a finished hypothesis as sum(log p) / len**lenpen with len counting EOS, and keep
@@ -95,7 +95,7 @@ def generation_defaults(cfg: ModelConfig, tcfg: TranslateConfig | None = None) -
     source-relative bound (max_len_a * src_len + max_len_b), so ``max_length`` is the model's
     position limit; pass ``max_length``/``max_new_tokens`` to ``generate`` for a tighter one.
     """
-    tcfg = tcfg or TranslateConfig()
+    tcfg = tcfg or SearchConfig()
     if tcfg.lenpen_style != "fairseq":
         raise MtkitError(
             f"lenpen_style={tcfg.lenpen_style!r} has no Hugging Face equivalent (use 'fairseq')"
@@ -106,7 +106,7 @@ def generation_defaults(cfg: ModelConfig, tcfg: TranslateConfig | None = None) -
         eos_token_id=EOS_ID,
         pad_token_id=PAD_ID,
         forced_eos_token_id=EOS_ID,
-        num_beams=tcfg.beam,
+        num_beams=tcfg.width,
         length_penalty=tcfg.lenpen,
         early_stopping=True,
         max_length=cfg.max_positions,
@@ -259,15 +259,15 @@ def export_hf(
     checkpoint: str | Path,
     out_dir: str | Path,
     force: bool = False,
-    translate_config: TranslateConfig | None = None,
+    search: SearchConfig | None = None,
 ) -> HFExport:
     """Write ``checkpoint`` as a MarianMTModel directory loadable offline by ``from_pretrained``."""
-    from mtkit.training.checkpoint import load_for_inference
+    from mtkit.checkpoint import load_for_inference
 
     loaded = load_for_inference(checkpoint)
     check_marian_compatible(loaded.config)
     transformers = require("transformers", "hf", "exporting to Hugging Face transformers")
-    generation = generation_defaults(loaded.config, translate_config)
+    generation = generation_defaults(loaded.config, search)
     with staged_dir(out_dir, force) as tmp:
         hf = build_marian(loaded.model)
         diff = max_logit_difference(loaded.model, hf)

@@ -7,11 +7,12 @@ B batch, S source length, T target length, D model width, H heads, Dh = D / H.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
+
+from mtkit.model.state import KeyValueCache, SourceCache
 
 
 def sinusoidal_positions(max_positions: int, dim: int) -> Tensor:
@@ -43,76 +44,6 @@ def merge_heads(x: Tensor) -> Tensor:
     return x.transpose(1, 2).reshape(b, t, h * dh)
 
 
-@dataclass
-class DecoderCache:
-    """Incremental decoding state for a whole decoder stack.
-
-    Self-attention keys/values are preallocated for ``max_len`` steps and filled one step at a
-    time; cross-attention keys/values are computed once per source sentence. With ``group`` > 1,
-    each run of ``group`` adjacent rows (one sentence's beams) shares one source row: the beams
-    attend to their source together, as ``group`` query positions over one copy of its keys.
-    """
-
-    self_k: Tensor  # (L, R, H, max_len, Dh), R rows being decoded
-    self_v: Tensor  # (L, R, H, max_len, Dh)
-    cross_k: Tensor  # (L, R / group, H, S, Dh)
-    cross_v: Tensor  # (L, R / group, H, S, Dh)
-    src_keep: Tensor | None  # (R / group, 1, 1, S) bool, True where the source is a real token
-    length: int = 0  # steps decoded so far
-    spare: tuple[Tensor, Tensor] | None = None  # buffers shaped like self_k/self_v, see reorder
-    group: int = 1  # adjacent rows per source row
-
-    def reorder(self, index: Tensor, sources: Tensor | None = None) -> None:
-        """Select/reorder rows (beam reordering, finished sentences leaving the batch).
-
-        ``index`` (R',) picks the rows' self-attention state. ``sources`` picks source rows
-        when rows do not map one to one onto sources (default: ``index``, one row per source);
-        each of them is then shared by ``R' / len(sources)`` adjacent rows.
-        """
-        sources = index if sources is None else sources
-        if len(index) % len(sources):
-            raise ValueError(f"{len(index)} rows cannot share {len(sources)} sources evenly")
-        self.reorder_self(index)
-        self.reorder_source(sources)
-        self.group = len(index) // len(sources)
-
-    def reorder_source(self, index: Tensor) -> None:
-        """Select rows of the source-side state only (cross keys/values and mask)."""
-        self.cross_k = self.cross_k.index_select(1, index)
-        self.cross_v = self.cross_v.index_select(1, index)
-        if self.src_keep is not None:
-            self.src_keep = self.src_keep.index_select(0, index)
-
-    def reorder_self(self, index: Tensor) -> None:
-        """Reorder only the self-attention state: for beam moves within each source's beams.
-
-        With the batch size unchanged (beam moves, every step of beam search) the filled steps
-        are gathered straight into a spare pair of buffers, which then swap with the current
-        ones: one copy per step and no allocation. A new batch size gets new buffers.
-        """
-        if len(index) != self.self_k.shape[1]:
-            self.self_k = _select_prefix(self.self_k, index, self.length)
-            self.self_v = _select_prefix(self.self_v, index, self.length)
-            self.spare = None
-            return
-        if self.spare is None:
-            self.spare = (torch.empty_like(self.self_k), torch.empty_like(self.self_v))
-        k, v, n = *self.spare, self.length
-        torch.index_select(self.self_k[:, :, :, :n], 1, index, out=k[:, :, :, :n])
-        torch.index_select(self.self_v[:, :, :, :n], 1, index, out=v[:, :, :, :n])
-        self.spare = (self.self_k, self.self_v)
-        self.self_k, self.self_v = k, v
-
-
-def _select_prefix(buffer: Tensor, index: Tensor, length: int) -> Tensor:
-    """Rows ``index`` of a (L, B, H, max_len, Dh) buffer in a new buffer, copying only the
-    filled steps."""
-    out = buffer.new_empty((buffer.shape[0], len(index), *buffer.shape[2:]))
-    if length:
-        out[:, :, :, :length] = buffer[:, :, :, :length].index_select(1, index)
-    return out
-
-
 class SelfAttention(nn.Module):
     """Multi-head self-attention with a fused QKV projection."""
 
@@ -129,13 +60,15 @@ class SelfAttention(nn.Module):
         y = F.scaled_dot_product_attention(q, k, v, attn_mask=keep, dropout_p=p, is_causal=causal)
         return self.out(merge_heads(y))
 
-    def step(self, x: Tensor, cache: DecoderCache, layer: int) -> Tensor:
-        """One decoding step: x (B, 1, D); appends this step's key/value to the cache."""
+    def start(self, like: Tensor, rows: int, max_len: int) -> KeyValueCache:
+        """An empty cache for ``rows`` rows and up to ``max_len`` steps."""
+        dim = self.qkv.in_features // self.heads
+        return KeyValueCache.empty(like, rows, self.heads, max_len, dim)
+
+    def step(self, x: Tensor, cache: KeyValueCache) -> Tensor:
+        """One decoding step: x (R, 1, D); appends this step's key/value to the cache."""
         q, k, v = (split_heads(t, self.heads) for t in self.qkv(x).chunk(3, dim=-1))
-        t = cache.length
-        cache.self_k[layer, :, :, t : t + 1] = k
-        cache.self_v[layer, :, :, t : t + 1] = v
-        keys, values = cache.self_k[layer, :, :, : t + 1], cache.self_v[layer, :, :, : t + 1]
+        keys, values = cache.append(k, v)  # (R, H, t + 1, Dh) each
         y = F.scaled_dot_product_attention(q, keys, values)
         return self.out(merge_heads(y))
 
@@ -151,10 +84,10 @@ class CrossAttention(nn.Module):
         self.kv = nn.Linear(d_model, 2 * d_model)
         self.out = nn.Linear(d_model, d_model)
 
-    def memory_kv(self, memory: Tensor) -> tuple[Tensor, Tensor]:
+    def memory_kv(self, memory: Tensor) -> SourceCache:
         """Keys and values of the encoder memory, (B, H, S, Dh) each."""
         k, v = self.kv(memory).chunk(2, dim=-1)
-        return split_heads(k, self.heads), split_heads(v, self.heads)
+        return SourceCache(split_heads(k, self.heads), split_heads(v, self.heads))
 
     def forward(
         self, x: Tensor, k: Tensor, v: Tensor, keep: Tensor | None

@@ -53,13 +53,11 @@ class PackedLinear(nn.Module):
 
 
 def pack_linears(model: Transformer) -> Transformer:
-    """In place, for CPU float32 inference: every nn.Linear becomes a :class:`PackedLinear`, and
-    a tied output projection gets a packed copy of the target embedding. Returns the model."""
+    """In place, for CPU float32 inference: every nn.Linear becomes a :class:`PackedLinear`
+    (untie a tied output projection first to pack it too). Returns the model."""
     targets = [(name, m) for name, m in model.named_modules() if isinstance(m, nn.Linear)]
     for name, linear in targets:
         parent_name, _, attr = name.rpartition(".")
         parent = model.get_submodule(parent_name) if parent_name else model
         setattr(parent, attr, PackedLinear(linear.weight, linear.bias))
-    if model.output is None:
-        model.output = PackedLinear(model.tgt_embed.weight, None)
     return model.eval()

@@ -1,8 +1,9 @@
 """The Transformer encoder-decoder (Vaswani et al., 2017) with an incremental decoding API.
 
 ``encode`` runs the encoder once per source batch; ``decode`` is the teacher-forced pass used in
-training; ``start_cache`` + ``decode_step`` decode one token at a time, caching every layer's
-self-attention keys/values and computing cross-attention keys/values once per source.
+training; ``start_state`` + ``decode_step`` decode one token at a time: each decoder layer
+keeps its own state (:mod:`mtkit.model.state`), caching its self-attention keys/values and its
+cross-attention keys/values, computed once per source.
 """
 
 from __future__ import annotations
@@ -10,7 +11,6 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-import torch
 from torch import Tensor, nn
 from torch.nn import functional as F
 
@@ -19,12 +19,12 @@ from mtkit.data.tokenizer import PAD_ID
 from mtkit.errors import MtkitError
 from mtkit.model.layers import (
     CrossAttention,
-    DecoderCache,
     FeedForward,
     Residual,
     SelfAttention,
     sinusoidal_positions,
 )
+from mtkit.model.state import DecoderState, LayerState, SourceCache
 
 
 @dataclass
@@ -56,22 +56,27 @@ class DecoderLayer(nn.Module):
         self.ffn = FeedForward(cfg.d_model, cfg.ffn_dim, cfg.activation_dropout)
         self.ffn_res = Residual(cfg.d_model, cfg.dropout, cfg.pre_norm)
 
-    def forward(self, x: Tensor, k: Tensor, v: Tensor, src_keep: Tensor | None) -> Tensor:
+    def forward(self, x: Tensor, source: SourceCache, src_keep: Tensor | None) -> Tensor:
         x = self.self_res.after(x, self.self_attn(self.self_res.before(x), causal=True))
-        return self._rest(x, k, v, src_keep)
+        return self._rest(x, source, src_keep)
 
-    def step(self, x: Tensor, cache: DecoderCache, layer: int) -> Tensor:
+    def start(self, memory: Tensor, max_len: int) -> LayerState:
+        """This layer's empty decoding state over an encoder memory (B, S, D)."""
+        own = self.self_attn.start(memory, memory.shape[0], max_len)
+        return LayerState(own, self.cross_attn.memory_kv(memory))
+
+    def step(self, x: Tensor, state: LayerState, src_keep: Tensor | None, group: int) -> Tensor:
         """x (R, 1, D): one step of R rows; the rest of the layer works per position, so each
-        source's ``cache.group`` rows go through it as positions of one (R / group, group, D)
-        batch row, which cross-attends to that source's keys/values once."""
-        x = self.self_res.after(x, self.self_attn.step(self.self_res.before(x), cache, layer))
+        source's ``group`` rows go through it as positions of one (R / group, group, D) batch
+        row, which cross-attends to that source's keys/values once."""
+        x = self.self_res.after(x, self.self_attn.step(self.self_res.before(x), state.own))
         r = x.shape[0]
-        x = x.view(r // cache.group, cache.group, x.shape[-1])
-        x = self._rest(x, cache.cross_k[layer], cache.cross_v[layer], cache.src_keep)
+        x = self._rest(x.view(r // group, group, x.shape[-1]), state.source, src_keep)
         return x.view(r, 1, x.shape[-1])
 
-    def _rest(self, x: Tensor, k: Tensor, v: Tensor, src_keep: Tensor | None) -> Tensor:
-        x = self.cross_res.after(x, self.cross_attn(self.cross_res.before(x), k, v, src_keep))
+    def _rest(self, x: Tensor, source: SourceCache, src_keep: Tensor | None) -> Tensor:
+        y = self.cross_attn(self.cross_res.before(x), source.k, source.v, src_keep)
+        x = self.cross_res.after(x, y)
         return self.ffn_res.after(x, self.ffn(self.ffn_res.before(x)))
 
 
@@ -143,35 +148,31 @@ class Transformer(nn.Module):
         """Teacher forcing: tgt_in (B, T) = BOS + target[:-1]; returns logits (B, T, V)."""
         x = self._embed(self.tgt_embed, tgt_in)
         for layer in self.decoder:
-            k, v = layer.cross_attn.memory_kv(enc.memory)
-            x = layer(x, k, v, enc.src_keep)
+            x = layer(x, layer.cross_attn.memory_kv(enc.memory), enc.src_keep)
         return self.logits(self.decoder_norm(x))
 
     def forward(self, src: Tensor, tgt_in: Tensor) -> Tensor:
         return self.decode(tgt_in, self.encode(src))
 
-    def start_cache(self, enc: EncoderOut, max_len: int) -> DecoderCache:
-        """An empty cache for up to ``max_len`` decoding steps over this encoder output."""
-        b = enc.memory.shape[0]
-        heads, layers = self.cfg.heads, len(self.decoder)
-        dh = self.cfg.d_model // heads
-        kvs = [layer.cross_attn.memory_kv(enc.memory) for layer in self.decoder]
-        shape = (layers, b, heads, max_len, dh)
-        mem = enc.memory
-        return DecoderCache(
-            self_k=mem.new_empty(shape),
-            self_v=mem.new_empty(shape),
-            cross_k=torch.stack([k for k, _ in kvs]),
-            cross_v=torch.stack([v for _, v in kvs]),
-            src_keep=enc.src_keep,
-        )
+    @property
+    def max_positions(self) -> int:
+        return self.cfg.max_positions
 
-    def decode_step(self, tokens: Tensor, cache: DecoderCache) -> Tensor:
-        """Feed one token per row, tokens (B,); returns next-token logits (B, V)."""
-        x = self._embed(self.tgt_embed, tokens[:, None], offset=cache.length)
-        for i, layer in enumerate(self.decoder):
-            x = layer.step(x, cache, i)
-        cache.length += 1
+    @property
+    def tgt_vocab_size(self) -> int:
+        return self.cfg.tgt_vocab_size
+
+    def start_state(self, enc: EncoderOut, max_len: int) -> DecoderState:
+        """An empty decoding state for up to ``max_len`` steps over this encoder output."""
+        layers = [layer.start(enc.memory, max_len) for layer in self.decoder]
+        return DecoderState(layers, enc.src_keep)
+
+    def decode_step(self, tokens: Tensor, state: DecoderState) -> Tensor:
+        """Feed one token per row, tokens (R,); returns next-token logits (R, V)."""
+        x = self._embed(self.tgt_embed, tokens[:, None], offset=state.offset)
+        for layer, layer_state in zip(self.decoder, state.layers, strict=True):
+            x = layer.step(x, layer_state, state.src_keep, state.group)
+        state.offset += 1
         return self.logits(self.decoder_norm(x))[:, 0]
 
 

@@ -195,7 +195,7 @@ def _open_data(cfg: TrainConfig) -> tuple[Any, Any, Any, Any, bool]:
 
 
 def _resume_checkpoint(run_dir: Path) -> dict[str, Any] | None:
-    from mtkit.training.checkpoint import load_checkpoint
+    from mtkit.checkpoint import load_checkpoint
     from mtkit.training.state import LAST
 
     path = run_dir / LAST

@@ -14,8 +14,8 @@ from typing import Any
 
 import torch
 
+from mtkit.checkpoint import load_checkpoint, save_checkpoint
 from mtkit.errors import MtkitError
-from mtkit.training.checkpoint import load_checkpoint, save_checkpoint
 
 
 def average_state_dicts(states: Sequence[dict[str, torch.Tensor]]) -> dict[str, torch.Tensor]:

@@ -19,6 +19,7 @@ import torch.distributed as dist
 from torch import nn
 from torch.nn.parallel import DistributedDataParallel
 
+from mtkit.devices import torch_device
 from mtkit.errors import MtkitError
 
 PRECISIONS = ("auto", "fp32", "bf16", "fp16")
@@ -56,21 +57,10 @@ def env_dist() -> Dist:
 
 def resolve_device(name: str, where: Dist) -> torch.device:
     """auto: CUDA when available, else CPU; under torchrun on CUDA, GPU LOCAL_RANK."""
-    if name == "auto":
-        name = "cuda" if torch.cuda.is_available() else "cpu"
-    try:
-        device = torch.device(name)
-    except RuntimeError:
-        raise MtkitError(f"unknown device '{name}' (use auto, cpu, cuda or cuda:N)") from None
-    if device.type not in ("cpu", "cuda"):
-        raise MtkitError(f"unsupported device '{name}' (use auto, cpu, cuda or cuda:N)")
+    device = torch_device(name, "device")
     if device.type == "cuda":
-        if not torch.cuda.is_available():
-            raise MtkitError(f"device '{name}' requested but CUDA is not available")
-        index = where.local_rank if where.active else (device.index or 0)
-        if index >= torch.cuda.device_count():
-            raise MtkitError(f"device cuda:{index} does not exist")
-        device = torch.device("cuda", index)
+        if where.active:
+            device = torch_device(f"cuda:{where.local_rank}", "device (LOCAL_RANK)")
         torch.cuda.set_device(device)
     return device
 

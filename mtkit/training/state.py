@@ -8,7 +8,7 @@ Files of a run directory::
     .checkpoint_*.tmp        a write in progress (renamed when complete; a killed run's are
                              removed when training starts again)
 
-Beyond the keys listed in :mod:`mtkit.training.checkpoint`, `mtkit train` stores
+Beyond the keys listed in :mod:`mtkit.checkpoint`, `mtkit train` stores
 ``optimizer``, ``scheduler``, ``scaler`` (state dicts), ``rng`` (one entry per rank: torch CPU,
 CUDA and Python ``random`` states), ``state`` (:class:`TrainState` as a dict: update, epoch and
 batches consumed in it, best metric, patience count, skipped batches, elapsed seconds, the
@@ -28,7 +28,7 @@ from typing import Any
 
 import torch
 
-from mtkit.training.checkpoint import save_checkpoint
+from mtkit.checkpoint import save_checkpoint
 
 LAST, BEST = "checkpoint_last.pt", "checkpoint_best.pt"
 NUMBERED = re.compile(r"^checkpoint_(\d+)\.pt$")

@@ -13,7 +13,7 @@ from typing import Any
 import torch
 from torch.nn.utils.rnn import pad_sequence
 
-from mtkit.config import TrainConfig, TranslateConfig
+from mtkit.config import SearchConfig, TrainConfig
 from mtkit.data.binarized import ParallelData
 from mtkit.data.tokenizer import EOS_ID, PAD_ID, Tokenizer
 from mtkit.model.transformer import Transformer
@@ -65,7 +65,7 @@ def valid_bleu(
     from mtkit.decoding.search import generate
 
     n = min(len(data), cfg.valid_max_sentences or len(data))
-    search = TranslateConfig(beam=cfg.valid_beam, nbest=1, device=str(device))
+    search = SearchConfig(beam=cfg.valid_beam)
     src_sizes = torch.as_tensor(data.src_lengths[:n]) + 1  # (n,) source + EOS
     per_batch = max(cfg.max_tokens // max(cfg.valid_beam, 1), int(src_sizes.max()))
     hyps: list[str] = [""] * n

@@ -13,7 +13,7 @@ import pytest
 from click.testing import CliRunner, Result
 
 from mtkit.cli import cli
-from mtkit.config import EvaluateConfig, ModelConfig, TranslateConfig
+from mtkit.config import EvaluateConfig, ModelConfig, SearchConfig, TranslateConfig
 from mtkit.metrics import score
 
 DATA = Path(__file__).parents[2] / "recipes" / "multi30k" / "data" / "val.de.gz"
@@ -168,16 +168,16 @@ def test_model_option_with_fake_engine(tmp_path: Path, monkeypatch: pytest.Monke
                  "-o", out, "--metrics", "chrf")  # fmt: skip
     assert result.exit_code == 0, result.output
     assert result.output.startswith("chrF2|") and result.output.rstrip().endswith("= 100.0")
-    assert (seen[0].beam, seen[0].device) == (3, "cpu")
+    assert (seen[0].search.beam, seen[0].device) == (3, "cpu")
     assert out.read_text() == "a b c d e\n"
 
 
 def test_model_end_to_end(tmp_path: Path) -> None:
     """-m with the real translation engine and a tiny untrained checkpoint."""
     translate = pytest.importorskip("mtkit.pipeline.translate")
+    from mtkit.checkpoint import save_checkpoint
     from mtkit.data.tokenizer import train_spm
     from mtkit.model.transformer import build_model
-    from mtkit.training.checkpoint import save_checkpoint
 
     words = "the a man woman dog cat runs walks on in red blue big small house street".split()
     sentences = [" ".join(words[(i * 7 + j) % len(words)] for j in range(6)) for i in range(200)]
@@ -193,7 +193,7 @@ def test_model_end_to_end(tmp_path: Path) -> None:
     result = run("-m", ckpt, "--src", src, "-r", ref, "--beam", 2, "--device", "cpu", "-o", out,
                  "--json")  # fmt: skip
     assert result.exit_code == 0, result.output
-    config = TranslateConfig(beam=2, device="cpu")
+    config = TranslateConfig(SearchConfig(beam=2), device="cpu")
     hyps = translate.translate_lines([str(ckpt)], sentences[:5], config)
     assert out.read_text(encoding="utf-8") == "".join(f"{h}\n" for h in hyps)
     expected = score([h.rstrip() for h in hyps], [sentences[5:10]], EvaluateConfig())

@@ -14,11 +14,11 @@ import pytest
 import torch
 from click.testing import CliRunner
 
+from mtkit.checkpoint import save_checkpoint
 from mtkit.cli import cli
 from mtkit.config import ModelConfig, TranslateConfig
 from mtkit.data.tokenizer import train_spm
 from mtkit.model.transformer import build_model
-from mtkit.training.checkpoint import save_checkpoint
 
 WORDS = "a man woman dog cat runs sits on the red blue street house ball plays".split()
 FAST = ["--beam", "2", "--max-len-a", "0", "--max-len-b", "4", "--threads", "1"]

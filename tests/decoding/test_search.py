@@ -3,13 +3,12 @@
 import dataclasses
 import itertools
 import math
-from types import SimpleNamespace
 
 import pytest
 import torch
 from torch import Tensor, nn
 
-from mtkit.config import ModelConfig, TranslateConfig
+from mtkit.config import ModelConfig, SearchConfig
 from mtkit.data.tokenizer import BOS_ID, EOS_ID, PAD_ID, UNK_ID
 from mtkit.decoding import Hypothesis, generate
 from mtkit.decoding.beam import length_penalty
@@ -37,11 +36,8 @@ A, B = 4, 5
 class PrefixCache:
     prefix: Tensor  # (R, t) tokens fed so far, BOS first
 
-    def reorder_self(self, index: Tensor) -> None:
-        self.prefix = self.prefix.index_select(0, index)
-
-    def reorder(self, index: Tensor, sources: Tensor | None = None) -> None:
-        self.reorder_self(index)  # the table ignores the source
+    def reorder(self, rows: Tensor, sources: Tensor | None = None) -> None:
+        self.prefix = self.prefix.index_select(0, rows)  # the table ignores the source
 
 
 class ScriptedModel(nn.Module):
@@ -50,18 +46,18 @@ class ScriptedModel(nn.Module):
     def __init__(self, table: dict[tuple[int, ...], dict[int, float]], vocab: int = 8) -> None:
         super().__init__()
         self.table = table
-        self.cfg = SimpleNamespace(tgt_vocab_size=vocab, max_positions=64)
+        self.tgt_vocab_size, self.max_positions = vocab, 64
         self.unused = nn.Parameter(torch.zeros(1))
 
     def encode(self, src: Tensor) -> Tensor:
         return src
 
-    def start_cache(self, enc: Tensor, max_len: int) -> PrefixCache:
+    def start_state(self, enc: Tensor, max_len: int) -> PrefixCache:
         return PrefixCache(torch.zeros(enc.shape[0], 0, dtype=torch.long))
 
     def decode_step(self, tokens: Tensor, cache: PrefixCache) -> Tensor:
         cache.prefix = torch.cat([cache.prefix, tokens[:, None]], dim=1)
-        probs = torch.zeros(len(tokens), self.cfg.tgt_vocab_size)
+        probs = torch.zeros(len(tokens), self.tgt_vocab_size)
         for row, prefix in enumerate(cache.prefix[:, 1:].tolist()):
             for token, p in self.table.get(tuple(prefix), {EOS_ID: 1.0}).items():
                 probs[row, token] = p
@@ -78,7 +74,7 @@ ONE_SOURCE = torch.tensor([[6, EOS_ID]])
 
 
 def search(model: nn.Module, src: Tensor = ONE_SOURCE, **kw) -> list[list[Hypothesis]]:
-    return generate([model], src, TranslateConfig(**{"lenpen": 0.0, **kw}))
+    return generate([model], src, SearchConfig(**{"lenpen": 0.0, **kw}))
 
 
 def test_scripted_greedy_follows_the_garden_path() -> None:
@@ -173,7 +169,7 @@ SEARCH_RULES = [dict(lenpen=1.0), dict(lenpen=0.6, lenpen_style="gnmt"),
 @pytest.mark.parametrize("config", SEARCH_RULES)
 def test_beam_one_equals_greedy(config: dict) -> None:
     model, src = tiny_model(), sources([5, 9, 2, 7])
-    cfg = TranslateConfig(beam=1, **config)
+    cfg = SearchConfig(beam=1, **config)
     greedy = generate([model], src, cfg)
     with torch.inference_mode():
         beam = beam_search(Ensemble([model]), src, cfg)
@@ -194,7 +190,7 @@ def test_wide_beam_equals_exhaustive_search(lenpen: float, style: str) -> None:
     sentence stops early (it would need 160 finished). The search is exhaustive.
     """
     model, src = tiny_model(vocab=8, seed=3), sources([4], vocab=8)
-    cfg = TranslateConfig(beam=160, nbest=5, lenpen=lenpen, lenpen_style=style, min_len=0,
+    cfg = SearchConfig(beam=160, nbest=5, lenpen=lenpen, lenpen_style=style, min_len=0,
                           max_len_a=0.0, max_len_b=3)  # fmt: skip
     found = generate([model], src, cfg)[0]
     seqs = all_sequences([UNK_ID, 4, 5, 6, 7], 3)
@@ -209,7 +205,7 @@ def test_wide_beam_equals_exhaustive_search(lenpen: float, style: str) -> None:
 @pytest.mark.parametrize("beam", [1, 4])
 def test_batched_equals_one_at_a_time(beam: int) -> None:
     model, src = tiny_model(), sources([3, 11, 1, 7, 7, 5])
-    cfg = TranslateConfig(beam=beam, nbest=beam)
+    cfg = SearchConfig(beam=beam, nbest=beam)
     together = generate([model], src, cfg)
     alone = [generate([model], row[row.ne(PAD_ID)][None], cfg)[0] for row in src]
     same(together, alone)
@@ -217,7 +213,7 @@ def test_batched_equals_one_at_a_time(beam: int) -> None:
 
 def test_nbest_logprobs_equal_forced_decoding() -> None:
     model, src = tiny_model(), sources([6, 3, 9])
-    cfg = TranslateConfig(beam=5, nbest=5, lenpen=1.0)
+    cfg = SearchConfig(beam=5, nbest=5, lenpen=1.0)
     for row, hyps in zip(src, generate([model], src, cfg), strict=True):
         assert len(hyps) == 5
         assert [h.score for h in hyps] == sorted((h.score for h in hyps), reverse=True)
@@ -235,9 +231,9 @@ def repeats(tokens: list[int], n: int) -> bool:
 @pytest.mark.parametrize("beam", [1, 3])
 def test_no_repeat_ngram_prevents_repeats(beam: int) -> None:
     model, src = tiny_model(), sources([5, 8, 3, 6])
-    before = generate([model], src, TranslateConfig(beam=beam, nbest=beam))
+    before = generate([model], src, SearchConfig(beam=beam, nbest=beam))
     assert any(repeats(h.tokens, 2) for row in before for h in row)  # random models babble
-    after = generate([model], src, TranslateConfig(beam=beam, nbest=beam, no_repeat_ngram=2))
+    after = generate([model], src, SearchConfig(beam=beam, nbest=beam, no_repeat_ngram=2))
     assert not any(repeats(h.tokens, 2) for row in after for h in row)
 
 
@@ -248,7 +244,7 @@ def test_min_len_prevents_early_eos(beam: int) -> None:
     assert search(model, beam=beam, min_len=0)[0][0].tokens == []
     model = tiny_model()
     src = sources([2, 4])
-    for row in generate([model], src, TranslateConfig(beam=beam, nbest=beam, min_len=12)):
+    for row in generate([model], src, SearchConfig(beam=beam, nbest=beam, min_len=12)):
         assert all(len(h.tokens) >= 12 for h in row)
 
 
@@ -264,37 +260,37 @@ def unk_loving_model() -> Transformer:
 @pytest.mark.parametrize("beam", [1, 3])
 def test_unk_penalty_changes_unk_scores(beam: int) -> None:
     model, src = unk_loving_model(), sources([4, 6])
-    plain = generate([model], src, TranslateConfig(beam=beam, nbest=beam))
+    plain = generate([model], src, SearchConfig(beam=beam, nbest=beam))
     assert any(UNK_ID in h.tokens for row in plain for h in row)
-    mild = generate([model], src, TranslateConfig(beam=beam, nbest=beam, unk_penalty=0.25))
+    mild = generate([model], src, SearchConfig(beam=beam, nbest=beam, unk_penalty=0.25))
     for h in (h for row in mild for h in row):
         penalised = h.logprob - 0.25 * h.tokens.count(UNK_ID)
         assert h.score == pytest.approx(penalised / (len(h.tokens) + 1), abs=1e-5)
-    harsh = generate([model], src, TranslateConfig(beam=beam, nbest=beam, unk_penalty=100.0))
+    harsh = generate([model], src, SearchConfig(beam=beam, nbest=beam, unk_penalty=100.0))
     assert not any(UNK_ID in h.tokens for row in harsh for h in row)
 
 
 def test_sampling_is_reproducible_and_top_k_one_is_greedy() -> None:
     model, src = tiny_model(), sources([5, 9, 2])
-    cfg = TranslateConfig(beam=1, sampling=True, nbest=3, seed=7, temperature=1.5)
+    cfg = SearchConfig(beam=1, sampling=True, nbest=3, seed=7, temperature=1.5)
     first, again = generate([model], src, cfg), generate([model], src, cfg)
     same(first, again, tol=0.0)
     other = generate([model], src, dataclasses.replace(cfg, seed=8))
     assert [[h.tokens for h in r] for r in first] != [[h.tokens for h in r] for r in other]
     top1 = generate([model], src, dataclasses.replace(cfg, top_k=1, nbest=1))
-    same(top1, generate([model], src, TranslateConfig(beam=1)))
+    same(top1, generate([model], src, SearchConfig(beam=1)))
 
 
 def test_sampling_respects_top_k() -> None:
     model = ScriptedModel({(): {A: 0.5, B: 0.3, 6: 0.2}})
-    cfg = TranslateConfig(beam=1, sampling=True, nbest=40, top_k=2)
+    cfg = SearchConfig(beam=1, sampling=True, nbest=40, top_k=2)
     drawn = {tuple(h.tokens) for h in generate([model], ONE_SOURCE, cfg)[0]}
     assert drawn == {(A,), (B,)}
 
 
 def test_ensemble_with_itself_equals_the_model_alone() -> None:
     model, src = tiny_model(), sources([5, 9, 2])
-    cfg = TranslateConfig(beam=4, nbest=2)
+    cfg = SearchConfig(beam=4, nbest=2)
     same(generate([model, model], src, cfg), generate([model], src, cfg))
 
 
@@ -308,12 +304,12 @@ def test_ensemble_averages_log_probabilities() -> None:
 
 
 def search_pair(a: nn.Module, b: nn.Module) -> list[Hypothesis]:
-    return generate([a, b], ONE_SOURCE, TranslateConfig(beam=1, lenpen=0.0))[0]
+    return generate([a, b], ONE_SOURCE, SearchConfig(beam=1, lenpen=0.0))[0]
 
 
 def test_ensemble_refuses_different_vocabularies() -> None:
     with pytest.raises(MtkitError, match="different target vocabularies"):
-        generate([tiny_model(40), tiny_model(30)], sources([3]), TranslateConfig())
+        generate([tiny_model(40), tiny_model(30)], sources([3]), SearchConfig())
 
 
 @pytest.mark.parametrize(
@@ -328,10 +324,10 @@ def test_ensemble_refuses_different_vocabularies() -> None:
 )
 def test_contradictory_options_are_refused(options: dict, message: str) -> None:
     with pytest.raises(MtkitError, match=message):
-        generate([tiny_model()], sources([3]), TranslateConfig(**options))
+        generate([tiny_model()], sources([3]), SearchConfig(**options))
 
 
 def test_generate_restores_training_mode_and_accepts_long_max_len() -> None:
     model = tiny_model(positions=24).train()
-    out = generate([model], sources([3]), TranslateConfig(beam=2, max_len_b=10_000))
+    out = generate([model], sources([3]), SearchConfig(beam=2, max_len_b=10_000))
     assert model.training and len(out[0][0].tokens) == 23  # capped by max_positions - 1

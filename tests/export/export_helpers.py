@@ -9,10 +9,10 @@ from pathlib import Path
 
 import torch
 
+from mtkit.checkpoint import save_checkpoint
 from mtkit.config import ModelConfig
 from mtkit.data.tokenizer import BOS_ID, EOS_ID, PAD_ID, Tokenizer
 from mtkit.model.transformer import Transformer, build_model
-from mtkit.training.checkpoint import save_checkpoint
 
 SRC_WORDS = "the a man woman dog cat runs walks on in red blue big small house street".split()
 TGT_WORDS = "der ein mann frau hund katze rennt geht auf im rot blau gross klein haus strasse"
@@ -100,7 +100,7 @@ def greedy_reference(model: Transformer, src_ids: list[int], bound: int, min_len
     """Plain greedy search: at most ``bound`` tokens, then EOS is forced; EOS barred before
     ``min_len`` tokens, PAD and BOS never generated. Returns target ids without BOS/EOS."""
     enc = model.encode(torch.tensor([src_ids + [EOS_ID]]))
-    cache = model.start_cache(enc, max_len=bound + 1)
+    cache = model.start_state(enc, max_len=bound + 1)
     token, out = BOS_ID, []
     for step in range(bound):
         logprobs = model.decode_step(torch.tensor([token]), cache).log_softmax(-1)[0]

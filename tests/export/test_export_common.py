@@ -9,10 +9,12 @@ import pytest
 import torch
 from export_helpers import make_ckpt
 
-from mtkit.config import ModelConfig, TranslateConfig
+from mtkit.config import ModelConfig, SearchConfig, TranslateConfig
 from mtkit.data.tokenizer import EOS_ID
+from mtkit.engines import load_engine
+from mtkit.engines.ct2 import max_target_len
 from mtkit.errors import MtkitError
-from mtkit.export.ct2 import _token_chunks, export_ct2, max_target_len, translate_lines_ct2
+from mtkit.export.ct2 import export_ct2
 from mtkit.export.hf import export_hf, generation_defaults, marian_config
 from mtkit.staging import staged_dir
 
@@ -49,11 +51,11 @@ def test_marian_refuses(overrides: dict, option: str) -> None:
 
 
 def test_generation_defaults() -> None:
-    got = generation_defaults(ModelConfig(max_positions=99), TranslateConfig(beam=3, lenpen=0.6))
+    got = generation_defaults(ModelConfig(max_positions=99), SearchConfig(beam=3, lenpen=0.6))
     assert (got["num_beams"], got["length_penalty"], got["max_length"]) == (3, 0.6, 99)
     assert got["early_stopping"] is True and got["forced_eos_token_id"] == 3
     with pytest.raises(MtkitError, match="lenpen_style"):
-        generation_defaults(ModelConfig(), TranslateConfig(lenpen_style="gnmt"))
+        generation_defaults(ModelConfig(), SearchConfig(lenpen_style="gnmt"))
 
 
 @pytest.mark.parametrize(
@@ -64,23 +66,10 @@ def test_generation_defaults() -> None:
 def test_max_target_len_agrees_with_search(src_len, a, b, min_len, expected) -> None:
     from mtkit.decoding.beam import max_target_lengths
 
-    cfg = TranslateConfig(max_len_a=a, max_len_b=b, min_len=min_len)
+    cfg = SearchConfig(max_len_a=a, max_len_b=b, min_len=min_len)
     assert max_target_len(src_len, cfg, cap=63) == expected
     src = torch.tensor([[5] * src_len + [EOS_ID]])
     assert int(max_target_lengths(src, a, b, min_len, 63)[0]) == expected
-
-
-@pytest.mark.parametrize(
-    "members, sizes, max_tokens, expected",
-    [
-        ([0, 1, 2], [2, 3, 3], 6, [[0, 1], [2]]),
-        ([0, 1, 2], [2, 2, 2], 100, [[0, 1, 2]]),
-        ([0, 1], [50, 60], 10, [[0], [1]]),  # one over-long line still gets its own batch
-        ([], [], 10, [[]]),
-    ],
-)
-def test_token_chunks(members, sizes, max_tokens, expected) -> None:
-    assert _token_chunks(members, sizes, max_tokens) == expected
 
 
 def test_staged_dir(tmp_path: Path) -> None:
@@ -113,5 +102,5 @@ def test_missing_extras_name_the_pip_command(
     with pytest.raises(MtkitError, match=r"needs the 'ct2' extra.*pip install 'mtkit\[ct2\]'"):
         export_ct2(ck.path, tmp_path / "ct2")
     with pytest.raises(MtkitError, match=r"pip install 'mtkit\[ct2\]'"):
-        translate_lines_ct2(tmp_path, ["a"], TranslateConfig())
+        load_engine([str(tmp_path)], TranslateConfig(engine="ctranslate2"))
     assert list(tmp_path.iterdir()) == []

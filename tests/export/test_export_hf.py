@@ -10,7 +10,7 @@ from click.testing import CliRunner
 from export_helpers import TEST_LINES, Ckpt, greedy_reference, make_ckpt, pad
 
 from mtkit.cli import cli
-from mtkit.config import TranslateConfig
+from mtkit.config import SearchConfig
 from mtkit.data.tokenizer import BOS_ID, EOS_ID, PAD_ID
 from mtkit.errors import MtkitError
 
@@ -81,7 +81,7 @@ def test_config_and_generation_defaults(exported) -> None:
     assert not c.share_encoder_decoder_embeddings and c.tie_word_embeddings
     assert hf.lm_head.weight.data_ptr() == hf.model.decoder.embed_tokens.weight.data_ptr()
     assert not hf.final_logits_bias.any()
-    d = TranslateConfig()
+    d = SearchConfig()
     assert (g.num_beams, g.length_penalty, g.early_stopping) == (d.beam, d.lenpen, True)
     assert (g.decoder_start_token_id, g.forced_eos_token_id) == (BOS_ID, EOS_ID)
 
@@ -113,7 +113,7 @@ def test_generate_equals_mtkit_search(exported, trained: Ckpt, beam: int, lenpen
     hf, _ = exported
     src = sources(trained, TEST_LINES)
     got = hf_generate(hf, src, 30, num_beams=beam, length_penalty=lenpen, early_stopping=True)
-    cfg = TranslateConfig(beam=beam, lenpen=lenpen, max_len_a=0, max_len_b=30, min_len=1)
+    cfg = SearchConfig(beam=beam, lenpen=lenpen, max_len_a=0, max_len_b=30, min_len=1)
     want = [h[0].tokens for h in generate([trained.model], src, cfg)]
     assert got == want
     assert max(map(len, want)) < 30  # the limit never bound

@@ -7,6 +7,7 @@ from mtkit.config import ModelConfig
 from mtkit.data.tokenizer import BOS_ID, EOS_ID, PAD_ID
 from mtkit.errors import MtkitError
 from mtkit.model.layers import sinusoidal_positions
+from mtkit.model.state import DecoderState
 from mtkit.model.transformer import build_model, count_parameters, resolve_model_config
 
 
@@ -27,6 +28,13 @@ def batch(lengths: list[int], vocab: int, seed: int = 1) -> torch.Tensor:
     return out
 
 
+def rewind(state: DecoderState) -> None:
+    """Forget the last decoding step (every layer's cache and the position)."""
+    for layer in state.layers:
+        layer.own.length -= 1
+    state.offset -= 1
+
+
 @pytest.mark.parametrize("pre_norm", [False, True])
 def test_cached_steps_equal_full_forward(pre_norm: bool) -> None:
     model = tiny(pre_norm)
@@ -35,7 +43,7 @@ def test_cached_steps_equal_full_forward(pre_norm: bool) -> None:
     with torch.no_grad():
         enc = model.encode(src)
         full = model.decode(tgt, enc).log_softmax(-1)
-        cache = model.start_cache(enc, max_len=tgt.shape[1])
+        cache = model.start_state(enc, max_len=tgt.shape[1])
         for t in range(tgt.shape[1]):
             step = model.decode_step(tgt[:, t], cache).log_softmax(-1)
             torch.testing.assert_close(step, full[:, t], atol=1e-5, rtol=1e-5)
@@ -48,11 +56,11 @@ def test_cache_reorder_follows_rows() -> None:
     with torch.no_grad():
         enc = model.encode(src)
         full = model.decode(tgt, enc).log_softmax(-1)
-        cache = model.start_cache(enc, max_len=4)
+        cache = model.start_state(enc, max_len=4)
         model.decode_step(tgt[:, 0], cache)
         model.decode_step(tgt[:, 1], cache)
         swap = torch.tensor([1, 0, 1])  # reorder and grow the batch
-        cache.reorder(swap)
+        cache.reorder(swap, swap)
         model.decode_step(tgt[swap, 2], cache)
         out = model.decode_step(tgt[swap, 3], cache).log_softmax(-1)
     torch.testing.assert_close(out, full[swap, 3], atol=1e-5, rtol=1e-5)
@@ -67,14 +75,14 @@ def test_same_size_reorders_swap_buffers_and_follow_rows() -> None:
     orders = [torch.tensor([2, 0, 1]), torch.tensor([0, 0, 2]), torch.tensor([1, 2, 1])]
     with torch.no_grad():
         enc = model.encode(src)
-        cache = model.start_cache(enc, max_len=5)
+        cache = model.start_state(enc, max_len=5)
         history = tgt[:, :1]  # the tokens each cache row has been fed
         model.decode_step(history[:, 0], cache)
-        buffers = {cache.self_k.data_ptr()}
+        buffers = {cache.layers[0].own.k.data_ptr()}
         for step, order in enumerate(orders, start=1):
-            cache.reorder_self(order)
+            cache.reorder(order)
             history = torch.cat([history[order], tgt[order, step : step + 1]], dim=1)
-            buffers.add(cache.self_k.data_ptr())
+            buffers.add(cache.layers[0].own.k.data_ptr())
             out = model.decode_step(history[:, -1], cache).log_softmax(-1)
             full = model.decode(history, enc).log_softmax(-1)[:, -1]
             torch.testing.assert_close(out, full, atol=1e-5, rtol=1e-5)
@@ -90,7 +98,7 @@ def test_grouped_rows_share_their_source_and_equal_a_full_forward(pre_norm: bool
     g = torch.Generator().manual_seed(4)
     with torch.no_grad():
         enc = model.encode(src)
-        cache = model.start_cache(enc, max_len=6)
+        cache = model.start_state(enc, max_len=6)
         history = torch.full((2, 1), BOS_ID)
         owner = torch.tensor([0, 1])  # the source row of each decoding row
         moves = [
@@ -101,24 +109,21 @@ def test_grouped_rows_share_their_source_and_equal_a_full_forward(pre_norm: bool
         ]
         for index, sources in moves:
             model.decode_step(history[:, -1], cache)
-            if sources is None:
-                cache.reorder_self(index)
-            else:
-                cache.reorder(index, sources)
+            cache.reorder(index, sources)
             owner = owner[index]
             new = torch.randint(4, 29, (len(index), 1), generator=g)
             history = torch.cat([history[index], new], 1)
             out = model.decode_step(history[:, -1], cache).log_softmax(-1)
-            cache.length -= 1  # the next move re-feeds this step's token
+            rewind(cache)  # the next move re-feeds this step's token
             full = model.decode(history, model.encode(src[owner])).log_softmax(-1)[:, -1]
             torch.testing.assert_close(out, full, atol=1e-5, rtol=1e-5)
-        assert cache.group == 3 and cache.cross_k.shape[1] == 1
+        assert cache.group == 3 and cache.layers[0].source.k.shape[0] == 1
 
 
 def test_reorder_refuses_rows_that_cannot_share_sources_evenly() -> None:
     model = tiny()
     with torch.no_grad():
-        cache = model.start_cache(model.encode(batch([5, 7], 23)), max_len=3)
+        cache = model.start_state(model.encode(batch([5, 7], 23)), max_len=3)
     with pytest.raises(ValueError, match="3 rows cannot share 2 sources"):
         cache.reorder(torch.tensor([0, 0, 1]), torch.tensor([0, 1]))
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from mtkit.config import EvaluateConfig, TranslateConfig
+from mtkit.config import EvaluateConfig, SearchConfig, TranslateConfig
 from mtkit.errors import MtkitError
 from mtkit.pipeline.evaluate import evaluate
 
@@ -251,11 +251,11 @@ def test_model_translates_then_scores(tmp_path: Path, fake_translate: list[tuple
     ref = write(tmp_path / "test.de", "THE CAT\u00a0SAT ON THE MAT\nA DOG RUNS\n".encode())
     out = tmp_path / "hyp.de"
     config = EvaluateConfig(checkpoints=["a.pt", "b.pt"], src=src, refs=[ref], output=str(out))
-    report = evaluate(config, TranslateConfig(beam=2))
+    report = evaluate(config, TranslateConfig(SearchConfig(beam=2)))
     scores = {r.name: r.score for r in report.scores}
     assert scores == pytest.approx({"BLEU": 100.0, "chrF2": 100.0, "TER": 0.0})
     ((checkpoints, lines, translate_config),) = fake_translate
-    assert checkpoints == ["a.pt", "b.pt"] and translate_config.beam == 2
+    assert checkpoints == ["a.pt", "b.pt"] and translate_config.search.beam == 2
     assert lines == ["the cat\u00a0sat on the mat", "a dog runs"]  # decoded, no line ends
     assert out.read_text() == "THE CAT\u00a0SAT ON THE MAT  \nA DOG RUNS  \n"  # as translated
 

@@ -8,24 +8,24 @@ from pathlib import Path
 
 import pytest
 import torch
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
+from mtkit.checkpoint import save_checkpoint
 from mtkit.config import ModelConfig, TranslateConfig
 from mtkit.data.tokenizer import train_spm
+from mtkit.engines import load_engine, native
+from mtkit.engines.base import Translation
+from mtkit.engines.native import NativeEngine
 from mtkit.errors import MtkitError
-from mtkit.pipeline import translate as pipeline
 from mtkit.pipeline.translate import (
     format_results,
-    load_translator,
     read_lines,
-    translate_chunk,
     translate_file,
     translate_lines,
     translate_stream,
     translate_with,
 )
-from mtkit.training.checkpoint import save_checkpoint
 
 
 @pytest.fixture(autouse=True, scope="module")
@@ -39,6 +39,11 @@ def one_thread():
 
 WORDS = "a man woman dog cat runs sits on the red blue green street house ball plays with".split()
 FAST = dict(beam=2, max_len_a=0.0, max_len_b=4)  # short outputs keep the tests quick
+
+
+def tcfg(**values) -> TranslateConfig:
+    """A TranslateConfig from flat options, as the command line gives them."""
+    return TranslateConfig.from_flat(values)
 
 
 def corpus(seed: int, n: int = 300) -> list[str]:
@@ -67,17 +72,17 @@ def ckpt(tmp_path_factory: pytest.TempPathFactory) -> str:
 
 
 @pytest.fixture(scope="module")
-def translator(ckpt: str) -> pipeline.Translator:
-    return load_translator([ckpt], TranslateConfig(max_input_tokens=12, chunk_lines=5, **FAST))
+def translator(ckpt: str) -> NativeEngine:
+    return load_engine([ckpt], tcfg(max_input_tokens=12, chunk_lines=5, **FAST))
 
 
-def run_stream(tr: pipeline.Translator, data: bytes) -> list[str]:
+def run_stream(tr: NativeEngine, data: bytes) -> list[str]:
     out = io.BytesIO()
     count = translate_stream(tr, read_lines(io.BytesIO(data)), out)
     text = out.getvalue().decode("utf-8")
     assert text == "" or text.endswith("\n")
     lines = text.split("\n")[:-1]
-    assert len(lines) == count * tr.config.nbest
+    assert len(lines) == count * tr.config.search.nbest
     return lines
 
 
@@ -91,8 +96,11 @@ input_lines = st.lists(st.one_of(line_text, long_line, blank), max_size=12)
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(lines=input_lines, trailing_newline=st.booleans())
+@example(lines=[], trailing_newline=False)  # empty input
+@example(lines=["", ""], trailing_newline=True)  # all blank: no batch to decode at all
+@example(lines=[" ", "\t", "\u3000"], trailing_newline=False)
 def test_one_output_line_per_input_line(
-    translator: pipeline.Translator, lines: list[str], trailing_newline: bool
+    translator: NativeEngine, lines: list[str], trailing_newline: bool
 ) -> None:
     data = "\n".join(lines).encode("utf-8") + (b"\n" if trailing_newline and lines else b"")
     out = run_stream(translator, data)
@@ -106,7 +114,7 @@ def test_one_output_line_per_input_line(
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(lines=st.lists(st.one_of(st.text(max_size=20), long_line, blank), max_size=10))
 def test_translate_with_returns_one_string_per_input(
-    translator: pipeline.Translator, lines: list[str]
+    translator: NativeEngine, lines: list[str]
 ) -> None:
     out = translate_with(translator, lines)
     assert len(out) == len(lines)
@@ -122,7 +130,7 @@ def test_bom_crlf_and_invalid_utf8(capsys: pytest.CaptureFixture[str]) -> None:
 
 
 def test_long_lines_are_truncated_with_a_warning(
-    translator: pipeline.Translator, capsys: pytest.CaptureFixture[str]
+    translator: NativeEngine, capsys: pytest.CaptureFixture[str]
 ) -> None:
     lines = ["a man", "", " ".join(WORDS * 4), "the dog"]
     out = run_stream(translator, "\n".join(lines).encode())
@@ -133,15 +141,15 @@ def test_long_lines_are_truncated_with_a_warning(
 
 def test_chunks_and_batches_restore_input_order(ckpt: str) -> None:
     lines = corpus(seed=5, n=23) + ["", "a"]
-    small = load_translator([ckpt], TranslateConfig(chunk_lines=3, max_tokens=8, **FAST))
-    large = load_translator([ckpt], TranslateConfig(chunk_lines=1000, **FAST))
+    small = load_engine([ckpt], tcfg(chunk_lines=3, max_tokens=8, **FAST))
+    large = load_engine([ckpt], tcfg(chunk_lines=1000, **FAST))
     one_by_one = [translate_with(large, [line])[0] for line in lines]
     assert translate_with(small, lines) == translate_with(large, lines) == one_by_one
-    assert translate_lines([ckpt], lines, TranslateConfig(**FAST)) == one_by_one
+    assert translate_lines([ckpt], lines, tcfg(**FAST)) == one_by_one
 
 
 def test_nbest_tsv_layout(ckpt: str) -> None:
-    tr = load_translator([ckpt], TranslateConfig(beam=3, nbest=3, max_len_a=0.0, max_len_b=4))
+    tr = load_engine([ckpt], tcfg(beam=3, nbest=3, max_len_a=0.0, max_len_b=4))
     out = run_stream(tr, b"a man\n\nthe dog runs\n")
     assert len(out) == 9
     rows = [line.split("\t") for line in out]
@@ -153,14 +161,14 @@ def test_nbest_tsv_layout(ckpt: str) -> None:
         assert scores == sorted(scores, reverse=True)
 
 
-def test_format_results_cleans_newlines_and_tabs() -> None:
-    results = [[("x\ny\tz", -1.0, -2.0)], None]
+def test_format_results_cleans_tabs_in_nbest_rows() -> None:
+    results = [[Translation("x y\tz", -1.0, -2.0)], []]
     assert format_results(results, 1, nbest=1) == "x y\tz\n\n"
     assert format_results(results, 7, nbest=2).splitlines()[0] == "7\t1\t-1.0000\t-2.0000\tx y z"
 
 
 def test_int8_runs_and_keeps_line_count(ckpt: str) -> None:
-    tr = load_translator([ckpt], TranslateConfig(quantize="int8", device="cpu", **FAST))
+    tr = load_engine([ckpt], tcfg(quantize="int8", device="cpu", **FAST))
     assert "quantized" in type(tr.models[0].output).__module__  # the tied projection too
     lines = corpus(seed=2, n=7) + [""]
     assert len(translate_with(tr, lines)) == 8
@@ -170,38 +178,38 @@ def test_cpu_matmul_onednn_packs_and_translates_as_the_default(ckpt: str) -> Non
     from mtkit.model.packed import PackedLinear, onednn_available
 
     lines = corpus(seed=5, n=12) + [""]
-    packed = load_translator([ckpt], TranslateConfig(device="cpu", **FAST))
-    plain = load_translator([ckpt], TranslateConfig(device="cpu", cpu_matmul="default", **FAST))
+    packed = load_engine([ckpt], tcfg(device="cpu", **FAST))
+    plain = load_engine([ckpt], tcfg(device="cpu", cpu_matmul="default", **FAST))
     assert isinstance(packed.models[0].output, PackedLinear) == onednn_available()
     assert plain.models[0].output is None  # tied projection, torch's matmul
     assert translate_with(packed, lines) == translate_with(plain, lines)
     with pytest.raises(MtkitError, match="--cpu-matmul must be one of onednn, default"):
-        load_translator([ckpt], TranslateConfig(cpu_matmul="mkl", **FAST))
+        load_engine([ckpt], tcfg(cpu_matmul="mkl", **FAST))
 
 
 def test_bf16_on_cpu_runs_and_fp16_is_refused(ckpt: str) -> None:
-    tr = load_translator([ckpt], TranslateConfig(dtype="bf16", device="cpu", **FAST))
+    tr = load_engine([ckpt], tcfg(dtype="bf16", device="cpu", **FAST))
     assert len(translate_with(tr, ["a man", "the dog"])) == 2
     with pytest.raises(MtkitError, match="fp16 needs a CUDA device"):
-        load_translator([ckpt], TranslateConfig(dtype="fp16", device="cpu"))
+        load_engine([ckpt], tcfg(dtype="fp16", device="cpu"))
     with pytest.raises(MtkitError, match="--quantize int8 runs on CPU with --dtype fp32"):
-        load_translator([ckpt], TranslateConfig(dtype="bf16", quantize="int8", device="cpu"))
+        load_engine([ckpt], tcfg(dtype="bf16", quantize="int8", device="cpu"))
 
 
 def test_ensemble_of_a_checkpoint_with_itself_equals_it_alone(ckpt: str) -> None:
     lines = corpus(seed=3, n=6)
-    config = TranslateConfig(**FAST)
+    config = tcfg(**FAST)
     assert translate_lines([ckpt, ckpt], lines, config) == translate_lines([ckpt], lines, config)
 
 
 def test_ensemble_refuses_different_sentencepiece_models(ckpt: str, tmp_path: Path) -> None:
     other = make_checkpoint(tmp_path / "other.pt", spm_seed=9)
     with pytest.raises(MtkitError, match="sentencepiece model differs"):
-        load_translator([ckpt, other], TranslateConfig())
+        load_engine([ckpt, other], tcfg())
 
 
 def test_sampling_is_reproducible_through_the_pipeline(ckpt: str) -> None:
-    config = TranslateConfig(beam=1, sampling=True, top_p=0.9, seed=3, max_len_b=6)
+    config = tcfg(beam=1, sampling=True, top_p=0.9, seed=3, max_len_b=6)
     lines = corpus(seed=4, n=8)
     assert translate_lines([ckpt], lines, config) == translate_lines([ckpt], lines, config)
 
@@ -221,9 +229,9 @@ def test_failed_run_leaves_no_output_file(
             raise RuntimeError("disk on fire")
         return real_generate(*args, **kwargs)
 
-    real_generate = pipeline.generate
-    monkeypatch.setattr(pipeline, "generate", failing_generate)
-    config = TranslateConfig(chunk_lines=4, **FAST)
+    real_generate = native.generate
+    monkeypatch.setattr(native, "generate", failing_generate)
+    config = tcfg(chunk_lines=4, **FAST)
     with pytest.raises(RuntimeError, match="disk on fire"):
         translate_file([ckpt], str(source), str(target), config)
     assert target.read_text() == "old\n"
@@ -234,33 +242,33 @@ def test_file_to_file_and_path_errors(ckpt: str, tmp_path: Path) -> None:
     source = tmp_path / "in.txt"
     source.write_bytes(b"a man\r\n\r\nthe dog")
     target = tmp_path / "out.txt"
-    stats = translate_file([ckpt], str(source), str(target), TranslateConfig(**FAST))
+    stats = translate_file([ckpt], str(source), str(target), tcfg(**FAST))
     assert stats.lines == 3 and len(target.read_text().split("\n")) == 4
     assert target.stat().st_mode & 0o644 == 0o644  # not mkstemp's 0600
-    translate_file([ckpt], str(source), str(tmp_path / "new" / "out.txt"), TranslateConfig(**FAST))
+    translate_file([ckpt], str(source), str(tmp_path / "new" / "out.txt"), tcfg(**FAST))
     assert (tmp_path / "new" / "out.txt").read_bytes() == target.read_bytes()
     with pytest.raises(MtkitError, match="no such input file"):
-        translate_file([ckpt], str(tmp_path / "missing.txt"), "-", TranslateConfig())
+        translate_file([ckpt], str(tmp_path / "missing.txt"), "-", tcfg())
     with pytest.raises(MtkitError, match="no such checkpoint"):
-        translate_file([str(tmp_path / "nope.pt")], str(source), "-", TranslateConfig())
+        translate_file([str(tmp_path / "nope.pt")], str(source), "-", tcfg())
 
 
 def test_progress_bar_counts_lines(ckpt: str, tmp_path: Path, capsys) -> None:
     source = tmp_path / "in.txt"
     source.write_text("a man\n\nthe dog\n", encoding="utf-8")
-    config = TranslateConfig(**FAST)
+    config = tcfg(**FAST)
     translate_file([ckpt], str(source), str(tmp_path / "o.txt"), config, show_progress=True)
     assert "3 lines" in capsys.readouterr().err
 
 
-def test_translate_chunk_hypotheses_are_scored(translator: pipeline.Translator) -> None:
-    results = translate_chunk(translator, ["a man", "   "])
-    assert results[1] is None
-    (text, score, logprob) = results[0][0]
-    assert isinstance(text, str) and score <= 0 and logprob <= 0
+def test_translate_hypotheses_are_scored(translator: NativeEngine) -> None:
+    results = translator.translate(["a man", "   "])
+    assert results[1] == []
+    (best,) = results[0]
+    assert isinstance(best.text, str) and best.score <= 0 and best.logprob <= 0
 
 
-def test_input_is_read_lazily_a_chunk_at_a_time(translator: pipeline.Translator) -> None:
+def test_input_is_read_lazily_a_chunk_at_a_time(translator: NativeEngine) -> None:
     """Each chunk's output is written (and flushed) before the next chunk is read: the first
     lines come out long before the last is read, and memory holds one chunk."""
     read = 0

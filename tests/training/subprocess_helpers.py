@@ -52,7 +52,7 @@ def without_time(state: dict) -> dict:
 def assert_same_run(expected: Path, actual: Path) -> tuple[dict, dict]:
     """checkpoint_last.pt of both runs: bitwise equal model, optimizer and RNG tensors, equal
     schedule, training state and metrics log. Returns both checkpoints."""
-    from mtkit.training.checkpoint import load_checkpoint
+    from mtkit.checkpoint import load_checkpoint
 
     a = load_checkpoint(expected / "checkpoint_last.pt")
     b = load_checkpoint(actual / "checkpoint_last.pt")

@@ -8,7 +8,7 @@ import pytest
 import torch
 from training_helpers import TINY_MODEL, train_args
 
-from mtkit.training.checkpoint import load_checkpoint
+from mtkit.checkpoint import load_checkpoint
 
 
 def assert_one_line_error(result, *culprits: str) -> None:

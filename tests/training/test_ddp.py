@@ -9,9 +9,9 @@ import torch
 from subprocess_helpers import run_mtkit
 from training_helpers import train_args
 
+from mtkit.checkpoint import load_checkpoint
 from mtkit.data.binarized import ParallelData
 from mtkit.training.batching import epoch_batches, sentence_sizes
-from mtkit.training.checkpoint import load_checkpoint
 
 TORCHRUN = ["-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2"]
 NO_DROPOUT = ["--set", "model.dropout=0", "--set", "model.attention_dropout=0"]

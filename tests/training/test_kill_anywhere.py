@@ -17,8 +17,8 @@ from pathlib import Path
 from subprocess_helpers import REPO, assert_same_run
 from training_helpers import train_args
 
+from mtkit.checkpoint import load_checkpoint
 from mtkit.errors import MtkitError
-from mtkit.training.checkpoint import load_checkpoint
 from mtkit.training.state import LAST, numbered_checkpoints
 
 SLOW_MTKIT = Path(__file__).with_name("slow_mtkit.py")

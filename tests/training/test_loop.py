@@ -13,11 +13,11 @@ import torch
 import yaml
 from training_helpers import train_args
 
-from mtkit.config import TranslateConfig
+from mtkit.checkpoint import load_checkpoint, load_for_inference
+from mtkit.config import SearchConfig
 from mtkit.data.binarized import ParallelData
 from mtkit.data.tokenizer import EOS_ID, PAD_ID
 from mtkit.training import loop, step
-from mtkit.training.checkpoint import load_checkpoint, load_for_inference
 
 
 def read_log(run_dir: Path) -> list[dict]:
@@ -44,7 +44,7 @@ def test_overfits_and_reproduces_the_training_pairs(
     train = ParallelData(data, "train")
     src = [torch.tensor([*train.pair(i)[0].tolist(), EOS_ID]) for i in range(len(train))]
     batch = torch.nn.utils.rnn.pad_sequence(src, batch_first=True, padding_value=PAD_ID)
-    hyps = generate([loaded.model], batch, TranslateConfig(beam=1))
+    hyps = generate([loaded.model], batch, SearchConfig(beam=1))
     for i, best in enumerate(hyps):
         assert best[0].tokens == train.pair(i)[1].tolist()
     assert loaded.tgt_tokenizer.decode([h[0].tokens for h in hyps]) == [t for _, t in pairs]

@@ -9,7 +9,7 @@ from pathlib import Path
 from subprocess_helpers import assert_same_run, run_mtkit
 from training_helpers import train_args
 
-from mtkit.training.checkpoint import load_checkpoint
+from mtkit.checkpoint import load_checkpoint
 
 KILL = {"MTKIT_TEST_KILL_AT_UPDATE": "6"}
 

@@ -8,11 +8,11 @@ from pathlib import Path
 import pytest
 import torch
 
+from mtkit.checkpoint import load_checkpoint, load_for_inference, save_checkpoint
 from mtkit.config import ModelConfig
 from mtkit.data.tokenizer import train_spm
 from mtkit.errors import MtkitError
 from mtkit.model.transformer import build_model
-from mtkit.training.checkpoint import load_checkpoint, load_for_inference, save_checkpoint
 
 WORDS = "the a man woman dog cat runs walks on in red blue big small house street".split()
 

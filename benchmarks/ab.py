@@ -1,0 +1,72 @@
+"""Before/after in one run: a benchmark script under two git revisions, alternately.
+
+Refactors promise "no engine slower"; on a shared machine only a ratio measured in one run
+means anything. This checks the old revision out into ``.bench/ab/REV`` (a git worktree), then
+runs ``SCRIPT ARGS`` from each tree's own ``benchmarks/`` directory with that tree first on
+``PYTHONPATH``, ``--rounds`` times each, old and new alternating, and prints, for every row the
+script prints as ``NAME ... X tok/s``, the median tokens/s of both and the ratio new/old.
+
+    .venv/bin/python benchmarks/ab.py --base d9ab879 -- bench_translate.py CKPT --limit 400
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import statistics
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+WORK = ROOT / ".bench" / "ab"
+ROW = re.compile(r"^\s*(?P<name>\S.*?)\s{2,}.*?(?P<tps>[\d.]+)\s+tok/s", re.MULTILINE)
+
+
+def worktree(rev: str) -> Path:
+    """A checkout of ``rev`` under .bench/ab (made once, reused)."""
+    sha = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", rev], check=True,
+                         capture_output=True, text=True).stdout.strip()  # fmt: skip
+    path = WORK / sha
+    if not path.is_dir():
+        WORK.mkdir(parents=True, exist_ok=True)
+        subprocess.run(["git", "-C", str(ROOT), "worktree", "add", "--detach", str(path), sha],
+                       check=True, capture_output=True)  # fmt: skip
+    return path
+
+
+def run(tree: Path, script: str, args: list[str]) -> dict[str, float]:
+    """One run of ``script`` from ``tree``: tokens/s per printed row."""
+    env = dict(os.environ, PYTHONPATH=f"{tree}{os.pathsep}{tree / 'benchmarks'}")
+    cmd = [sys.executable, str(tree / "benchmarks" / script), *args]
+    out = subprocess.run(cmd, check=True, capture_output=True, text=True, env=env, cwd=ROOT)
+    return {m["name"].strip(): float(m["tps"]) for m in ROW.finditer(out.stdout)}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--base", required=True, help="the old revision (e.g. a commit)")
+    parser.add_argument("--rounds", type=int, default=3, help="runs of each tree, alternating")
+    parser.add_argument("script", help="a script in benchmarks/ (e.g. bench_translate.py)")
+    parser.add_argument("args", nargs=argparse.REMAINDER, help="its arguments")
+    opts = parser.parse_args()
+    trees = {"old": worktree(opts.base), "new": ROOT}
+    seen: dict[str, dict[str, list[float]]] = {"old": {}, "new": {}}
+    for i in range(opts.rounds):
+        for side, tree in trees.items():
+            for name, tps in run(tree, opts.script, opts.args).items():
+                seen[side].setdefault(name, []).append(tps)
+            print(f"round {i + 1} {side} done", file=sys.stderr, flush=True)
+    print(f"{opts.script} {' '.join(opts.args)}: old = {opts.base}, new = working tree; "
+          f"median of {opts.rounds} alternating runs")  # fmt: skip
+    print(f"{'row':<30} {'old tok/s':>10} {'new tok/s':>10} {'new/old':>8}")
+    for name, old in seen["old"].items():
+        new = seen["new"].get(name)
+        if new:
+            a, b = statistics.median(old), statistics.median(new)
+            print(f"{name:<30} {a:10.0f} {b:10.0f} {b / a:8.3f}")
+
+
+if __name__ == "__main__":
+    main()

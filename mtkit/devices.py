@@ -1,0 +1,52 @@
+"""Device names, parsed in one place: ``auto``, ``cpu``, ``cuda`` or ``cuda:N``.
+
+Training, mtkit's own decoding engine and the CTranslate2 engine all take the same ``--device``
+values; :func:`parse_device` reads them, and each user checks availability with its own
+library (torch or CTranslate2), since the two can differ on one machine.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import torch
+
+from mtkit.errors import MtkitError
+
+KNOWN = "auto, cpu, cuda or cuda:N"
+
+
+class DeviceName(NamedTuple):
+    kind: str  # auto | cpu | cuda
+    index: int | None  # cuda:N -> N; None when not given
+
+
+def parse_device(name: str, option: str = "--device") -> DeviceName:
+    """Read a device name, refusing anything else with one line naming ``option``.
+
+    >>> parse_device("cuda:1"), parse_device("cpu")
+    (DeviceName(kind='cuda', index=1), DeviceName(kind='cpu', index=None))
+    """
+    kind, sep, index = name.strip().partition(":")
+    if kind in ("auto", "cpu") and not sep:
+        return DeviceName(kind, None)
+    if kind == "cuda" and not sep:
+        return DeviceName("cuda", None)
+    if kind == "cuda" and index.isdigit():
+        return DeviceName("cuda", int(index))
+    raise MtkitError(f"{option}: unknown device {name!r} (use {KNOWN})")
+
+
+def torch_device(name: str, option: str = "--device") -> torch.device:
+    """The torch device for ``name``: ``auto`` is CUDA when torch sees a GPU, else CPU; a CUDA
+    device this machine lacks is refused."""
+    kind, index = parse_device(name, option)
+    if kind == "auto":
+        kind = "cuda" if torch.cuda.is_available() else "cpu"
+    if kind == "cpu":
+        return torch.device("cpu")
+    if not torch.cuda.is_available():
+        raise MtkitError(f"{option} {name}: CUDA is not available on this machine")
+    if (index or 0) >= torch.cuda.device_count():
+        raise MtkitError(f"{option} {name}: device cuda:{index} does not exist")
+    return torch.device("cuda", index or 0)

@@ -1,0 +1,178 @@
+"""The CTranslate2 engine: decode a directory written by `mtkit export --format ctranslate2`.
+
+The directory holds CTranslate2's ``model.bin`` with ``source.spm``, ``target.spm`` and
+``mtkit.json`` (position limit, provenance) beside it; it is loaded once and translates batches
+of lines with one ``translate_batch`` call each.
+
+Differences from mtkit's own engine (documented, not hidden):
+
+- length penalty: CTranslate2 divides a finished hypothesis' log-probability by len**lenpen, as
+  mtkit's 'fairseq' style does; with ``return_end_token`` len counts EOS, as ours. There is no
+  'gnmt' style, no UNK penalty and one hypothesis per line: those options are refused.
+- length limit: ``max_decoding_length`` is one bound per call, so each batch decodes up to its
+  largest bound (max_len_a * source pieces + max_len_b) and every output is then cut to its own
+  line's bound, where mtkit forces EOS: same tokens for greedy search, a slightly different beam
+  score. Scores are CTranslate2's; the log-probability is not reported (NaN).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from mtkit.config import SearchConfig, TranslateConfig
+from mtkit.data.tokenizer import EOS_ID, Tokenizer
+from mtkit.devices import parse_device
+from mtkit.engines.base import Progress, Translation, encode_sources, one_line, source_batches
+from mtkit.errors import MtkitError
+from mtkit.export.ct2 import METADATA, ctranslate2_module
+
+FLOATS = {"fp32": "float32", "fp16": "float16", "bf16": "bfloat16"}
+
+
+def max_target_len(src_len: int, search: SearchConfig, cap: int) -> int:
+    """Most target tokens before EOS for a source of ``src_len`` pieces (EOS excluded), as in
+    ``mtkit.decoding.beam.max_target_lengths``: floor(a * len + b) within [min_len, cap]."""
+    return min(cap, max(search.min_len, math.floor(search.max_len_a * src_len + search.max_len_b)))
+
+
+def check_search(search: SearchConfig) -> None:
+    """Refuse the search options CTranslate2 cannot honour, naming them."""
+    if search.lenpen_style != "fairseq":
+        raise MtkitError(
+            f"lenpen_style={search.lenpen_style!r} is not available with CTranslate2, which "
+            "normalizes by len**lenpen only (use 'fairseq')"
+        )
+    if search.unk_penalty:
+        raise MtkitError("unk_penalty is not available with CTranslate2")
+    if search.nbest > 1:
+        raise MtkitError("nbest > 1 is not available with the ctranslate2 engine (one line out)")
+
+
+def _device(name: str, ct2: Any) -> tuple[str, int]:
+    kind, index = parse_device(name)
+    if kind == "auto":
+        kind = "cuda" if ct2.get_cuda_device_count() > 0 else "cpu"
+    return kind, index or 0
+
+
+def compute_type(config: TranslateConfig) -> str:
+    """'default' keeps the exported quantization; --quantize/--dtype ask for another one."""
+    if config.quantize == "int8":
+        return "int8" if config.dtype == "fp32" else f"int8_{FLOATS[config.dtype]}"
+    return "default" if config.dtype == "fp32" else FLOATS[config.dtype]
+
+
+@dataclass
+class Ct2Engine:
+    """A loaded CTranslate2 export with its tokenizers."""
+
+    translator: Any
+    src: Tokenizer
+    tgt: Tokenizer
+    max_positions: int
+    config: TranslateConfig
+
+    def check(self, search: SearchConfig) -> None:
+        check_search(search)
+
+    def translate(
+        self,
+        lines: Sequence[str],
+        search: SearchConfig | None = None,
+        first_number: int = 1,
+        progress: Progress | None = None,
+    ) -> list[list[Translation]]:
+        search = search or self.config.search
+        check_search(search)
+        cap = min(self.config.max_input_tokens, self.max_positions - 1)  # + EOS must fit
+        ids = encode_sources(self.src, lines, cap, first_number)
+        bounds = [max_target_len(len(row), search, self.max_positions - 1) for row in ids]
+        results: list[list[Translation]] = [[] for _ in lines]
+        for index in source_batches(ids, self.config.max_tokens, progress):
+            pieces = [[self.src.sp.IdToPiece(t) for t in ids[i]] for i in index]
+            options = search_options(search, max(bounds[i] for i in index))
+            found = self.translator.translate_batch(pieces, **options)
+            hyps = [_target_ids(self.tgt, r.hypotheses[0], bounds[i])
+                    for i, r in zip(index, found, strict=True)]  # fmt: skip
+            texts = self.tgt.decode(hyps)
+            for i, r, hyp, text in zip(index, found, hyps, texts, strict=True):
+                score = r.scores[0] if r.scores else math.nan
+                results[i] = [Translation(one_line(text), score, math.nan, len(hyp))]
+        return results
+
+
+def _target_ids(tgt: Tokenizer, pieces: list[str], bound: int) -> list[int]:
+    """Piece ids up to EOS, at most ``bound`` of them (where mtkit would have forced EOS)."""
+    ids = [tgt.sp.PieceToId(p) for p in pieces]
+    if EOS_ID in ids:
+        ids = ids[: ids.index(EOS_ID)]
+    return ids[:bound]
+
+
+def search_options(search: SearchConfig, bound: int) -> dict[str, Any]:
+    """translate_batch keywords for a group of sources whose target bound is ``bound``."""
+    options: dict[str, Any] = dict(
+        beam_size=search.width,
+        length_penalty=search.lenpen,
+        max_decoding_length=bound + 1,  # + EOS
+        min_decoding_length=search.min_len,
+        max_input_length=0,  # we truncate ourselves, before EOS
+        no_repeat_ngram_size=search.no_repeat_ngram,
+        num_hypotheses=1,
+        suppress_sequences=[["<pad>"], ["<s>"]],  # never generated by mtkit either
+        return_end_token=True,  # so that len in len**lenpen counts EOS, as in mtkit
+        return_scores=True,
+        max_batch_size=0,
+    )
+    if search.sampling:
+        options.update(sampling_topk=search.top_k or 0, sampling_topp=search.top_p,
+                       sampling_temperature=search.temperature)  # fmt: skip
+    return options
+
+
+def _translator(model_dir: Path, config: TranslateConfig) -> tuple[Any, dict]:
+    """The CTranslate2 translator for an exported directory and its ``mtkit.json`` metadata."""
+    ct2 = ctranslate2_module()
+    if not (model_dir / "model.bin").is_file():
+        raise MtkitError(f"{model_dir}: not a CTranslate2 model directory (no model.bin)")
+    meta_path = model_dir / METADATA
+    meta = json.loads(meta_path.read_text(encoding="utf-8")) if meta_path.is_file() else {}
+    device, index = _device(config.device, ct2)
+    threads = config.threads or os.cpu_count() or 1
+    try:
+        translator = ct2.Translator(str(model_dir), device=device, device_index=index,
+                                    compute_type=compute_type(config),
+                                    inter_threads=1, intra_threads=threads)  # fmt: skip
+    except (RuntimeError, ValueError) as err:
+        raise MtkitError(f"{model_dir}: cannot load CTranslate2 model ({err})") from None
+    return translator, meta
+
+
+def load(models: list[str], config: TranslateConfig) -> Ct2Engine:
+    """Load one exported directory (model.bin, source.spm, target.spm) for ``config``."""
+    ct2 = ctranslate2_module()  # a missing extra is named before anything else is checked
+    if len(models) != 1:
+        raise MtkitError("--engine ctranslate2 takes one exported model directory (-m DIR)")
+    check_search(config.search)
+    model_dir = Path(models[0])
+    if not model_dir.is_dir():
+        raise MtkitError(f"{model_dir}: no such CTranslate2 model directory (mtkit export)")
+    for name in ("source.spm", "target.spm"):
+        if not (model_dir / name).is_file():
+            raise MtkitError(f"{model_dir}: no {name} (export it with `mtkit export`)")
+    translator, meta = _translator(model_dir, config)
+    if config.search.sampling:
+        ct2.set_random_seed(config.search.seed)
+    return Ct2Engine(
+        translator,
+        Tokenizer.from_file(model_dir / "source.spm"),
+        Tokenizer.from_file(model_dir / "target.spm"),
+        int(meta.get("max_positions", 1024)),
+        config,
+    )

@@ -1,0 +1,79 @@
+"""A trained model made ready for decoding, in one place: device, dtype, int8 or packed weights.
+
+``prepare_for_inference`` is what every engine and exporter that runs mtkit's own model calls;
+nothing else converts a model for inference.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import torch
+from torch import nn
+
+from mtkit.errors import MtkitError
+from mtkit.model.packed import onednn_available, pack_linears
+from mtkit.model.transformer import Transformer
+
+DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
+
+
+def check_precision(device: torch.device, dtype: str, quantize: str) -> None:
+    """Refuse precisions the device cannot run, with a one-line error."""
+    if dtype not in DTYPES:
+        raise MtkitError(f"--dtype must be one of {', '.join(DTYPES)}, got {dtype!r}")
+    if dtype == "fp16" and device.type == "cpu":
+        raise MtkitError("--dtype fp16 needs a CUDA device; on CPU use fp32 or bf16")
+    if dtype == "bf16" and device.type == "cuda" and not torch.cuda.is_bf16_supported():
+        raise MtkitError("--dtype bf16 is not supported by this GPU; use fp16 or fp32")
+    if quantize not in ("", "int8"):
+        raise MtkitError(f"--quantize must be int8 (or empty), got {quantize!r}")
+    if quantize and (device.type != "cpu" or dtype != "fp32"):
+        raise MtkitError("--quantize int8 runs on CPU with --dtype fp32 only")
+
+
+def untie_output(model: Transformer) -> Transformer:
+    """Give a tied output projection its own nn.Linear, a copy of the target embedding, so that
+    int8 quantization and weight packing reach the largest matrix of a small model too."""
+    if model.output is None:
+        output = nn.Linear(model.cfg.d_model, model.cfg.tgt_vocab_size, bias=False)
+        output = output.to(model.tgt_embed.weight.device, model.tgt_embed.weight.dtype)
+        output.weight = nn.Parameter(model.tgt_embed.weight.detach().clone())
+        model.output = output
+    return model
+
+
+def quantize_int8(model: Transformer) -> nn.Module:
+    """Dynamic int8 quantization of every nn.Linear (weights int8, activations quantized per
+    batch), output projection included."""
+    untie_output(model)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # torch.ao.quantization deprecation notices
+        from torch.ao.quantization import quantize_dynamic
+
+        return quantize_dynamic(model, {nn.Linear}, dtype=torch.qint8)
+
+
+def packs_linears(device: torch.device, dtype: str, quantize: str, cpu_matmul: str) -> bool:
+    """Whether linear weights are packed for oneDNN: CPU float32 without quantization, when
+    asked (``cpu_matmul`` onednn) and where this PyTorch build can."""
+    wanted = device.type == "cpu" and dtype == "fp32" and not quantize
+    return wanted and cpu_matmul == "onednn" and onednn_available()
+
+
+def prepare_for_inference(
+    model: Transformer,
+    device: torch.device,
+    dtype: str = "fp32",
+    quantize: str = "",
+    cpu_matmul: str = "onednn",
+) -> nn.Module:
+    """``model`` on ``device`` in eval mode, cast to ``dtype``, then int8-quantized or with
+    linear weights packed for oneDNN (CPU fp32, ``cpu_matmul`` onednn) as asked."""
+    check_precision(device, dtype, quantize)
+    model = model.to(device, DTYPES[dtype]).eval()
+    if quantize:
+        return quantize_int8(model)
+    if packs_linears(device, dtype, quantize, cpu_matmul):
+        return pack_linears(untie_output(model))
+    return model

@@ -1,0 +1,145 @@
+"""Incremental decoding state: one small object per layer, each reordering its own tensors.
+
+fairseq keeps a dict of cached tensors that ``reorder_incremental_state`` walks (Ott et al.,
+2019); here the state is typed. A decoder layer's :class:`LayerState` holds what its
+self-attention cached (:class:`KeyValueCache`, or another kind such as a running average) and
+what its cross-attention computed once per source sentence (:class:`SourceCache`). The search
+sees only :class:`DecoderState.reorder`, so a new attention kind brings its own state object
+(anything with ``reorder(rows)``) without touching the search.
+
+Rows and sources: R rows are being decoded (sentences x beams); each run of ``group`` adjacent
+rows (one sentence's beams) shares one source row, so the beams attend to their source together
+as ``group`` query positions over one copy of its keys/values.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Protocol
+
+import torch
+from torch import Tensor
+
+
+class RowState(Protocol):
+    """A layer's target-side state: whatever it keeps per row being decoded."""
+
+    def reorder(self, rows: Tensor) -> None:
+        """Keep rows ``rows`` (R',) in that order: beam moves, sentences leaving."""
+
+    def nbytes(self) -> int:
+        """Bytes held for the rows' cached tensors."""
+
+
+@dataclass
+class KeyValueCache:
+    """Self-attention keys/values of one layer, preallocated for ``max_len`` steps.
+
+    ``append`` writes one step; ``reorder`` keeps rows. With the row count unchanged (every
+    step of beam search) the filled steps are gathered straight into a spare pair of buffers,
+    which then swap with the current ones: one copy per step and no allocation.
+    """
+
+    k: Tensor  # (R, Hkv, max_len, Dh)
+    v: Tensor  # (R, Hkv, max_len, Dh)
+    length: int = 0  # steps filled
+    spare: tuple[Tensor, Tensor] | None = None
+
+    @classmethod
+    def empty(cls, like: Tensor, rows: int, heads: int, max_len: int, dim: int) -> KeyValueCache:
+        shape = (rows, heads, max_len, dim)
+        return cls(like.new_empty(shape), like.new_empty(shape))
+
+    def append(self, k: Tensor, v: Tensor) -> tuple[Tensor, Tensor]:
+        """Store one step's k, v (R, Hkv, 1, Dh); returns every filled step's keys/values."""
+        t = self.length
+        self.k[:, :, t : t + 1] = k
+        self.v[:, :, t : t + 1] = v
+        self.length = t + 1
+        return self.k[:, :, : t + 1], self.v[:, :, : t + 1]
+
+    def reorder(self, rows: Tensor) -> None:
+        n = self.length
+        if len(rows) != self.k.shape[0]:
+            self.k, self.v = _select_prefix(self.k, rows, n), _select_prefix(self.v, rows, n)
+            self.spare = None
+            return
+        if self.spare is None:
+            self.spare = (torch.empty_like(self.k), torch.empty_like(self.v))
+        k, v = self.spare
+        torch.index_select(self.k[:, :, :n], 0, rows, out=k[:, :, :n])
+        torch.index_select(self.v[:, :, :n], 0, rows, out=v[:, :, :n])
+        self.spare = (self.k, self.v)
+        self.k, self.v = k, v
+
+    def nbytes(self) -> int:
+        """Bytes held for the keys/values (the spare pair, when allocated, doubles it)."""
+        return self.k.nbytes + self.v.nbytes
+
+
+def _select_prefix(buffer: Tensor, rows: Tensor, length: int) -> Tensor:
+    """Rows of a (R, H, max_len, Dh) buffer in a new buffer, copying only the filled steps."""
+    out = buffer.new_empty((len(rows), *buffer.shape[1:]))
+    if length:
+        out[:, :, :length] = buffer[:, :, :length].index_select(0, rows)
+    return out
+
+
+@dataclass
+class SourceCache:
+    """Cross-attention keys/values of one layer, one row per source sentence."""
+
+    k: Tensor  # (N, Hkv, S, Dh)
+    v: Tensor  # (N, Hkv, S, Dh)
+
+    def reorder(self, sources: Tensor) -> None:
+        self.k = self.k.index_select(0, sources)
+        self.v = self.v.index_select(0, sources)
+
+    def nbytes(self) -> int:
+        return self.k.nbytes + self.v.nbytes
+
+
+@dataclass
+class LayerState:
+    """One decoder layer's state: its self-attention's and its cross-attention's."""
+
+    own: RowState  # KeyValueCache, or a variant's state (e.g. a running average)
+    source: SourceCache
+
+    def reorder(self, rows: Tensor) -> None:
+        self.own.reorder(rows)
+
+    def reorder_source(self, sources: Tensor) -> None:
+        self.source.reorder(sources)
+
+
+@dataclass
+class DecoderState:
+    """The whole decoder's state: a :class:`LayerState` per layer, the source padding mask, the
+    steps decoded so far (the position of the next token) and the rows per source row."""
+
+    layers: list[LayerState]
+    src_keep: Tensor | None  # (N, 1, 1, S) bool, True at real source tokens; None: no padding
+    offset: int = 0
+    group: int = 1
+
+    def reorder(self, rows: Tensor, sources: Tensor | None = None) -> None:
+        """Keep rows ``rows`` (R',); ``sources`` (N',), when given, also selects source rows,
+        each then shared by ``R' / N'`` adjacent rows. Without ``sources`` rows only move among
+        the beams of their own sentence and the source side stays as it is."""
+        for layer in self.layers:
+            layer.reorder(rows)
+        if sources is None:
+            return
+        if len(rows) % len(sources):
+            raise ValueError(f"{len(rows)} rows cannot share {len(sources)} sources evenly")
+        for layer in self.layers:
+            layer.reorder_source(sources)
+        if self.src_keep is not None:
+            self.src_keep = self.src_keep.index_select(0, sources)
+        self.group = len(rows) // len(sources)
+
+    def nbytes(self) -> int:
+        """Bytes of cached keys/values (and other per-layer tensors) held now."""
+        return sum(layer.own.nbytes() + layer.source.nbytes() for layer in self.layers)

@@ -1,0 +1,68 @@
+"""Imports flow one way: cli -> pipeline -> {engines, export, training} -> {checkpoint, decoding,
+model, data} -> {config, devices, errors, staging}. Every import counts, lazy ones inside
+functions too (read from the source, not from what happens to be loaded)."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+import mtkit
+
+PACKAGE = Path(mtkit.__file__).parent
+CORE = {"decoding", "model", "data"}
+# what each part of mtkit must never import
+FORBIDDEN: dict[str, set[str]] = {
+    "config": {"cli", "pipeline", "engines", "export", "training", "checkpoint", *CORE},
+    "devices": {"cli", "pipeline", "engines", "export", "training", "checkpoint", *CORE},
+    "errors": {"cli", "pipeline", "engines", "export", "training", "checkpoint", *CORE},
+    "data": {"cli", "pipeline", "engines", "export", "training", "checkpoint", "decoding", "model"},
+    "model": {"cli", "pipeline", "engines", "export", "training", "checkpoint", "decoding"},
+    "decoding": {"cli", "pipeline", "engines", "export", "training", "checkpoint", "model"},
+    "checkpoint": {"cli", "pipeline", "engines", "export", "training", "decoding"},
+    "training": {"cli", "pipeline", "engines", "export"},
+    "export": {"cli", "pipeline", "engines", "training"},
+    "engines": {"cli", "pipeline", "training"},
+    "pipeline": {"cli"},
+}
+
+
+def part_of(path: Path) -> str:
+    """The part a module belongs to: its subpackage, or its own name at the top level."""
+    rel = path.relative_to(PACKAGE)
+    return rel.parts[0] if len(rel.parts) > 1 else rel.stem
+
+
+def mtkit_imports(path: Path) -> set[str]:
+    """The parts of mtkit that ``path`` imports (``from mtkit import x`` counts as part x)."""
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names = node.module.split(".")
+            if names[0] == "mtkit":
+                found.update([names[1]] if len(names) > 1 else [a.name for a in node.names])
+        elif isinstance(node, ast.Import):
+            for alias in node.names:
+                names = alias.name.split(".")
+                if names[0] == "mtkit" and len(names) > 1:
+                    found.add(names[1])
+    return found
+
+
+MODULES = sorted(p for p in PACKAGE.rglob("*.py") if part_of(p) in FORBIDDEN)
+
+
+@pytest.mark.parametrize("path", MODULES, ids=lambda p: str(p.relative_to(PACKAGE)))
+def test_imports_flow_one_way(path: Path) -> None:
+    wrong = mtkit_imports(path) & FORBIDDEN[part_of(path)]
+    assert not wrong, f"{path.relative_to(PACKAGE)} imports {sorted(wrong)}"
+
+
+def test_the_rule_catches_a_backward_import(tmp_path: Path) -> None:
+    module = tmp_path / "m.py"
+    module.write_text("def f():\n    from mtkit.training.loop import train\n")
+    assert mtkit_imports(module) == {"training"}
+    module.write_text("from mtkit import pipeline\nimport mtkit.cli.common\n")
+    assert mtkit_imports(module) == {"pipeline", "cli"}
