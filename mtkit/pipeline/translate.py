@@ -250,22 +250,19 @@ def format_results(results: list[Result | None], first_number: int, nbest: int) 
 
 def read_lines(stream: BinaryIO) -> Iterator[str]:
     """Decode a binary stream line by line (see the module docstring for the rules)."""
+    from mtkit.data.lines import decode_lines  # here, not above: a one-function change
+
     bad = 0
-    for number, raw in enumerate(stream, start=1):
-        if number == 1 and raw.startswith(b"\xef\xbb\xbf"):
-            raw = raw[3:]
-        raw = raw[:-1] if raw.endswith(b"\n") else raw
-        raw = raw[:-1] if raw.endswith(b"\r") else raw
-        try:
-            yield raw.decode("utf-8")
-        except UnicodeDecodeError:
-            bad += 1
-            if bad <= MAX_ENCODING_WARNINGS:
-                more = (
-                    " (further invalid lines not reported)" if bad == MAX_ENCODING_WARNINGS else ""
-                )
-                warn(f"line {number}: invalid UTF-8, bad bytes replaced by U+FFFD{more}")
-            yield raw.decode("utf-8", "replace")
+
+    def replaced(message: str) -> None:  # lenient: warn for the first lines, then go on
+        nonlocal bad
+        bad += 1
+        if bad <= MAX_ENCODING_WARNINGS:
+            more = " (further invalid lines not reported)" if bad == MAX_ENCODING_WARNINGS else ""
+            warn(f"{message}, bad bytes replaced by U+FFFD{more}")
+
+    name = getattr(stream, "name", None)
+    return decode_lines(stream, name if isinstance(name, str) else "<input>", replaced)
 
 
 def translate_stream(
