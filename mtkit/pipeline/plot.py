@@ -61,7 +61,7 @@ def _point(line: str, metric: str, where: str) -> tuple[float, float] | None:
         ) from None
 
 
-def plot_runs(run_dirs: list[str], output: str, metric: str = "valid_bleu") -> str:
+def plot_runs(run_dirs: list[str], output: str = "curve.png", metric: str = "valid_bleu") -> str:
     """Draw one curve per run into a PNG at ``output`` (written atomically); returns the path."""
     try:
         import matplotlib
