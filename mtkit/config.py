@@ -1,4 +1,4 @@
-"""One config dataclass per stage, YAML load/dump, and type-checked overrides.
+"""One config dataclass per stage, YAML loading, and type-checked overrides.
 
 Every config is plain data (str, int, float, bool, lists of those, None) so that it round-trips
 through YAML and lives inside checkpoints that load with ``torch.load(weights_only=True)``.
@@ -395,7 +395,3 @@ def _yaml_problem(err: yaml.YAMLError, text: str) -> str:
 
 def to_dict(config: Any) -> dict[str, Any]:
     return dataclasses.asdict(config)
-
-
-def dump_yaml(config: Any, path: str | Path) -> None:
-    Path(path).write_text(yaml.safe_dump(to_dict(config), sort_keys=False), encoding="utf-8")

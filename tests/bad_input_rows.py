@@ -74,9 +74,9 @@ ROWS = [
         r"x\.txt: permission denied", nonroot=True),
     Row("spm-empty-file", [*SPM, "{t}/x.txt"], {"x.txt": b""}, r"m: no text to train on"),
     Row("spm-invalid-utf8", [*SPM, "{t}/x.txt"], {"x.txt": EN + b"caf\xe9\n"},
-        r"x\.txt: line 4: invalid UTF-8 \(byte 0xe9\)"),
+        r"x\.txt:4: invalid UTF-8 \(byte 0xe9 at byte 4 of the line\)"),
     Row("spm-utf16", [*SPM, "{t}/x.txt"], {"x.txt": utf16(EN)},
-        r"x\.txt: line 1: invalid UTF-8 \(byte 0xff\)"),
+        r"x\.txt:1: invalid UTF-8 \(byte 0xff at byte 1 of the line\)"),
     Row("spm-1mb-line", [*SPM, "{t}/x.txt"], {"x.txt": MB_LINE + b"\n"},
         r"x\.txt: no text to train .*m\.model on: every sentence is longer than 4192 bytes"),
     Row("spm-mismatched-corpus", [*SPM, "--train", "{t}/c", "--src-lang", "en", "--tgt-lang",
@@ -111,9 +111,9 @@ ROWS = [
         "c.de": DE + lines("Noch eine.")}, r"line counts differ: .*c\.en has 3 lines, .*c\.de "
         r"has 4"),
     Row("prepare-invalid-utf8", [*PREPARE, "--train", "{t}/c"], {"c.en": EN,
-        "c.de": DE[:-3] + b"\xc3(\n"}, r"c\.de: line 3: invalid UTF-8 \(byte 0xc3\)"),
+        "c.de": DE[:-3] + b"\xc3(\n"}, r"c\.de:3: invalid UTF-8 \(byte 0xc3 at byte \d+ of"),
     Row("prepare-invalid-utf8-tsv", [*PREPARE, "--train", "{t}/c.tsv"],
-        {"c.tsv": b"a\tb\n\xff\tc\n"}, r"c\.tsv: line 2: invalid UTF-8 \(byte 0xff\)"),
+        {"c.tsv": b"a\tb\n\xff\tc\n"}, r"c\.tsv:2: invalid UTF-8 \(byte 0xff at byte 1 of"),
     Row("prepare-tsv-columns", [*PREPARE, "--train", "{t}/c.tsv"], {"c.tsv": b"a\tb\nc\n"},
         r"c\.tsv: line 2: expected 2 tab-separated columns, found 1"),
     Row("prepare-corrupt-gzip", [*PREPARE, "--train", "{t}/c"],
@@ -148,7 +148,7 @@ ROWS = [
     Row("prepare-output-dir-created", [*PREPARE[:4], "{t}/new/dir/bin", "--workers", "0",
         "--train", "{t}/c"], PAIR, check=prepared("train", read=3, kept=3)),
     Row("prepare-real-terminal", [*PREPARE, "--train", "{t}/c"], {"c.en": EN,
-        "c.de": b"\xff\n"}, r"c\.de: line 1: invalid UTF-8", real=True),
+        "c.de": b"\xff\n"}, r"c\.de:1: invalid UTF-8", real=True),
     # -- mtkit train ------------------------------------------------------------------------
     Row("train-missing-dataset", train_args(Path("{t}/nodata"), Path("{t}/run")),
         error=r"nodata: not an mtkit dataset \(no manifest\.json; run `mtkit prepare`\)"),
@@ -298,7 +298,8 @@ ROWS = [
         {"in.txt": lines("the\x00man", "\x00")}, check=translated_as("the\x00man", "\x00")),
     Row("translate-invalid-utf8", [*TRANSLATE, "-m", "{ckpt}", *TO_FILE],
         {"in.txt": b"the man\nred \xff house\n"}, check=translated_with_warning(
-            2, r"mtkit translate: warning: line 2: invalid UTF-8, bad bytes replaced by U\+FFFD")),
+            2, r"mtkit translate: warning: .*in\.txt:2: invalid UTF-8 \(byte 0xff at byte 5 of the "
+               r"line\), bad bytes replaced by U\+FFFD")),
     Row("translate-1mb-line", [*TRANSLATE, "-m", "{ckpt}", *TO_FILE],
         {"in.txt": MB_LINE + b"\n"}, check=translated_with_warning(
             1, r"mtkit translate: warning: line 1: \d+ pieces, truncated to the first 1000 "

@@ -64,23 +64,13 @@ class LazyGroup(click.Group):
             return super().invoke(ctx)
 
     def list_commands(self, ctx: click.Context) -> list[str]:
-        return sorted(name for name in COMMANDS if self._load(name) is not None)
+        return sorted(COMMANDS)
 
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
-        return self._load(cmd_name)
-
-    @staticmethod
-    def _load(name: str) -> click.Command | None:
-        if name not in COMMANDS:
+        if cmd_name not in COMMANDS:
             return None
-        module_name, attr = COMMANDS[name]
-        try:
-            module = importlib.import_module(f"mtkit.cli.{module_name}")
-        except ModuleNotFoundError as err:
-            if err.name == f"mtkit.cli.{module_name}":
-                return None  # command not part of this build
-            raise
-        return getattr(module, attr)
+        module_name, attr = COMMANDS[cmd_name]
+        return getattr(importlib.import_module(f"mtkit.cli.{module_name}"), attr)
 
 
 @click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})

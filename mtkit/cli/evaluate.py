@@ -2,103 +2,70 @@
 
 from __future__ import annotations
 
+from functools import partial
+from typing import Any
+
 import click
 
-from mtkit.cli.common import user_errors
+from mtkit.cli.common import CommaList, config_option, user_errors
 from mtkit.config import EvaluateConfig, SearchConfig, TranslateConfig
+
+option = partial(config_option, config=EvaluateConfig)  # default and --help from EvaluateConfig
 
 
 @click.command()
-@click.option(
-    "-i",
-    "--input",
-    "input_",
-    default="-",
-    metavar="HYP",
-    show_default=True,
-    help="System output, one segment per line ('-': stdin).",
-)
-@click.option(
+@option("-i", "--input", metavar="HYP", help="System output, one segment per line ('-': stdin).")
+@option(
     "-r",
     "--ref",
-    "refs",
+    field="refs",
     multiple=True,
     metavar="REF",
     help="Reference translation; repeat for several references.",
 )
-@click.option(
-    "--metrics",
-    default="bleu,chrf,ter",
-    show_default=True,
-    help="Comma-separated: bleu, chrf, chrf++, ter.",
-)
-@click.option(
+@option("--metrics", type=CommaList(), help="Comma-separated: bleu, chrf, chrf++, ter.")
+@option(
     "--tokenize",
     "-tok",
-    default="",
     metavar="TOK",
     help="BLEU tokenizer: 13a (default), intl, zh, char, none, flores200, ...",
 )
-@click.option("-lc", "--lowercase", is_flag=True, help="Case-insensitive BLEU and chrF.")
-@click.option(
+@option("-lc", "--lowercase", is_flag=True, help="Case-insensitive BLEU and chrF.")
+@option(
     "--compare",
     multiple=True,
     metavar="HYP2",
     help="Another system's output: paired test against HYP (the baseline); repeatable.",
 )
-@click.option(
+@option(
     "--paired",
     type=click.Choice(["bs", "ar"]),
-    default="bs",
-    show_default=True,
     help="With --compare: paired bootstrap resampling or approximate randomization.",
 )
-@click.option(
+@option(
     "--paired-bs-n",
     type=click.IntRange(1),
-    default=1000,
-    show_default=True,
     help="Bootstrap resamples (also the confidence intervals of 'ar').",
 )
-@click.option(
-    "--paired-ar-n",
-    type=click.IntRange(1),
-    default=10000,
-    show_default=True,
-    help="Approximate randomization trials.",
+@option("--paired-ar-n", type=click.IntRange(1), help="Approximate randomization trials.")
+@option(
+    "--seed", type=click.IntRange(1), help="Random seed of the paired tests (sacrebleu's default)."
 )
-@click.option(
-    "--seed",
-    type=click.IntRange(1),
-    default=12345,
-    show_default=True,
-    help="Random seed of the paired tests (sacrebleu's default).",
-)
-@click.option(
+@option(
     "-m",
     "--model",
-    "checkpoints",
+    field="checkpoints",
     multiple=True,
     metavar="CKPT",
     help="Translate --src with this checkpoint (repeat: ensemble), then score.",
 )
-@click.option("--src", default="", metavar="SRC", help="With -m: the source file.")
-@click.option("-o", "--output", default="", metavar="FILE", help="With -m: save translations.")
-@click.option("--beam", type=click.IntRange(1), default=5, show_default=True, help="With -m.")
-@click.option("--device", default="auto", show_default=True, help="With -m: auto, cpu, cuda.")
-@click.option(
-    "-w",
-    "--width",
-    type=click.IntRange(0, 10),
-    default=1,
-    show_default=True,
-    help="Decimals printed.",
-)
+@option("--src", metavar="SRC", help="With -m: the source file.")
+@option("-o", "--output", metavar="FILE", help="With -m: save translations.")
+@config_option("--beam", config=SearchConfig, type=click.IntRange(1), help="With -m.")
+@config_option("--device", config=TranslateConfig, help="With -m: auto, cpu, cuda or cuda:N.")
+@option("-w", "--width", type=click.IntRange(0, 10), help="Decimals printed.")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON instead of text.")
-def evaluate(input_: str, refs: tuple[str, ...], metrics: str, tokenize: str, lowercase: bool,
-             compare: tuple[str, ...], paired: str, paired_bs_n: int, paired_ar_n: int,
-             seed: int, checkpoints: tuple[str, ...], src: str, output: str, beam: int,
-             device: str, width: int, as_json: bool) -> None:  # fmt: skip
+def evaluate(beam: int, device: str, as_json: bool, **options: Any) -> None:
     """Score HYP (or the translation of --src by -m CKPT) against -r REF with sacrebleu.
 
     \b
@@ -108,12 +75,8 @@ def evaluate(input_: str, refs: tuple[str, ...], metrics: str, tokenize: str, lo
     """
     from mtkit.pipeline.evaluate import evaluate as run_evaluate  # sacrebleu only when run
 
-    config = EvaluateConfig(
-        metrics=metrics.split(","), tokenize=tokenize, lowercase=lowercase, input=input_,
-        refs=list(refs), compare=list(compare), paired=paired, paired_bs_n=paired_bs_n,
-        paired_ar_n=paired_ar_n, seed=seed, checkpoints=list(checkpoints), src=src,
-        output=output, width=width,
-    )  # fmt: skip
     with user_errors():
-        report = run_evaluate(config, TranslateConfig(SearchConfig(beam=beam), device=device))
+        report = run_evaluate(
+            EvaluateConfig(**options), TranslateConfig(SearchConfig(beam=beam), device=device)
+        )
     click.echo(report.to_json() if as_json else report.to_text())

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+from functools import partial
+from typing import Any
+
 import click
 
-from mtkit.cli.common import user_errors
+from mtkit.cli.common import config_option, user_errors
 from mtkit.config import SpmConfig
 
-_D = SpmConfig()
+option = partial(config_option, config=SpmConfig)  # default and --help from SpmConfig
 
 
 @click.group()
@@ -18,53 +21,37 @@ def spm() -> None:
 @spm.command("train")
 @click.argument("inputs", nargs=-1, metavar="[FILES]...")
 @click.option("--model-prefix", required=True, help="Writes PREFIX.model and PREFIX.vocab.")
-@click.option("--vocab-size", default=_D.vocab_size, show_default=True, type=int)
-@click.option(
+@option("--vocab-size", type=int)
+@option(
     "--character-coverage",
-    default=_D.character_coverage,
-    show_default=True,
     type=float,
     help="Share of characters covered (lower for CJK-size alphabets).",
 )
-@click.option(
+@option(
     "--input-sentence-size",
-    default=_D.input_sentence_size,
-    show_default=True,
     type=int,
     help="Sample this many sentences for training (0: all).",
 )
-@click.option("--seed", default=_D.seed, show_default=True, type=int)
-@click.option("--threads", "num_threads", default=_D.num_threads, show_default=True, type=int)
-@click.option(
+@option("--seed", type=int)
+@option("--threads", field="num_threads", type=int)
+@option(
     "--train",
     "--train-prefix",
-    "train",
-    default="",
     metavar="SOURCE",
     help="Instead of FILES: a corpus as `mtkit prepare` reads it (PREFIX, FILE.tsv, "
     "FILE.parquet/.jsonl, a saved dataset dir, hf:NAME).",
 )
-@click.option("--src-lang", default="", help="Source language (with --train).")
-@click.option("--tgt-lang", default="", help="Target language (with --train).")
-@click.option(
+@option("--src-lang", help="Source language (with --train).")
+@option("--tgt-lang", help="Target language (with --train).")
+@option(
     "--joint/--separate",
-    default=True,
-    show_default=True,
     help="With --train: one model PREFIX.model, or PREFIX.SRC.model + PREFIX.TGT.model.",
 )
-@click.option(
-    "--format",
-    "format_",
-    default=_D.format,
-    show_default=True,
-    type=click.Choice(["auto", "text", "tsv", "hf"]),
-    help="How to read --train.",
-)
-@click.option("--hf-config", default="", help="HF dataset configuration, e.g. de-en.")
-def train(inputs: tuple[str, ...], format_: str, **options: object) -> None:
+@option("--format", type=click.Choice(["auto", "text", "tsv", "hf"]), help="How to read --train.")
+@option("--hf-config", help="HF dataset configuration, e.g. de-en.")
+def train(inputs: tuple[str, ...], **options: Any) -> None:
     """Train a BPE model on text FILES, or on both sides (or each side) of a corpus."""
     from mtkit.pipeline.spm import summary, train_models
 
     with user_errors():
-        cfg = SpmConfig(inputs=list(inputs), format=format_, **options)  # type: ignore[arg-type]
-        click.echo(summary(train_models(cfg)))
+        click.echo(summary(train_models(SpmConfig(inputs=list(inputs), **options))))

@@ -7,7 +7,7 @@ from typing import Any
 
 import click
 
-from mtkit.cli.common import user_errors
+from mtkit.cli.common import config_option, user_errors
 from mtkit.config import TrainConfig
 
 # (flags, TrainConfig field, type, help); every default comes from TrainConfig (or the YAML)
@@ -35,15 +35,16 @@ TRAIN_OPTIONS: list[tuple[tuple[str, ...], str, Any, str]] = [
 
 
 def train_options(func: Callable) -> Callable:
-    """One click option per TRAIN_OPTIONS row, default None = not given."""
-    defaults = TrainConfig()
+    """One click option per TRAIN_OPTIONS row: None unless given, TrainConfig's default shown."""
     for flags, name, kind, help_text in reversed(TRAIN_OPTIONS):
-        help_text = f"{help_text}  [default: {getattr(defaults, name)}]"
-        func = click.option(*flags, name, type=kind, default=None, help=help_text)(func)
+        option = config_option(
+            *flags, config=TrainConfig, field=name, type=kind, help=help_text, override=True
+        )
+        func = option(func)
     return func
 
 
-@click.command(context_settings={"show_default": True})
+@click.command()
 @click.option(
     "--config",
     "config_path",

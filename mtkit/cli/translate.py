@@ -10,13 +10,13 @@ from typing import Any
 
 import click
 
-from mtkit.cli.common import user_errors
+from mtkit.cli.common import config_option, user_errors
 from mtkit.config import SearchConfig, TranslateConfig
 
 # (flags, SearchConfig or TranslateConfig field, type, help); every default comes from them
 SEARCH_OPTIONS: list[tuple[tuple[str, ...], str, Any, str]] = [
     (("-b", "--beam"), "beam", click.IntRange(1),
-     "Beam width; 1 is greedy decoding.  [default: 5; with --sampling: 1]"),
+     "Beam width; 1 is greedy decoding (--sampling: 1)."),
     (("-n", "--nbest"), "nbest", click.IntRange(1),
      "Hypotheses per input (TSV: LINE RANK SCORE LOGPROB TRANSLATION)."),
     (("--lenpen",), "lenpen", float, "Length penalty exponent alpha."),
@@ -49,23 +49,18 @@ SEARCH_OPTIONS: list[tuple[tuple[str, ...], str, Any, str]] = [
 ]  # fmt: skip
 
 
-def default_of(name: str) -> Any:
-    """The default of a SearchConfig or TranslateConfig field (the search's when both)."""
-    search = {f.name: f for f in dataclasses.fields(SearchConfig)}
-    if name in search:
-        return search[name].default
-    return {f.name: f for f in dataclasses.fields(TranslateConfig)}[name].default
+SEARCH_FIELDS = {f.name for f in dataclasses.fields(SearchConfig)}
 
 
 def search_options(func: Callable) -> Callable:
-    """Add one click option per field in SEARCH_OPTIONS (default None = unset)."""
+    """One option per row of SEARCH_OPTIONS, its default and --help from SearchConfig or
+    TranslateConfig; the value is None unless given (the config fills in the rest)."""
     for flags, name, kind, help_text in reversed(SEARCH_OPTIONS):
-        if kind is not None and default_of(name) is not None:
-            help_text = f"{help_text}  [default: {default_of(name)}]"
-        if kind is None:
-            func = click.option(*flags, name, is_flag=True, default=None, help=help_text)(func)
-        else:
-            func = click.option(*flags, name, type=kind, default=None, help=help_text)(func)
+        config = SearchConfig if name in SEARCH_FIELDS else TranslateConfig
+        attrs: dict[str, Any] = {"is_flag": True} if kind is None else {"type": kind}
+        option = config_option(*flags, config=config, field=name, override=True, help=help_text,
+                               **attrs)  # fmt: skip
+        func = option(func)
     return func
 
 

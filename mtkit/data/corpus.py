@@ -12,7 +12,8 @@ SPEC                                    reads
 ``hf:NAME[:SPLIT]``                     a dataset on the Hugging Face hub (``hf_config``)
 ======================================  =====================================================
 
-Text and TSV files may be gzip-compressed (``.gz``); a UTF-8 BOM and CRLF line ends are removed.
+Text and TSV files may be gzip-compressed (``.gz``); their lines are decoded by
+:mod:`mtkit.data.lines` (a UTF-8 BOM and CRLF line ends removed, invalid UTF-8 an error).
 Readers never hold more than one chunk; ``datasets`` is imported only for HF sources.
 """
 
@@ -22,13 +23,15 @@ import abc
 import contextlib
 import gzip
 import hashlib
+import io
 import logging
 import re
 from collections.abc import Iterator
-from itertools import chain, islice
+from itertools import islice
 from pathlib import Path
 from typing import IO, Any
 
+from mtkit.data.lines import decode_lines
 from mtkit.errors import MtkitError
 
 Chunk = tuple[list[str], list[str]]  # (source lines, target lines), aligned
@@ -48,63 +51,40 @@ def sha256_file(path: str | Path) -> str:
     return digest.hexdigest()
 
 
-class _HashingReader:
-    """A binary reader that feeds every byte it reads into a hash (so files are read once)."""
+class _HashingReader(io.RawIOBase):
+    """A raw binary reader that feeds every byte it reads into a hash (so files are read once)."""
 
     def __init__(self, raw: IO[bytes], digest: Any) -> None:
         self.raw, self.digest = raw, digest
 
-    def read(self, size: int = -1) -> bytes:
-        data = self.raw.read(size)
-        self.digest.update(data)
-        return data
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        count = self.raw.readinto(buffer)  # type: ignore[attr-defined]
+        self.digest.update(memoryview(buffer)[:count])
+        return count
 
 
-def _decode(data: bytes, path: Path, first_line: int) -> str:
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError as err:
-        line = first_line + data.count(b"\n", 0, err.start)
-        raise MtkitError(
-            f"{path}: line {line}: invalid UTF-8 (byte 0x{data[err.start]:02x})"
-        ) from None
+def read_lines(path: str | Path, digest: Any = None) -> Iterator[str]:
+    """Yield a UTF-8 text file's lines (``*.gz``: gunzipped), decoded strictly by
+    :func:`mtkit.data.lines.decode_lines`: no line ends, CRLF and a BOM removed.
 
-
-def read_lines(
-    path: str | Path, digest: Any = None, block_size: int = BLOCK_SIZE
-) -> Iterator[list[str]]:
-    """Yield a UTF-8 text file's lines in blocks, without line ends; CRLF and a BOM removed.
-
-    Lines end at ``\\n`` only (as ``wc -l`` counts them). ``digest`` (a hashlib object) receives
-    the file's bytes as stored on disk. Example: ``b"\\xef\\xbb\\xbfa\\r\\nb"`` -> ``[["a", "b"]]``.
+    ``digest`` (a hashlib object) receives the file's bytes as stored on disk. Example:
+    ``b"\\xef\\xbb\\xbfa\\r\\nb"`` -> ``"a"``, ``"b"``.
     """
     path = Path(path)
-    done, carry = 0, b""
     with open(path, "rb") as raw:
-        reader: Any = _HashingReader(raw, digest) if digest is not None else raw
-        stream = gzip.GzipFile(fileobj=reader, mode="rb") if path.suffix == ".gz" else reader
+        stored: IO[bytes] = raw
+        if digest is not None:
+            stored = io.BufferedReader(_HashingReader(raw, digest), BLOCK_SIZE)
+        stream = gzip.GzipFile(fileobj=stored, mode="rb") if path.suffix == ".gz" else stored
         try:
-            while block := stream.read(block_size):
-                data = carry + block
-                end = data.rfind(b"\n") + 1
-                carry = data[end:]
-                if end:
-                    lines = _decode(data[:end], path, done + 1).replace("\r\n", "\n").split("\n")
-                    lines.pop()  # the empty string after the last "\n"
-                    if not done:
-                        lines[0] = lines[0].removeprefix("\ufeff")
-                    done += len(lines)
-                    yield lines
+            yield from decode_lines(stream, str(path))
         except (OSError, EOFError) as err:  # gzip: not gzipped, or truncated
             raise MtkitError(f"{path}: unreadable ({err})") from None
-        if carry:  # a last line without "\n"
-            last = _decode(carry, path, done + 1).removesuffix("\r")
-            if not done:
-                last = last.removeprefix("\ufeff")
-            if last:  # not just a BOM or a CR
-                yield [last]
         if digest is not None:
-            while reader.read(block_size):  # gzip may stop before the end of the file
+            while stored.read(BLOCK_SIZE):  # gzip may stop before the end of the file
                 pass
 
 
@@ -145,7 +125,7 @@ class TextSource(Source):
 
     def _lines(self, side: str) -> Iterator[str]:
         digest = hashlib.sha256()
-        yield from chain.from_iterable(read_lines(self.paths[side], digest))
+        yield from read_lines(self.paths[side], digest)
         self._sha256[side] = digest.hexdigest()
 
     def chunks(self, size: int) -> Iterator[Chunk]:
@@ -192,21 +172,18 @@ class TsvSource(Source):
         digest = hashlib.sha256()
         src: list[str] = []
         tgt: list[str] = []
-        number = 0
-        for lines in read_lines(self.path, digest):
-            for line in lines:
-                number += 1
-                columns = line.split("\t")
-                if len(columns) != 2:
-                    raise MtkitError(
-                        f"{self.path}: line {number}: expected 2 tab-separated columns, "
-                        f"found {len(columns)}"
-                    )
-                src.append(columns[0])
-                tgt.append(columns[1])
-                if len(src) == size:
-                    yield src, tgt
-                    src, tgt = [], []
+        for number, line in enumerate(read_lines(self.path, digest), start=1):
+            columns = line.split("\t")
+            if len(columns) != 2:
+                raise MtkitError(
+                    f"{self.path}: line {number}: expected 2 tab-separated columns, "
+                    f"found {len(columns)}"
+                )
+            src.append(columns[0])
+            tgt.append(columns[1])
+            if len(src) == size:
+                yield src, tgt
+                src, tgt = [], []
         if src:
             yield src, tgt
         self._sha256 = digest.hexdigest()

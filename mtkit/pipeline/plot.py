@@ -6,8 +6,8 @@ import contextlib
 import json
 from pathlib import Path
 
+from mtkit.data.lines import decode_line
 from mtkit.errors import MtkitError
-from mtkit.pipeline.textio import decode_line
 from mtkit.staging import staged_file
 
 METRICS_LOG = "metrics.jsonl"
@@ -16,7 +16,7 @@ METRICS_LOG = "metrics.jsonl"
 def read_curve(run_dir: str | Path, metric: str = "valid_bleu") -> list[tuple[float, float]]:
     """(elapsed hours, metric) for every validation record of a run, in log order.
 
-    Lines are read as :mod:`mtkit.pipeline.textio` reads text (a BOM and CRLF are accepted,
+    Lines are decoded as :mod:`mtkit.data.lines` decodes text (a BOM and CRLF are accepted,
     invalid UTF-8 names the line). A last line without its newline is a record still being
     written (or cut by a kill): it is skipped unless it is complete.
     """
@@ -61,7 +61,7 @@ def _point(line: str, metric: str, where: str) -> tuple[float, float] | None:
         ) from None
 
 
-def plot_runs(run_dirs: list[str], output: str, metric: str = "valid_bleu") -> str:
+def plot_runs(run_dirs: list[str], output: str = "curve.png", metric: str = "valid_bleu") -> str:
     """Draw one curve per run into a PNG at ``output`` (written atomically); returns the path."""
     try:
         import matplotlib

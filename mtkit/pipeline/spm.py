@@ -66,7 +66,7 @@ def file_sentences(paths: list[str]) -> Iterator[str]:
                 f"{path}: {'is a directory' if Path(path).is_dir() else 'no such file'}"
             )
     for path in paths:
-        yield from _clean(chain.from_iterable(read_lines(path)))
+        yield from _clean(read_lines(path))
 
 
 def corpus_sentences(source: Source, sides: tuple[str, ...]) -> Iterator[str]:

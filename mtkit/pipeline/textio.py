@@ -1,10 +1,10 @@
 """Text files the same way everywhere: UTF-8, one segment per line, written atomically.
 
 Reading accepts what editors and other tools produce: a UTF-8 byte-order mark, CRLF line ends,
-a missing final newline, gzip (``.gz``) and ``-`` for stdin. Lines are split on ``\\n`` only, so
-characters that :meth:`str.splitlines` would also split on (U+2028, U+0085, a lone ``\\r``, form
-feed, ...) stay inside their segment and parallel files stay parallel. Invalid UTF-8 is a user
-error that names the file and line.
+a missing final newline, gzip (``.gz``) and ``-`` for stdin. Lines are decoded by
+:func:`mtkit.data.lines.decode_lines`, the rule every mtkit reader shares (lines end at ``\\n``
+only; a file holding only a byte-order mark is empty); invalid UTF-8 is a user error that names
+the file and line.
 
 Writing goes to a temporary file in the target's directory, which is then renamed over the target,
 so a crash or a full disk never leaves a half-written output behind.
@@ -12,7 +12,6 @@ so a crash or a full disk never leaves a half-written output behind.
 
 from __future__ import annotations
 
-import codecs
 import contextlib
 import gzip
 import sys
@@ -21,6 +20,7 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import BinaryIO
 
+from mtkit.data.lines import decode_lines
 from mtkit.errors import MtkitError
 from mtkit.staging import staged_file
 
@@ -30,29 +30,6 @@ STDIN = "-"
 def display_name(path: str | Path) -> str:
     """How messages name ``path``: ``<stdin>`` for ``-``, else the path as given."""
     return "<stdin>" if str(path) == STDIN else str(path)
-
-
-def decode_line(raw: bytes, name: str, number: int) -> str:
-    """Decode one raw line (with or without its line end) of file ``name``.
-
-    Strips the trailing ``\\n`` or ``\\r\\n`` and, on line 1, a UTF-8 byte-order mark.
-
-    >>> decode_line(b"\\xef\\xbb\\xbfHallo Welt\\r\\n", "f.txt", 1)
-    'Hallo Welt'
-    """
-    if number == 1 and raw.startswith(codecs.BOM_UTF8):
-        raw = raw[len(codecs.BOM_UTF8) :]
-    if raw.endswith(b"\n"):
-        raw = raw[:-1]
-    if raw.endswith(b"\r"):
-        raw = raw[:-1]
-    try:
-        return raw.decode("utf-8")
-    except UnicodeDecodeError as err:
-        raise MtkitError(
-            f"{name}:{number}: invalid UTF-8 (byte 0x{raw[err.start]:02x} at byte {err.start + 1} "
-            "of the line)"
-        ) from None
 
 
 @contextlib.contextmanager
@@ -73,18 +50,6 @@ def _open_binary(path: str | Path) -> Iterator[BinaryIO]:
         raise MtkitError(f"{path}: cannot read ({err.strerror or err})") from None
     with handle:
         yield handle  # type: ignore[misc]
-
-
-def decode_lines(raw_lines: Iterable[bytes], name: str) -> Iterator[str]:
-    """Decode raw lines as a binary file yields them (each ending in ``\\n``, the last maybe not).
-
-    >>> list(decode_lines([b"\\xef\\xbb\\xbfeins\\r\\n", b"zwei"], "f.txt"))
-    ['eins', 'zwei']
-    """
-    for number, raw in enumerate(raw_lines, 1):
-        if number == 1 and raw == codecs.BOM_UTF8:
-            return  # a file holding nothing but a byte-order mark is empty
-        yield decode_line(raw, name, number)
 
 
 def iter_lines(path: str | Path) -> Iterator[str]:
@@ -108,7 +73,8 @@ def read_lines(path: str | Path) -> list[str]:
     """Read a whole UTF-8 text file as a list of lines without line ends.
 
     ``-`` reads stdin and ``*.gz`` is decompressed. A byte-order mark and CRLF line ends are
-    stripped; an empty file gives ``[]``, a file holding one newline gives ``[""]``. Missing
+    stripped; an empty file (or one holding only a byte-order mark) gives ``[]``, a file holding
+    one newline gives ``[""]`` (:mod:`mtkit.data.lines`). Missing
     files, directories and invalid UTF-8 raise :class:`MtkitError` naming the file (and line).
     """
     return list(iter_lines(path))

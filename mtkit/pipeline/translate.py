@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 from mtkit.config import TranslateConfig
+from mtkit.data.lines import decode_lines
 from mtkit.engines import load_engine
 from mtkit.engines.base import Engine, Progress, Translation, best_texts, warn
 from mtkit.errors import MtkitError, naming_output
@@ -67,21 +68,16 @@ def format_results(results: list[list[Translation]], first_number: int, nbest: i
 def read_lines(stream: BinaryIO) -> Iterator[str]:
     """Decode a binary stream line by line (see the module docstring for the rules)."""
     bad = 0
-    for number, raw in enumerate(stream, start=1):
-        if number == 1 and raw.startswith(b"\xef\xbb\xbf"):
-            raw = raw[3:]
-        raw = raw[:-1] if raw.endswith(b"\n") else raw
-        raw = raw[:-1] if raw.endswith(b"\r") else raw
-        try:
-            yield raw.decode("utf-8")
-        except UnicodeDecodeError:
-            bad += 1
-            if bad <= MAX_ENCODING_WARNINGS:
-                more = (
-                    " (further invalid lines not reported)" if bad == MAX_ENCODING_WARNINGS else ""
-                )
-                warn(f"line {number}: invalid UTF-8, bad bytes replaced by U+FFFD{more}")
-            yield raw.decode("utf-8", "replace")
+
+    def replaced(message: str) -> None:  # lenient: warn for the first lines, then go on
+        nonlocal bad
+        bad += 1
+        if bad <= MAX_ENCODING_WARNINGS:
+            more = " (further invalid lines not reported)" if bad == MAX_ENCODING_WARNINGS else ""
+            warn(f"{message}, bad bytes replaced by U+FFFD{more}")
+
+    name = getattr(stream, "name", None)
+    return decode_lines(stream, name if isinstance(name, str) else "<input>", replaced)
 
 
 def translate_stream(

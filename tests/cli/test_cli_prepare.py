@@ -79,7 +79,7 @@ def test_separate_models_from_the_command_line(tmp_path: Path, write_corpus, cor
         ({"c.tsv": "a\tb\nno tab\n"}, ["--train", "c.tsv"],
          "Error: c.tsv: line 2: expected 2 tab-separated columns, found 1"),
         ({"c.en": "a\n", "c.de": "\xff\n"}, ["--train", "c"],
-         "Error: c.de: line 1: invalid UTF-8 (byte 0xff)"),
+         "Error: c.de:1: invalid UTF-8 (byte 0xff at byte 1 of the line)"),
         ({"c.en": "a\n", "c.de": "b\n"}, ["--train", "c", "--spm", "nope.model"],
          "Error: nope.model: no such sentencepiece model"),
         ({}, ["--train", "c"], "Error: c: no such corpus (looked for c.en and c.de;"),

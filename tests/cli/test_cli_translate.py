@@ -59,7 +59,7 @@ def test_stdin_to_stdout_keeps_one_line_per_line(ckpt: str) -> None:
     assert result.exit_code == 0, result.output
     lines = result.stdout.split("\n")
     assert len(lines) == 6 and lines[1:3] == ["", ""] and lines[-1] == ""
-    assert "line 4: invalid UTF-8" in result.stderr
+    assert ":4: invalid UTF-8 (byte 0xff at byte 9 of the line)" in result.stderr
     assert "translated 5 lines" in result.stderr
 
 

@@ -222,7 +222,7 @@ def test_a_late_error_removes_everything(tmp_path: Path, write_corpus, corpus_pa
     (tmp_path / "test.en").write_bytes(b"ok\n\xfe\n")
     (tmp_path / "test.de").write_text("ok\nok\n")
     before = leftovers(tmp_path)
-    with pytest.raises(MtkitError, match=r"test\.en: line 2: invalid UTF-8"):
+    with pytest.raises(MtkitError, match=r"test\.en:2: invalid UTF-8"):
         run(tmp_path, corpus_spm, train=train, test=str(tmp_path / "test"))
     assert leftovers(tmp_path) == before
 

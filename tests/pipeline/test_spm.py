@@ -107,7 +107,7 @@ def test_vocab_text_lists_every_piece(corpus_spm: Path) -> None:
         ({"inputs": ["a.txt"], "train": "corpus"}, "not both"),
         ({"inputs": ["missing.txt"]}, "missing.txt: no such file"),
         ({"inputs": ["empty.txt"]}, "no text to train on"),
-        ({"inputs": ["bad.txt"]}, r"bad.txt: line 2: invalid UTF-8"),
+        ({"inputs": ["bad.txt"]}, r"bad.txt:2: invalid UTF-8"),
         ({"train": "corpus"}, "--src-lang and --tgt-lang"),
         ({"train": "missing", "src_lang": "en", "tgt_lang": "de"}, "missing: no such corpus"),
         ({"train": "uneven", "src_lang": "en", "tgt_lang": "de"}, "line counts differ"),

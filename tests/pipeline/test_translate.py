@@ -126,7 +126,7 @@ def test_bom_crlf_and_invalid_utf8(capsys: pytest.CaptureFixture[str]) -> None:
     assert list(read_lines(io.BytesIO(data))) == [
         "Hallo", "bad \ufffd byte", "", "\ufeffnot a BOM here", "last"
     ]  # fmt: skip
-    assert "line 2: invalid UTF-8" in capsys.readouterr().err
+    assert "<input>:2: invalid UTF-8 (byte 0xff at byte 5" in capsys.readouterr().err
 
 
 def test_long_lines_are_truncated_with_a_warning(
