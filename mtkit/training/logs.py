@@ -27,15 +27,18 @@ from mtkit.staging import staged_file
 METRICS_LOG = "metrics.jsonl"
 
 
-def truncate_metrics(run_dir: str | Path, update: int) -> None:
-    """Drop records after ``update`` (written after the checkpoint a resumed run starts from)."""
+def truncate_metrics(run_dir: str | Path, update: int, validated: int) -> None:
+    """Drop records written after the checkpoint a resumed run starts from: train records after
+    ``update``, valid records after ``validated`` (the last update in its history)."""
     path = Path(run_dir) / METRICS_LOG
     if not path.is_file():
         return
     kept = []
     for line in path.read_text(encoding="utf-8").splitlines():
         try:
-            if int(json.loads(line).get("update", 0)) <= update:
+            record = json.loads(line)
+            last = validated if "valid_loss" in record else update
+            if int(record.get("update", 0)) <= last:
                 kept.append(line)
         except (json.JSONDecodeError, AttributeError, TypeError, ValueError):
             continue  # a line cut short by a kill

@@ -6,9 +6,14 @@ loss is normalised by the group's target-token count, so W processes with update
 the same update as one process with update_freq W * F.
 
 After each update, in order: stop conditions (max_updates, max_epochs, max_time, a signal),
-validation (every ``validate_every`` updates and when training stops), checkpoints (every
-``save_every`` updates, when the best metric improves, and when training stops). A checkpoint
-carries every random state, so resuming from it continues exactly where the run left off.
+then the update's checkpoint (``checkpoint_{update}.pt`` every ``save_every`` updates and when
+training stops; ``checkpoint_last.pt`` alone before a validation otherwise), then validation
+(every ``validate_every`` updates and when training stops), after which the update is saved
+again with its validation in the history (and as ``checkpoint_best.pt`` when the metric
+improved). Saving first means a validation that fails loses no finished update; the run then
+resumes from that update and validates it before training on (a validation is due when the
+update is on the schedule and the history lacks it). A checkpoint carries every random state,
+so resuming from it continues exactly where the run left off.
 """
 
 from __future__ import annotations
@@ -128,12 +133,12 @@ class Trainer:
         }
 
     def save(self, numbered: bool, best: bool) -> None:
-        """Collective: every rank's random state goes into rank 0's checkpoint."""
+        """checkpoint_last.pt (a numbered one too, or instead, see CheckpointDir.save).
+        Collective: every rank's random state goes into rank 0's checkpoint."""
         rngs = D.gather_objects(rng_state(), self.where)
         if self.where.is_main:
             self.ckpts.save(self.payload(rngs), self.state.update, numbered, best)
-        if numbered:
-            self.last_saved = self.state.update
+        self.last_saved = self.state.update
         D.barrier(self.where)
 
     def _restore_rng(self) -> None:
@@ -201,6 +206,8 @@ class Trainer:
         self.meter, self.last_valid = Meter(), None
         spent = 0 < self.cfg.max_time <= self.state.elapsed  # the same on every rank
         reason = self._budget_reason(False, spent)
+        if self._validation_due(False):  # the resumed update's validation did not finish
+            reason = self._validate_and_save(reason, self._save_due())
         if reason is None and 0 < self.cfg.patience <= self.state.bad_validations:
             reason = "early_stop"  # an early-stopped run, resumed with the same patience
         while reason is None:
@@ -269,27 +276,35 @@ class Trainer:
         return None
 
     def _boundary(self, reason: str | None) -> str | None:
-        """Validate and save as due; validation may stop training early."""
+        """Save, then validate, as due; validation may stop training early."""
         started = time.monotonic()
-        improved = False
-        if reason != "interrupted" and self._validation_due(reason is not None):
-            improved, early = self._validate()
-            if early and reason is None:
-                reason = "early_stop"
-        every = self.cfg.save_every
-        numbered = reason is not None or (every > 0 and self.state.update % every == 0)
-        if numbered or improved:
-            self.save(numbered, improved)
+        numbered = reason is not None or self._save_due()
+        validate = reason != "interrupted" and self._validation_due(reason is not None)
+        if numbered or validate:
+            self.save(numbered, best=False)  # before validating: a failure loses no update
+        if validate:
+            reason = self._validate_and_save(reason, numbered)
         self.meter.paused += time.monotonic() - started
         return reason
 
+    def _save_due(self) -> bool:
+        every = self.cfg.save_every
+        return every > 0 and self.state.update % every == 0
+
     def _validation_due(self, stopping: bool) -> bool:
+        """On the schedule (or stopping) and not validated yet."""
         every = self.cfg.validate_every
-        if self.data.valid is None or every <= 0:
+        if self.data.valid is None or every <= 0 or self.state.update == 0:
             return False
-        if stopping:  # a final validation, unless this update has just been validated
-            return self.validated_at != self.state.update
-        return self.state.update % every == 0
+        if self.validated_at == self.state.update:
+            return False
+        return stopping or self.state.update % every == 0
+
+    def _validate_and_save(self, reason: str | None, numbered: bool) -> str | None:
+        """Validate the update, then save it again with its validation (as best if better)."""
+        improved, early = self._validate()
+        self.save(numbered, improved)
+        return "early_stop" if early and reason is None else reason
 
     def _validate(self) -> tuple[bool, bool]:
         """Rank 0 validates; returns (improved, stop early) on every rank."""

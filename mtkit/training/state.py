@@ -3,8 +3,10 @@
 Files of a run directory::
 
     checkpoint_{update}.pt   every save_every updates; the newest keep_last are kept
-    checkpoint_last.pt       the newest of those (a hard link when the file system allows)
-    checkpoint_best.pt       best validation BLEU (or loss with validate_bleu false)
+    checkpoint_last.pt       the newest state: the newest numbered checkpoint (a hard link when
+                             the file system allows), or its own file when the update has none
+    checkpoint_best.pt       best validation BLEU (or loss with validate_bleu false), linked
+                             like checkpoint_last.pt
     .checkpoint_*.tmp        a write in progress (renamed when complete; a killed run's are
                              removed when training starts again)
 
@@ -104,16 +106,15 @@ class CheckpointDir:
         self.keep_last = keep_last
 
     def save(self, payload: dict[str, Any], update: int, numbered: bool, best: bool) -> None:
-        """checkpoint_{update}.pt + checkpoint_last.pt (numbered), checkpoint_best.pt (best)."""
+        """checkpoint_last.pt, through checkpoint_{update}.pt when ``numbered``; and
+        checkpoint_best.pt, the same file, when ``best``."""
+        path = self.run_dir / (f"checkpoint_{update}.pt" if numbered else LAST)
+        save_checkpoint(payload, path)
         if numbered:
-            path = self.run_dir / f"checkpoint_{update}.pt"
-            save_checkpoint(payload, path)
             _link_or_copy(path, self.run_dir / LAST)
             self.prune()
-            if best:
-                _link_or_copy(path, self.run_dir / BEST)
-        elif best:
-            save_checkpoint(payload, self.run_dir / BEST)
+        if best:
+            _link_or_copy(path, self.run_dir / BEST)
 
     def remove_temporaries(self) -> None:
         """Delete partial files of writes a kill interrupted (``.checkpoint_*.tmp``)."""

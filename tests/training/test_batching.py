@@ -16,7 +16,6 @@ from mtkit.training.batching import (
     iterate_groups,
     rank_slots,
     sentence_sizes,
-    sorted_batches,
 )
 
 
@@ -81,8 +80,6 @@ def test_epoch_batches_unchanged() -> None:
     assert [b.tolist() for b in epoch_batches(sizes, 24, seed=7, epoch=1)] == epoch1
     assert [b.tolist() for b in epoch_batches(sizes, 24, seed=7, epoch=2)] == epoch2
     assert [b.dtype for b in epoch_batches(sizes, 24, seed=7, epoch=1)] == [torch.int64] * 6
-    expected = [[6, 1, 8, 0], [5, 10, 11], [2, 4], [7], [3], [9]]
-    assert [b.tolist() for b in sorted_batches(sizes, 24)] == expected
 
 
 def test_chunk_and_too_long_sentence() -> None:
@@ -91,7 +88,6 @@ def test_chunk_and_too_long_sentence() -> None:
     assert [b.tolist() for b in chunk_sorted(order, sizes, 6)] == [[2, 0], [1]]
     with pytest.raises(MtkitError, match="exceeds max_tokens=2"):
         chunk_sorted(order, sizes, 2)
-    assert [b.tolist() for b in sorted_batches(sizes, 100)] == [[2, 0, 1]]
 
 
 def test_collate_teacher_forcing() -> None:
