@@ -27,7 +27,7 @@ TRAIN_OPTIONS: list[tuple[tuple[str, ...], str, Any, str]] = [
     (("--precision",), "precision", click.Choice(["auto", "fp32", "bf16", "fp16"]),
      "Autocast dtype on CUDA (auto: bf16 if supported); fp32 on CPU."),
     (("--validate-every",), "validate_every", int, "Validate every N updates (0: never)."),
-    (("--save-every",), "save_every", int, "Checkpoint every N updates (0: only at the end)."),
+    (("--save-every",), "save_every", int, "Numbered checkpoint every N updates (0: none)."),
     (("--keep-last",), "keep_last", int, "Numbered checkpoints kept (0: all)."),
     (("--patience",), "patience", int, "Stop after N validations without gain (0: never)."),
     (("--label-smoothing",), "label_smoothing", float, "Epsilon of the smoothed loss."),

@@ -117,20 +117,17 @@ def _fmt(key: str, value: Any) -> str:
 
 
 class Meter:
-    """Loss and token counts since the last train record, over training time only."""
+    """Target tokens and training time since the last train record: the speed it reports."""
 
     def __init__(self) -> None:
         self.reset()
 
     def reset(self) -> None:
-        self.loss = self.nll = 0.0
         self.ntokens = 0
         self.start = time.monotonic()
         self.paused = 0.0  # seconds spent validating and saving since ``start``
 
-    def add(self, loss_sum: float, nll_sum: float, ntokens: int) -> None:
-        self.loss += loss_sum
-        self.nll += nll_sum
+    def add(self, ntokens: int) -> None:
         self.ntokens += ntokens
 
     def tokens_per_s(self) -> float:

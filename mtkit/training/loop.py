@@ -6,14 +6,19 @@ loss is normalised by the group's target-token count, so W processes with update
 the same update as one process with update_freq W * F.
 
 After each update, in order: stop conditions (max_updates, max_epochs, max_time, a signal),
-then the update's checkpoint (``checkpoint_{update}.pt`` every ``save_every`` updates and when
-training stops; ``checkpoint_last.pt`` alone before a validation otherwise), then validation
-(every ``validate_every`` updates and when training stops), after which the update is saved
-again with its validation in the history (and as ``checkpoint_best.pt`` when the metric
+then the update's checkpoint (``checkpoint_{update}.pt`` every ``save_every`` updates;
+``checkpoint_last.pt`` alone before a validation or when training stops otherwise), then
+validation (every ``validate_every`` updates, not after a signal), after which the update is
+saved again with its validation in the history (and as ``checkpoint_best.pt`` when the metric
 improved). Saving first means a validation that fails loses no finished update; the run then
 resumes from that update and validates it before training on (a validation is due when the
-update is on the schedule and the history lacks it). A checkpoint carries every random state,
-so resuming from it continues exactly where the run left off.
+update is on the schedule and the history lacks it).
+
+Stopping and resuming is invisible in the run directory: numbered checkpoints and validations
+follow their schedules only (a stop adds neither, so the history, checkpoint_best.pt, the
+patience count and the window of ``mtkit average --last N`` are those of a run never stopped),
+train records average their loss over ``log_every`` updates across a resume, and a checkpoint
+carries every random state, so resuming from it continues exactly where the run left off.
 """
 
 from __future__ import annotations
@@ -206,7 +211,7 @@ class Trainer:
         self.meter, self.last_valid = Meter(), None
         spent = 0 < self.cfg.max_time <= self.state.elapsed  # the same on every rank
         reason = self._budget_reason(False, spent)
-        if self._validation_due(False):  # the resumed update's validation did not finish
+        if self._validation_due():  # the resumed update's validation did not finish
             reason = self._validate_and_save(reason, self._save_due())
         if reason is None and 0 < self.cfg.patience <= self.state.bad_validations:
             reason = "early_stop"  # an early-stopped run, resumed with the same patience
@@ -251,7 +256,10 @@ class Trainer:
         self.state.update += 1
         self._advance(group, n_batches)
         self.state.elapsed = self.elapsed0 + time.monotonic() - self.t0
-        self.meter.add(loss, nll, group.ntokens)
+        self.meter.add(group.ntokens)
+        self.state.log_loss += loss
+        self.state.log_nll += nll
+        self.state.log_tokens += group.ntokens
         self._report(loss / group.ntokens, lr, gnorm, n_batches)
         reason = self._budget_reason(by_signal > 0, by_time > 0)
         reason = self._boundary(reason)
@@ -278,9 +286,9 @@ class Trainer:
     def _boundary(self, reason: str | None) -> str | None:
         """Save, then validate, as due; validation may stop training early."""
         started = time.monotonic()
-        numbered = reason is not None or self._save_due()
-        validate = reason != "interrupted" and self._validation_due(reason is not None)
-        if numbered or validate:
+        numbered = self._save_due()
+        validate = reason != "interrupted" and self._validation_due()
+        if numbered or validate or reason is not None:
             self.save(numbered, best=False)  # before validating: a failure loses no update
         if validate:
             reason = self._validate_and_save(reason, numbered)
@@ -291,14 +299,12 @@ class Trainer:
         every = self.cfg.save_every
         return every > 0 and self.state.update % every == 0
 
-    def _validation_due(self, stopping: bool) -> bool:
-        """On the schedule (or stopping) and not validated yet."""
+    def _validation_due(self) -> bool:
+        """On the schedule and not validated yet."""
         every = self.cfg.validate_every
         if self.data.valid is None or every <= 0 or self.state.update == 0:
             return False
-        if self.validated_at == self.state.update:
-            return False
-        return stopping or self.state.update % every == 0
+        return self.state.update % every == 0 and self.validated_at != self.state.update
 
     def _validate_and_save(self, reason: str | None, numbered: bool) -> str | None:
         """Validate the update, then save it again with its validation (as best if better)."""
@@ -346,14 +352,16 @@ class Trainer:
         self.log.progress(postfix)
         if state.update % max(self.cfg.log_every, 1):
             return
-        nll = meter.nll / max(meter.ntokens, 1)
+        nll = state.log_nll / max(state.log_tokens, 1)
         self.log.record("train", {
             "update": state.update, "epoch": state.epoch,
-            "loss": meter.loss / max(meter.ntokens, 1), "nll": nll,
+            "loss": state.log_loss / max(state.log_tokens, 1), "nll": nll,
             "ppl": math.exp(min(nll, 700.0)), "lr": lr, "gnorm": gnorm,
             "tgt_tokens_per_s": round(tps, 1), "elapsed": round(state.elapsed, 3),
         })  # fmt: skip
         meter.reset()
+        state.log_loss = state.log_nll = 0.0
+        state.log_tokens = 0
 
     def _eta(self, n_batches: int) -> float | None:
         """Seconds left under the tightest known budget, from this session's update rate."""

@@ -14,7 +14,8 @@ Beyond the keys listed in :mod:`mtkit.training.checkpoint`, `mtkit train` stores
 ``optimizer``, ``scheduler``, ``scaler`` (state dicts), ``rng`` (one entry per rank: torch CPU,
 CUDA and Python ``random`` states), ``state`` (:class:`TrainState` as a dict: update, epoch and
 batches consumed in it, best metric, patience count, skipped batches, elapsed seconds, the
-validation history) and ``update``/``epoch`` at the top level for quick inspection.
+validation history, the loss sums of the next train record) and ``update``/``epoch`` at the top
+level for quick inspection.
 """
 
 from __future__ import annotations
@@ -46,6 +47,10 @@ class TrainState:
     skipped: int = 0  # batches skipped for a non-finite loss (nan_policy skip)
     elapsed: float = 0.0  # training wall-clock seconds, across resumes
     history: list[dict[str, Any]] = field(default_factory=list)  # validation records
+    # sums since the last train record, which averages them over log_every updates
+    log_loss: float = 0.0
+    log_nll: float = 0.0
+    log_tokens: int = 0
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)

@@ -116,9 +116,10 @@ def test_average_two_checkpoints_is_their_mean(tmp_path: Path, tiny_dataset, mtk
 
 def test_average_errors(tmp_path: Path, tiny_dataset: Path, mtkit) -> None:
     run, other = tmp_path / "run", tmp_path / "other"
-    assert mtkit(*train_args(tiny_dataset, run, "--max-updates", "1")).exit_code == 0
+    one = ["--max-updates", "1", "--save-every", "1"]
+    assert mtkit(*train_args(tiny_dataset, run, *one)).exit_code == 0
     wider = [*TINY_MODEL, "--set", "model.ffn_dim=48"]
-    assert mtkit(*train_args(tiny_dataset, other, "--max-updates", "1", *wider)).exit_code == 0
+    assert mtkit(*train_args(tiny_dataset, other, *one, *wider)).exit_code == 0
     out = str(tmp_path / "avg.pt")
     result = mtkit("average", "-c", str(run / "checkpoint_1.pt"), "-c",
                    str(other / "checkpoint_1.pt"), "-o", out)  # fmt: skip
