@@ -3,7 +3,8 @@
 ``metrics.jsonl`` in the run directory holds one JSON object per line:
 
 * train records every ``log_every`` updates: update, epoch, loss, nll, ppl, lr, gnorm,
-  tgt_tokens_per_s, elapsed (training wall-clock seconds, across resumes);
+  tgt_tokens_per_s, elapsed (training wall-clock seconds, across resumes); with fp16 also
+  loss_scale and overflows (steps the gradient scaler skipped so far: not updates);
 * valid records: update, epoch, valid_loss, valid_nll, valid_ppl, valid_bleu (null without
   BLEU), bleu_signature, elapsed.
 

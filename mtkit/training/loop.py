@@ -180,6 +180,15 @@ class Trainer:
             "lower lr or more warmup_updates)"
         )
 
+    def _overflow(self) -> None:
+        """The fp16 scaler skipped the step: not an update (counter and schedule stay)."""
+        self.state.overflows += 1
+        self.log.message(
+            f"gradient overflow at update {self.state.update + 1} (epoch {self.state.epoch}): "
+            f"step skipped ({self.state.overflows} so far), loss scale now "
+            f"{self.step.scaler.get_scale():g}"
+        )
+
     def _resume_point(self) -> str:
         if self.last_saved is None:
             return "no checkpoint was written yet"
@@ -252,7 +261,11 @@ class Trainer:
             self._advance(group, n_batches)
             return None
         lr = self.step.lr
-        gnorm = self.step.optimizer_step()
+        gnorm, stepped = self.step.optimizer_step()
+        if not stepped:
+            self._overflow()
+            self._advance(group, n_batches)
+            return None
         self.state.update += 1
         self._advance(group, n_batches)
         self.state.elapsed = self.elapsed0 + time.monotonic() - self.t0
@@ -358,10 +371,17 @@ class Trainer:
             "loss": state.log_loss / max(state.log_tokens, 1), "nll": nll,
             "ppl": math.exp(min(nll, 700.0)), "lr": lr, "gnorm": gnorm,
             "tgt_tokens_per_s": round(tps, 1), "elapsed": round(state.elapsed, 3),
+            **self._scaler_record(),
         })  # fmt: skip
         meter.reset()
         state.log_loss = state.log_nll = 0.0
         state.log_tokens = 0
+
+    def _scaler_record(self) -> dict[str, float]:
+        """fp16: the loss scale and the steps skipped so far, for the train record."""
+        if not self.step.scaler.is_enabled():
+            return {}
+        return {"loss_scale": self.step.scaler.get_scale(), "overflows": self.state.overflows}
 
     def _eta(self, n_batches: int) -> float | None:
         """Seconds left under the tightest known budget, from this session's update rate."""

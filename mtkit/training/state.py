@@ -13,7 +13,7 @@ Files of a run directory::
 Beyond the keys listed in :mod:`mtkit.training.checkpoint`, `mtkit train` stores
 ``optimizer``, ``scheduler``, ``scaler`` (state dicts), ``rng`` (one entry per rank: torch CPU,
 CUDA and Python ``random`` states), ``state`` (:class:`TrainState` as a dict: update, epoch and
-batches consumed in it, best metric, patience count, skipped batches, elapsed seconds, the
+batches consumed in it, best metric, patience count, skipped batches and steps, elapsed seconds, the
 validation history, the loss sums of the next train record) and ``update``/``epoch`` at the top
 level for quick inspection.
 """
@@ -45,6 +45,7 @@ class TrainState:
     best: float | None = None  # best validation metric so far
     bad_validations: int = 0  # validations since the last improvement
     skipped: int = 0  # batches skipped for a non-finite loss (nan_policy skip)
+    overflows: int = 0  # steps the fp16 gradient scaler skipped (not updates)
     elapsed: float = 0.0  # training wall-clock seconds, across resumes
     history: list[dict[str, Any]] = field(default_factory=list)  # validation records
     # sums since the last train record, which averages them over log_every updates
