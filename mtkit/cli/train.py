@@ -18,7 +18,8 @@ TRAIN_OPTIONS: list[tuple[tuple[str, ...], str, Any, str]] = [
     (("--max-updates",), "max_updates", int, "Stop after this many updates (0: no limit)."),
     (("--max-epochs",), "max_epochs", int, "Stop after this many epochs (0: no limit)."),
     (("--max-time",), "max_time", float, "Wall-clock budget in seconds (0: no limit)."),
-    (("--max-tokens",), "max_tokens", int, "Tokens per batch and process, padding counted."),
+    (("--max-tokens",), "max_tokens", int, "Per batch and process: pairs x (max(source, target) "
+     "+ 1) of its longest pair, padding counted."),
     (("--update-freq",), "update_freq", int, "Batches accumulated per update."),
     (("--lr",), "lr", float, "Peak learning rate."),
     (("--warmup-updates",), "warmup_updates", int, "Linear warmup, then inverse sqrt decay."),
