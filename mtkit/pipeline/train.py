@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import importlib.util
 import os
 import shutil
 import sys
@@ -182,12 +181,6 @@ def warn_long_valid_pairs(valid: Any, cfg: TrainConfig, model: ModelConfig) -> N
         note(f"mtkit train: warning: {line}", quiet=False)
 
 
-def check_decoding_available(cfg: TrainConfig) -> None:
-    if cfg.validate_bleu and importlib.util.find_spec("mtkit.decoding.search") is None:
-        raise MtkitError("validate_bleu needs mtkit.decoding, missing from this build: "
-                         "set validate_bleu false")  # fmt: skip
-
-
 def _open_data(cfg: TrainConfig) -> tuple[Any, Any, Any, Any, bool]:
     """(train split, valid split or None, source tokenizer, target tokenizer, joint)."""
     from mtkit.data.binarized import ParallelData, load_tokenizers, read_manifest
@@ -240,7 +233,6 @@ def run_training(
     else:
         cfg = train_config(settings, TrainConfig())
     check_train_config(cfg)
-    check_decoding_available(cfg)
     train_split, valid, src_tok, tgt_tok, joint = _open_data(cfg)
     spm = {"src": src_tok.proto, "tgt": tgt_tok.proto}
     if ckpt is None:

@@ -24,7 +24,6 @@ carries every random state, so resuming from it continues exactly where the run 
 from __future__ import annotations
 
 import math
-import os
 import signal
 import threading
 import time
@@ -51,8 +50,6 @@ from mtkit.training.state import (
 )
 from mtkit.training.step import Stepper
 from mtkit.training.validate import validate
-
-KILL_HOOK = "MTKIT_TEST_KILL_AT_UPDATE"  # tests: SIGKILL this process after that update
 
 
 @dataclass
@@ -275,10 +272,7 @@ class Trainer:
         self.state.log_tokens += group.ntokens
         self._report(loss / group.ntokens, lr, gnorm, n_batches)
         reason = self._budget_reason(by_signal > 0, by_time > 0)
-        reason = self._boundary(reason)
-        if os.environ.get(KILL_HOOK) == str(self.state.update):
-            os.kill(os.getpid(), signal.SIGKILL)
-        return reason
+        return self._boundary(reason)
 
     def _time_up(self) -> bool:
         elapsed = self.elapsed0 + time.monotonic() - self.t0
