@@ -21,7 +21,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 WORK = ROOT / ".bench" / "ab"
-ROW = re.compile(r"^\s*(?P<name>\S.*?)\s{2,}.*?(?P<tps>[\d.]+)\s+tok/s", re.MULTILINE)
+# "  NAME    12.3 sent/s   456 tok/s" (bench_translate) or "  NAME: 456 tok/s, ..." (bench_engines)
+ROW = re.compile(r"^[ \t]*(?P<name>[^:]*?\S)(?::|[ \t]{2,}).*?(?P<tps>[\d.]+)[ \t]+tok/s")
 
 
 def worktree(rev: str) -> Path:
@@ -41,7 +42,8 @@ def run(tree: Path, script: str, args: list[str]) -> dict[str, float]:
     env = dict(os.environ, PYTHONPATH=f"{tree}{os.pathsep}{tree / 'benchmarks'}")
     cmd = [sys.executable, str(tree / "benchmarks" / script), *args]
     out = subprocess.run(cmd, check=True, capture_output=True, text=True, env=env, cwd=ROOT)
-    return {m["name"].strip(): float(m["tps"]) for m in ROW.finditer(out.stdout)}
+    rows = (ROW.match(line) for line in out.stdout.splitlines())
+    return {m["name"]: float(m["tps"]) for m in rows if m}
 
 
 def main() -> None:

@@ -115,7 +115,8 @@ class TrainConfig:
     precision: str = (
         "auto"  # auto (bf16 on CUDA if supported, else fp16; fp32 on CPU) | fp32 | bf16 | fp16
     )
-    max_tokens: int = 4096  # target tokens per batch per process, padding counted
+    # per batch and process: pairs x (max(source, target) + 1) of its longest pair, padding counted
+    max_tokens: int = 4096
     update_freq: int = 1  # gradient accumulation
     lr: float = 7e-4
     warmup_updates: int = 4000

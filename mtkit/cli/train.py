@@ -18,7 +18,8 @@ TRAIN_OPTIONS: list[tuple[tuple[str, ...], str, Any, str]] = [
     (("--max-updates",), "max_updates", int, "Stop after this many updates (0: no limit)."),
     (("--max-epochs",), "max_epochs", int, "Stop after this many epochs (0: no limit)."),
     (("--max-time",), "max_time", float, "Wall-clock budget in seconds (0: no limit)."),
-    (("--max-tokens",), "max_tokens", int, "Tokens per batch and process, padding counted."),
+    (("--max-tokens",), "max_tokens", int, "Per batch and process: pairs x (max(source, target) "
+     "+ 1) of its longest pair, padding counted."),
     (("--update-freq",), "update_freq", int, "Batches accumulated per update."),
     (("--lr",), "lr", float, "Peak learning rate."),
     (("--warmup-updates",), "warmup_updates", int, "Linear warmup, then inverse sqrt decay."),
@@ -27,7 +28,7 @@ TRAIN_OPTIONS: list[tuple[tuple[str, ...], str, Any, str]] = [
     (("--precision",), "precision", click.Choice(["auto", "fp32", "bf16", "fp16"]),
      "Autocast dtype on CUDA (auto: bf16 if supported); fp32 on CPU."),
     (("--validate-every",), "validate_every", int, "Validate every N updates (0: never)."),
-    (("--save-every",), "save_every", int, "Checkpoint every N updates (0: only at the end)."),
+    (("--save-every",), "save_every", int, "Numbered checkpoint every N updates (0: none)."),
     (("--keep-last",), "keep_last", int, "Numbered checkpoints kept (0: all)."),
     (("--patience",), "patience", int, "Stop after N validations without gain (0: never)."),
     (("--label-smoothing",), "label_smoothing", float, "Epsilon of the smoothed loss."),

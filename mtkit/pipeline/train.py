@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import importlib.util
 import os
 import shutil
 import sys
@@ -169,10 +168,17 @@ def note(text: str, quiet: bool) -> None:
         print(text, file=sys.stderr, flush=True)
 
 
-def check_decoding_available(cfg: TrainConfig) -> None:
-    if cfg.validate_bleu and importlib.util.find_spec("mtkit.decoding.search") is None:
-        raise MtkitError("validate_bleu needs mtkit.decoding, missing from this build: "
-                         "set validate_bleu false")  # fmt: skip
+def warn_long_valid_pairs(valid: Any, cfg: TrainConfig, model: ModelConfig) -> None:
+    """One line (even when quiet) on what validation does with pairs longer than the model's
+    positions or max_tokens (see mtkit.training.validate)."""
+    from mtkit.training.validate import describe_plan, plan_validation
+
+    if valid is None:
+        return
+    plan = plan_validation(valid, model.max_positions, cfg.max_tokens)
+    line = describe_plan(plan, model.max_positions, cfg.max_tokens)
+    if line:
+        note(f"mtkit train: warning: {line}", quiet=False)
 
 
 def _open_data(cfg: TrainConfig) -> tuple[Any, Any, Any, Any, bool]:
@@ -227,7 +233,6 @@ def run_training(
     else:
         cfg = train_config(settings, TrainConfig())
     check_train_config(cfg)
-    check_decoding_available(cfg)
     train_split, valid, src_tok, tgt_tok, joint = _open_data(cfg)
     spm = {"src": src_tok.proto, "tgt": tgt_tok.proto}
     if ckpt is None:
@@ -241,11 +246,14 @@ def run_training(
         if int(os.environ.get("RANK", "0")) == 0:
             run_dir.mkdir(parents=True, exist_ok=True)
             save_run_config(cfg, model)
-            truncate_metrics(run_dir, ckpt["update"] if ckpt else 0)
+            history = ckpt["state"]["history"] if ckpt else []
+            truncate_metrics(run_dir, ckpt["update"] if ckpt else 0,
+                             history[-1]["update"] if history else 0)  # fmt: skip
         start = f"resuming from update {ckpt['update']}" if ckpt else "starting"
         note(f"mtkit train: {start} in {run_dir}; data {cfg.data} ({len(train_split)} pairs); "
              f"model {cfg.preset} d={model.d_model} layers={model.encoder_layers}+"
              f"{model.decoder_layers}; config in {run_dir / CONFIG_FILE}", quiet)  # fmt: skip
+        warn_long_valid_pairs(valid, cfg, model)
         data = TrainData(train_split, valid, tgt_tok, spm)
         return describe(train(cfg, model, data, ckpt, quiet), cfg)
     except BaseException:

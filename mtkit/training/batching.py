@@ -63,12 +63,6 @@ def epoch_batches(sizes: Tensor, max_tokens: int, seed: int, epoch: int) -> list
     return [batches[i] for i in torch.randperm(len(batches), generator=gen).tolist()]
 
 
-def sorted_batches(sizes: Tensor, max_tokens: int) -> list[Tensor]:
-    """Batches in ascending size order, no shuffling (validation)."""
-    order = torch.sort(sizes, stable=True).indices
-    return chunk_sorted(order, sizes, max_tokens)
-
-
 class Batch(NamedTuple):
     src: Tensor  # (B, S) ids + EOS, right-padded with PAD_ID
     tgt_in: Tensor  # (B, T) BOS + ids

@@ -3,7 +3,8 @@
 ``metrics.jsonl`` in the run directory holds one JSON object per line:
 
 * train records every ``log_every`` updates: update, epoch, loss, nll, ppl, lr, gnorm,
-  tgt_tokens_per_s, elapsed (training wall-clock seconds, across resumes);
+  tgt_tokens_per_s, elapsed (training wall-clock seconds, across resumes); with fp16 also
+  loss_scale and overflows (steps the gradient scaler skipped so far: not updates);
 * valid records: update, epoch, valid_loss, valid_nll, valid_ppl, valid_bleu (null without
   BLEU), bleu_signature, elapsed.
 
@@ -27,15 +28,18 @@ from mtkit.staging import staged_file
 METRICS_LOG = "metrics.jsonl"
 
 
-def truncate_metrics(run_dir: str | Path, update: int) -> None:
-    """Drop records after ``update`` (written after the checkpoint a resumed run starts from)."""
+def truncate_metrics(run_dir: str | Path, update: int, validated: int) -> None:
+    """Drop records written after the checkpoint a resumed run starts from: train records after
+    ``update``, valid records after ``validated`` (the last update in its history)."""
     path = Path(run_dir) / METRICS_LOG
     if not path.is_file():
         return
     kept = []
     for line in path.read_text(encoding="utf-8").splitlines():
         try:
-            if int(json.loads(line).get("update", 0)) <= update:
+            record = json.loads(line)
+            last = validated if "valid_loss" in record else update
+            if int(record.get("update", 0)) <= last:
                 kept.append(line)
         except (json.JSONDecodeError, AttributeError, TypeError, ValueError):
             continue  # a line cut short by a kill
@@ -114,20 +118,17 @@ def _fmt(key: str, value: Any) -> str:
 
 
 class Meter:
-    """Loss and token counts since the last train record, over training time only."""
+    """Target tokens and training time since the last train record: the speed it reports."""
 
     def __init__(self) -> None:
         self.reset()
 
     def reset(self) -> None:
-        self.loss = self.nll = 0.0
         self.ntokens = 0
         self.start = time.monotonic()
         self.paused = 0.0  # seconds spent validating and saving since ``start``
 
-    def add(self, loss_sum: float, nll_sum: float, ntokens: int) -> None:
-        self.loss += loss_sum
-        self.nll += nll_sum
+    def add(self, ntokens: int) -> None:
         self.ntokens += ntokens
 
     def tokens_per_s(self) -> float:

@@ -6,15 +6,24 @@ loss is normalised by the group's target-token count, so W processes with update
 the same update as one process with update_freq W * F.
 
 After each update, in order: stop conditions (max_updates, max_epochs, max_time, a signal),
-validation (every ``validate_every`` updates and when training stops), checkpoints (every
-``save_every`` updates, when the best metric improves, and when training stops). A checkpoint
+then the update's checkpoint (``checkpoint_{update}.pt`` every ``save_every`` updates;
+``checkpoint_last.pt`` alone before a validation or when training stops otherwise), then
+validation (every ``validate_every`` updates, not after a signal), after which the update is
+saved again with its validation in the history (and as ``checkpoint_best.pt`` when the metric
+improved). Saving first means a validation that fails loses no finished update; the run then
+resumes from that update and validates it before training on (a validation is due when the
+update is on the schedule and the history lacks it).
+
+Stopping and resuming is invisible in the run directory: numbered checkpoints and validations
+follow their schedules only (a stop adds neither, so the history, checkpoint_best.pt, the
+patience count and the window of ``mtkit average --last N`` are those of a run never stopped),
+train records average their loss over ``log_every`` updates across a resume, and a checkpoint
 carries every random state, so resuming from it continues exactly where the run left off.
 """
 
 from __future__ import annotations
 
 import math
-import os
 import signal
 import threading
 import time
@@ -41,8 +50,6 @@ from mtkit.training.state import (
 )
 from mtkit.training.step import Stepper
 from mtkit.training.validate import validate
-
-KILL_HOOK = "MTKIT_TEST_KILL_AT_UPDATE"  # tests: SIGKILL this process after that update
 
 
 @dataclass
@@ -128,12 +135,12 @@ class Trainer:
         }
 
     def save(self, numbered: bool, best: bool) -> None:
-        """Collective: every rank's random state goes into rank 0's checkpoint."""
+        """checkpoint_last.pt (a numbered one too, or instead, see CheckpointDir.save).
+        Collective: every rank's random state goes into rank 0's checkpoint."""
         rngs = D.gather_objects(rng_state(), self.where)
         if self.where.is_main:
             self.ckpts.save(self.payload(rngs), self.state.update, numbered, best)
-        if numbered:
-            self.last_saved = self.state.update
+        self.last_saved = self.state.update
         D.barrier(self.where)
 
     def _restore_rng(self) -> None:
@@ -170,6 +177,15 @@ class Trainer:
             "lower lr or more warmup_updates)"
         )
 
+    def _overflow(self) -> None:
+        """The fp16 scaler skipped the step: not an update (counter and schedule stay)."""
+        self.state.overflows += 1
+        self.log.message(
+            f"gradient overflow at update {self.state.update + 1} (epoch {self.state.epoch}): "
+            f"step skipped ({self.state.overflows} so far), loss scale now "
+            f"{self.step.scaler.get_scale():g}"
+        )
+
     def _resume_point(self) -> str:
         if self.last_saved is None:
             return "no checkpoint was written yet"
@@ -201,6 +217,8 @@ class Trainer:
         self.meter, self.last_valid = Meter(), None
         spent = 0 < self.cfg.max_time <= self.state.elapsed  # the same on every rank
         reason = self._budget_reason(False, spent)
+        if self._validation_due():  # the resumed update's validation did not finish
+            reason = self._validate_and_save(reason, self._save_due())
         if reason is None and 0 < self.cfg.patience <= self.state.bad_validations:
             reason = "early_stop"  # an early-stopped run, resumed with the same patience
         while reason is None:
@@ -240,17 +258,21 @@ class Trainer:
             self._advance(group, n_batches)
             return None
         lr = self.step.lr
-        gnorm = self.step.optimizer_step()
+        gnorm, stepped = self.step.optimizer_step()
+        if not stepped:
+            self._overflow()
+            self._advance(group, n_batches)
+            return None
         self.state.update += 1
         self._advance(group, n_batches)
         self.state.elapsed = self.elapsed0 + time.monotonic() - self.t0
-        self.meter.add(loss, nll, group.ntokens)
+        self.meter.add(group.ntokens)
+        self.state.log_loss += loss
+        self.state.log_nll += nll
+        self.state.log_tokens += group.ntokens
         self._report(loss / group.ntokens, lr, gnorm, n_batches)
         reason = self._budget_reason(by_signal > 0, by_time > 0)
-        reason = self._boundary(reason)
-        if os.environ.get(KILL_HOOK) == str(self.state.update):
-            os.kill(os.getpid(), signal.SIGKILL)
-        return reason
+        return self._boundary(reason)
 
     def _time_up(self) -> bool:
         elapsed = self.elapsed0 + time.monotonic() - self.t0
@@ -269,27 +291,33 @@ class Trainer:
         return None
 
     def _boundary(self, reason: str | None) -> str | None:
-        """Validate and save as due; validation may stop training early."""
+        """Save, then validate, as due; validation may stop training early."""
         started = time.monotonic()
-        improved = False
-        if reason != "interrupted" and self._validation_due(reason is not None):
-            improved, early = self._validate()
-            if early and reason is None:
-                reason = "early_stop"
-        every = self.cfg.save_every
-        numbered = reason is not None or (every > 0 and self.state.update % every == 0)
-        if numbered or improved:
-            self.save(numbered, improved)
+        numbered = self._save_due()
+        validate = reason != "interrupted" and self._validation_due()
+        if numbered or validate or reason is not None:
+            self.save(numbered, best=False)  # before validating: a failure loses no update
+        if validate:
+            reason = self._validate_and_save(reason, numbered)
         self.meter.paused += time.monotonic() - started
         return reason
 
-    def _validation_due(self, stopping: bool) -> bool:
+    def _save_due(self) -> bool:
+        every = self.cfg.save_every
+        return every > 0 and self.state.update % every == 0
+
+    def _validation_due(self) -> bool:
+        """On the schedule and not validated yet."""
         every = self.cfg.validate_every
-        if self.data.valid is None or every <= 0:
+        if self.data.valid is None or every <= 0 or self.state.update == 0:
             return False
-        if stopping:  # a final validation, unless this update has just been validated
-            return self.validated_at != self.state.update
-        return self.state.update % every == 0
+        return self.state.update % every == 0 and self.validated_at != self.state.update
+
+    def _validate_and_save(self, reason: str | None, numbered: bool) -> str | None:
+        """Validate the update, then save it again with its validation (as best if better)."""
+        improved, early = self._validate()
+        self.save(numbered, improved)
+        return "early_stop" if early and reason is None else reason
 
     def _validate(self) -> tuple[bool, bool]:
         """Rank 0 validates; returns (improved, stop early) on every rank."""
@@ -331,14 +359,23 @@ class Trainer:
         self.log.progress(postfix)
         if state.update % max(self.cfg.log_every, 1):
             return
-        nll = meter.nll / max(meter.ntokens, 1)
+        nll = state.log_nll / max(state.log_tokens, 1)
         self.log.record("train", {
             "update": state.update, "epoch": state.epoch,
-            "loss": meter.loss / max(meter.ntokens, 1), "nll": nll,
+            "loss": state.log_loss / max(state.log_tokens, 1), "nll": nll,
             "ppl": math.exp(min(nll, 700.0)), "lr": lr, "gnorm": gnorm,
             "tgt_tokens_per_s": round(tps, 1), "elapsed": round(state.elapsed, 3),
+            **self._scaler_record(),
         })  # fmt: skip
         meter.reset()
+        state.log_loss = state.log_nll = 0.0
+        state.log_tokens = 0
+
+    def _scaler_record(self) -> dict[str, float]:
+        """fp16: the loss scale and the steps skipped so far, for the train record."""
+        if not self.step.scaler.is_enabled():
+            return {}
+        return {"loss_scale": self.step.scaler.get_scale(), "overflows": self.state.overflows}
 
     def _eta(self, n_batches: int) -> float | None:
         """Seconds left under the tightest known budget, from this session's update rate."""

@@ -3,16 +3,19 @@
 Files of a run directory::
 
     checkpoint_{update}.pt   every save_every updates; the newest keep_last are kept
-    checkpoint_last.pt       the newest of those (a hard link when the file system allows)
-    checkpoint_best.pt       best validation BLEU (or loss with validate_bleu false)
+    checkpoint_last.pt       the newest state: the newest numbered checkpoint (a hard link when
+                             the file system allows), or its own file when the update has none
+    checkpoint_best.pt       best validation BLEU (or loss with validate_bleu false), linked
+                             like checkpoint_last.pt
     .checkpoint_*.tmp        a write in progress (renamed when complete; a killed run's are
                              removed when training starts again)
 
 Beyond the keys listed in :mod:`mtkit.checkpoint`, `mtkit train` stores
 ``optimizer``, ``scheduler``, ``scaler`` (state dicts), ``rng`` (one entry per rank: torch CPU,
 CUDA and Python ``random`` states), ``state`` (:class:`TrainState` as a dict: update, epoch and
-batches consumed in it, best metric, patience count, skipped batches, elapsed seconds, the
-validation history) and ``update``/``epoch`` at the top level for quick inspection.
+batches consumed in it, best metric, patience count, skipped batches and steps, elapsed seconds, the
+validation history, the loss sums of the next train record) and ``update``/``epoch`` at the top
+level for quick inspection.
 """
 
 from __future__ import annotations
@@ -42,8 +45,13 @@ class TrainState:
     best: float | None = None  # best validation metric so far
     bad_validations: int = 0  # validations since the last improvement
     skipped: int = 0  # batches skipped for a non-finite loss (nan_policy skip)
+    overflows: int = 0  # steps the fp16 gradient scaler skipped (not updates)
     elapsed: float = 0.0  # training wall-clock seconds, across resumes
     history: list[dict[str, Any]] = field(default_factory=list)  # validation records
+    # sums since the last train record, which averages them over log_every updates
+    log_loss: float = 0.0
+    log_nll: float = 0.0
+    log_tokens: int = 0
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -104,16 +112,15 @@ class CheckpointDir:
         self.keep_last = keep_last
 
     def save(self, payload: dict[str, Any], update: int, numbered: bool, best: bool) -> None:
-        """checkpoint_{update}.pt + checkpoint_last.pt (numbered), checkpoint_best.pt (best)."""
+        """checkpoint_last.pt, through checkpoint_{update}.pt when ``numbered``; and
+        checkpoint_best.pt, the same file, when ``best``."""
+        path = self.run_dir / (f"checkpoint_{update}.pt" if numbered else LAST)
+        save_checkpoint(payload, path)
         if numbered:
-            path = self.run_dir / f"checkpoint_{update}.pt"
-            save_checkpoint(payload, path)
             _link_or_copy(path, self.run_dir / LAST)
             self.prune()
-            if best:
-                _link_or_copy(path, self.run_dir / BEST)
-        elif best:
-            save_checkpoint(payload, self.run_dir / BEST)
+        if best:
+            _link_or_copy(path, self.run_dir / BEST)
 
     def remove_temporaries(self) -> None:
         """Delete partial files of writes a kill interrupted (``.checkpoint_*.tmp``)."""

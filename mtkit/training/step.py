@@ -5,7 +5,8 @@ group (see :mod:`.batching`), accumulating gradients (DDP's ``no_sync`` until th
 then unscales, clips and steps. The loss of each pass is divided by the target-token count of
 the whole group (every rank's batches), and multiplied by the world size to undo DDP's
 averaging, so the gradient is d(sum of token losses)/d(params) / group tokens whatever the
-number of processes.
+number of processes. With fp16, a step whose gradients overflowed is skipped by the gradient
+scaler; it is not an update (see :meth:`Stepper.optimizer_step`).
 """
 
 from __future__ import annotations
@@ -92,15 +93,22 @@ class Stepper:
         totals = torch.cat([totals, torch.tensor(flags(), device=self.device, dtype=totals.dtype)])
         return D.all_reduce_sum(totals, self.where).tolist()
 
-    def optimizer_step(self) -> float:
-        """Unscale, clip, step the optimizer and the schedule; returns the gradient norm."""
+    def optimizer_step(self) -> tuple[float, bool]:
+        """Unscale, clip, step the optimizer and the schedule; returns (gradient norm, stepped).
+
+        With fp16 the scaler skips a step whose gradients overflowed (and halves its scale,
+        which is how the skip shows); as in fairseq such a step is not an update, so the
+        schedule does not step either."""
         self.scaler.unscale_(self.optimizer)
         max_norm = self.cfg.clip_norm if self.cfg.clip_norm > 0 else math.inf
         gnorm = clip_grad_norm_(self.model.parameters(), max_norm)
+        scale = self.scaler.get_scale()  # 1.0 when disabled
         self.scaler.step(self.optimizer)
         self.scaler.update()
-        self.scheduler.step()
-        return float(gnorm)
+        stepped = self.scaler.get_scale() >= scale
+        if stepped:
+            self.scheduler.step()
+        return float(gnorm), stepped
 
     def discard_gradients(self) -> None:
         self.optimizer.zero_grad(set_to_none=True)

@@ -3,23 +3,103 @@
 Perplexity is ``exp(nll per target token)`` (natural log; EOS counted, padding not). BLEU is
 sacrebleu's corpus BLEU with default settings of the detokenized hypotheses against the raw
 reference lines of the validation split, reported with its signature.
+
+`mtkit prepare` filters only the train split by length, so a validation pair may be longer than
+the model's positions or ``max_tokens``. Validation never fails for that (:func:`plan_validation`;
+`mtkit train` states the counts in one line at start-up, :func:`describe_plan`):
+
+* a source longer than ``max_positions - 1`` pieces is truncated to its first
+  ``max_positions - 1`` (+ EOS), for the loss and for BLEU, as `mtkit translate` does;
+* a target longer than ``max_positions - 1`` pieces cannot be teacher-forced (BOS + target must
+  fit the positions): its pair is left out of valid loss and perplexity, whose token counts are
+  then those of the other pairs; BLEU still decodes its source and scores it against the
+  whole reference;
+* a pair longer than the batch budget (``max_tokens``; ``max_tokens // valid_beam`` source
+  tokens when decoding) gets a batch of its own.
 """
 
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
 import torch
+from torch import Tensor
 from torch.nn.utils.rnn import pad_sequence
 
 from mtkit.config import SearchConfig, TrainConfig
+from mtkit.data.batching import cut_batches
 from mtkit.data.binarized import ParallelData
 from mtkit.data.tokenizer import EOS_ID, PAD_ID, Tokenizer
 from mtkit.model.transformer import Transformer
-from mtkit.training.batching import PairDataset, collate, sentence_sizes, sorted_batches
+from mtkit.training.batching import collate
 from mtkit.training.distributed import autocast
 from mtkit.training.loss import label_smoothed_nll_loss
+
+
+@dataclass(frozen=True)
+class ValidPlan:
+    """What validation does with each pair of a split (see the module docstring)."""
+
+    src_lengths: np.ndarray  # (N,) source pieces used: truncated to max_positions - 1
+    sizes: np.ndarray  # (N,) padded row length of the pair in a loss batch, BOS/EOS included
+    in_loss: np.ndarray  # (N,) bool: the target fits the positions, so the pair is in the loss
+    truncated: int  # sources truncated
+    left_out: int  # pairs left out of the loss
+    alone: int  # pairs of the loss over max_tokens, each batched alone
+
+
+def plan_validation(data: ParallelData, max_positions: int, max_tokens: int) -> ValidPlan:
+    """Truncation, loss membership and lone batches of a split's pairs."""
+    cap = max_positions - 1  # + EOS (source) or BOS (target) must fit the positions
+    src = np.minimum(data.src_lengths, cap)
+    in_loss = data.tgt_lengths <= cap
+    sizes = np.maximum(src, data.tgt_lengths) + 1
+    return ValidPlan(src, sizes, in_loss, truncated=int((data.src_lengths > cap).sum()),
+                     left_out=int((~in_loss).sum()),
+                     alone=int((in_loss & (sizes > max_tokens)).sum()))  # fmt: skip
+
+
+def _counted(n: int, one: str, many: str) -> str:
+    return f"{n} {one if n == 1 else many}"
+
+
+def describe_plan(plan: ValidPlan, max_positions: int, max_tokens: int) -> str | None:
+    """One line on the split's long pairs and what validation does with them; None: no such."""
+    cap = max_positions - 1
+    parts = []
+    if plan.truncated:
+        its = "its" if plan.truncated == 1 else "their"
+        parts.append(f"{_counted(plan.truncated, 'source', 'sources')} longer than "
+                     f"max_positions={max_positions} allows will be truncated to {its} first "
+                     f"{cap} pieces")  # fmt: skip
+    if plan.left_out:
+        its = "its pair" if plan.left_out == 1 else "their pairs"
+        parts.append(
+            f"{_counted(plan.left_out, 'target', 'targets')} longer than {cap} pieces "
+            f"will be left out of valid loss and perplexity (BLEU still scores {its})"
+        )
+    if plan.alone:
+        parts.append(
+            f"{_counted(plan.alone, 'pair', 'pairs')} over max_tokens={max_tokens} will "
+            f"{'be' if plan.alone == 1 else 'each be'} batched alone"
+        )
+    if not parts:
+        return None
+    return f"valid split ({_counted(len(plan.sizes), 'pair', 'pairs')}): " + "; ".join(parts)
+
+
+def _source(data: ParallelData, i: int, n: int) -> Tensor:
+    """The first ``n`` source pieces of pair ``i``, int64, without EOS."""
+    return torch.from_numpy(data.pair(i)[0][:n].astype(np.int64))
+
+
+def _pair(data: ParallelData, plan: ValidPlan, i: int) -> tuple[Tensor, Tensor]:
+    """Pair ``i`` as validation reads it: the source truncated, without BOS/EOS."""
+    target = torch.from_numpy(data.pair(i)[1].astype(np.int64))
+    return _source(data, i, int(plan.src_lengths[i])), target
 
 
 @torch.no_grad()
@@ -30,13 +110,14 @@ def valid_loss(
     device: torch.device,
     amp_dtype: torch.dtype | None,
 ) -> dict[str, float]:
-    """Smoothed loss and NLL per target token, and perplexity, over the whole split."""
-    sizes = sentence_sizes(data.src_lengths, data.tgt_lengths)
-    pairs = PairDataset(data)
+    """Smoothed loss and NLL per target token, and perplexity, over the pairs in the loss."""
+    plan = plan_validation(data, model.cfg.max_positions, cfg.max_tokens)
+    order = np.flatnonzero(plan.in_loss)
+    order = order[np.argsort(plan.sizes[order], kind="stable")].tolist()  # ascending
     loss_sum = nll_sum = 0.0
     ntokens = 0
-    for indices in sorted_batches(sizes, cfg.max_tokens):
-        batch = collate([pairs[i] for i in indices.tolist()]).to(device)
+    for indices in cut_batches(order, plan.sizes.tolist(), cfg.max_tokens, oversize="alone"):
+        batch = collate([_pair(data, plan, i) for i in indices]).to(device)
         with autocast(device, amp_dtype):
             logits = model(batch.src, batch.tgt_in)  # (B, T, V)
         loss, nll = label_smoothed_nll_loss(logits, batch.tgt_out, cfg.label_smoothing)
@@ -66,11 +147,13 @@ def valid_bleu(
 
     n = min(len(data), cfg.valid_max_sentences or len(data))
     search = SearchConfig(beam=cfg.valid_beam)
-    src_sizes = torch.as_tensor(data.src_lengths[:n]) + 1  # (n,) source + EOS
-    per_batch = max(cfg.max_tokens // max(cfg.valid_beam, 1), int(src_sizes.max()))
+    src_lengths = np.minimum(data.src_lengths[:n], model.cfg.max_positions - 1)  # truncated
+    sizes = (src_lengths + 1).tolist()  # + EOS
+    order = sorted(range(n), key=sizes.__getitem__)  # ascending, stable
+    per_batch = max(cfg.max_tokens // max(cfg.valid_beam, 1), 1)
     hyps: list[str] = [""] * n
-    for indices in sorted_batches(src_sizes, per_batch):
-        rows = [torch.from_numpy(data.side("src", i)) for i in indices.tolist()]
+    for indices in cut_batches(order, sizes, per_batch, oversize="alone"):
+        rows = [_source(data, i, int(src_lengths[i])) for i in indices]
         src = pad_sequence(
             [torch.cat([r, torch.tensor([EOS_ID])]) for r in rows],
             batch_first=True,
@@ -78,7 +161,7 @@ def valid_bleu(
         )  # (B, S)
         results = generate([model], src.to(device), search)
         texts = tokenizer.decode([best[0].tokens for best in results])
-        for i, text in zip(indices.tolist(), texts, strict=True):
+        for i, text in zip(indices, texts, strict=True):
             hyps[i] = text
     refs = data.text("tgt")[:n]
     bleu = BLEU()

@@ -1,16 +1,19 @@
 """`python slow_mtkit.py ARGS` is `python -m mtkit ARGS` with delays that give a test time to
-kill the process at a chosen moment. Delays change no number: the run computes exactly what
-`python -m mtkit` computes.
+kill the process at a chosen moment, or a kill at a chosen update. Delays change no number: the
+run computes exactly what `python -m mtkit` computes.
 
-MTKIT_TEST_UPDATE_DELAY=S  sleep S seconds after every update
-MTKIT_TEST_WRITE_PAUSE=S   in the first checkpoint write, once more than PAUSE_AFTER bytes
-                           are written, flush them to the temporary file and sleep S seconds
+MTKIT_TEST_UPDATE_DELAY=S    sleep S seconds after every update
+MTKIT_TEST_WRITE_PAUSE=S     in the first checkpoint write, once more than PAUSE_AFTER bytes
+                             are written, flush them to the temporary file and sleep S seconds
+MTKIT_TEST_KILL_AT_UPDATE=N  SIGKILL the process once update N and what follows it (validation,
+                             checkpoints) are done
 """
 
 from __future__ import annotations
 
 import os
 import runpy
+import signal
 import time
 from typing import Any
 
@@ -51,6 +54,18 @@ def slow_updates(delay: float) -> None:
     loop.Trainer._update = update  # type: ignore[method-assign]
 
 
+def kill_at_update(update: int) -> None:
+    real = loop.Trainer._update
+
+    def update_then_kill(self: loop.Trainer, *args: Any) -> str | None:
+        reason = real(self, *args)
+        if self.state.update == update:
+            os.kill(os.getpid(), signal.SIGKILL)
+        return reason
+
+    loop.Trainer._update = update_then_kill  # type: ignore[method-assign]
+
+
 def pause_first_write(pause: float) -> None:
     real = torch.save
     pending = [pause]
@@ -66,4 +81,6 @@ if __name__ == "__main__":
         slow_updates(float(os.environ["MTKIT_TEST_UPDATE_DELAY"]))
     if os.environ.get("MTKIT_TEST_WRITE_PAUSE"):
         pause_first_write(float(os.environ["MTKIT_TEST_WRITE_PAUSE"]))
+    if os.environ.get("MTKIT_TEST_KILL_AT_UPDATE"):
+        kill_at_update(int(os.environ["MTKIT_TEST_KILL_AT_UPDATE"]))
     runpy.run_module("mtkit", run_name="__main__", alter_sys=True)

@@ -16,7 +16,6 @@ from mtkit.training.batching import (
     iterate_groups,
     rank_slots,
     sentence_sizes,
-    sorted_batches,
 )
 
 
@@ -81,8 +80,6 @@ def test_epoch_batches_unchanged() -> None:
     assert [b.tolist() for b in epoch_batches(sizes, 24, seed=7, epoch=1)] == epoch1
     assert [b.tolist() for b in epoch_batches(sizes, 24, seed=7, epoch=2)] == epoch2
     assert [b.dtype for b in epoch_batches(sizes, 24, seed=7, epoch=1)] == [torch.int64] * 6
-    expected = [[6, 1, 8, 0], [5, 10, 11], [2, 4], [7], [3], [9]]
-    assert [b.tolist() for b in sorted_batches(sizes, 24)] == expected
 
 
 def test_chunk_and_too_long_sentence() -> None:
@@ -91,7 +88,6 @@ def test_chunk_and_too_long_sentence() -> None:
     assert [b.tolist() for b in chunk_sorted(order, sizes, 6)] == [[2, 0], [1]]
     with pytest.raises(MtkitError, match="exceeds max_tokens=2"):
         chunk_sorted(order, sizes, 2)
-    assert [b.tolist() for b in sorted_batches(sizes, 100)] == [[2, 0, 1]]
 
 
 def test_collate_teacher_forcing() -> None:
@@ -129,3 +125,13 @@ def test_iterate_groups_resumes_mid_epoch(tiny_dataset) -> None:
         for p, q in zip(a.batches, b.batches, strict=True):
             assert all(torch.equal(x, y) for x, y in zip(p, q, strict=True))
         assert a.ntokens == b.ntokens == sum(int(x.tgt_out.ne(PAD_ID).sum()) for x in a.batches)
+
+
+def test_max_tokens_counts_the_longer_side_plus_one() -> None:
+    """Sources of 10 pieces, targets of 1: each pair costs 11 tokens, not 2 target tokens."""
+    sizes = sentence_sizes(np.full(6, 10), np.full(6, 1))
+    batches = epoch_batches(sizes, 22, seed=1, epoch=1)
+    assert sorted(len(b) for b in batches) == [2, 2, 2]
+    sizes = sentence_sizes(np.array([1, 1, 7]), np.array([3, 9, 2]))  # a short source, a long one
+    assert sizes.tolist() == [4, 10, 8]
+    assert [b.tolist() for b in chunk_sorted(torch.tensor([0, 2, 1]), sizes, 20)] == [[0, 2], [1]]

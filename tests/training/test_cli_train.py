@@ -116,9 +116,10 @@ def test_average_two_checkpoints_is_their_mean(tmp_path: Path, tiny_dataset, mtk
 
 def test_average_errors(tmp_path: Path, tiny_dataset: Path, mtkit) -> None:
     run, other = tmp_path / "run", tmp_path / "other"
-    assert mtkit(*train_args(tiny_dataset, run, "--max-updates", "1")).exit_code == 0
+    one = ["--max-updates", "1", "--save-every", "1"]
+    assert mtkit(*train_args(tiny_dataset, run, *one)).exit_code == 0
     wider = [*TINY_MODEL, "--set", "model.ffn_dim=48"]
-    assert mtkit(*train_args(tiny_dataset, other, "--max-updates", "1", *wider)).exit_code == 0
+    assert mtkit(*train_args(tiny_dataset, other, *one, *wider)).exit_code == 0
     out = str(tmp_path / "avg.pt")
     result = mtkit("average", "-c", str(run / "checkpoint_1.pt"), "-c",
                    str(other / "checkpoint_1.pt"), "-o", out)  # fmt: skip
@@ -130,3 +131,19 @@ def test_average_errors(tmp_path: Path, tiny_dataset: Path, mtkit) -> None:
     missing = str(tmp_path / "missing.pt")
     assert_one_line_error(mtkit("average", "-c", missing, "-o", out), "missing.pt")
     assert not Path(out).exists()
+
+
+def test_max_tokens_is_documented_as_counted(mtkit) -> None:
+    """A batch costs its pairs x (max(source, target) + 1) of its longest pair: --help, the
+    config's comment and README say so (not "target tokens")."""
+    import inspect
+
+    from mtkit import config
+
+    phrase = "max(source, target) + 1"
+    help_text = " ".join(mtkit("train", "--help").output.split())
+    assert f"--max-tokens INTEGER Per batch and process: pairs x ({phrase}) of its" in help_text
+    source = inspect.getsource(config.TrainConfig)
+    assert f"pairs x ({phrase}) of its longest pair" in source and "target tokens" not in source
+    readme = (Path(__file__).parents[2] / "README.md").read_text()
+    assert f"| `--max-tokens` | 4096 | per batch and process: pairs × ({phrase})" in readme

@@ -14,14 +14,13 @@ import threading
 import time
 from pathlib import Path
 
-from subprocess_helpers import REPO, assert_same_run
+from subprocess_helpers import REPO, SLOW_MTKIT, assert_same_run
 from training_helpers import train_args
 
 from mtkit.checkpoint import load_checkpoint
 from mtkit.errors import MtkitError
 from mtkit.training.state import LAST, numbered_checkpoints
 
-SLOW_MTKIT = Path(__file__).with_name("slow_mtkit.py")
 OPTIONS = ["--max-tokens", "256", "--max-updates", "40", "--save-every", "2", "--keep-last", "3",
            "--validate-every", "5", "--set", "validate_bleu=false",
            "--set", "log_every=1"]  # fmt: skip

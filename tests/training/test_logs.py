@@ -57,7 +57,11 @@ def test_truncate_drops_records_after_the_checkpoint(tmp_path: Path) -> None:
     lines = [{"update": u, "loss": 1.0} for u in (2, 4, 6)] + [{"update": 4, "valid_loss": 2.0}]
     text = "".join(json.dumps(r) + "\n" for r in lines) + '{"update": 8, "lo'  # cut by a kill
     (tmp_path / METRICS_LOG).write_text(text)
-    truncate_metrics(tmp_path, 4)
+    truncate_metrics(tmp_path, 4, validated=4)
     kept = [json.loads(x) for x in (tmp_path / METRICS_LOG).read_text().splitlines()]
     assert [r["update"] for r in kept] == [2, 4, 4]
-    truncate_metrics(tmp_path / "nowhere", 3)  # no log yet: nothing to do
+    # the checkpoint of update 4 was written before its validation: that record goes too
+    truncate_metrics(tmp_path, 4, validated=2)
+    kept = [json.loads(x) for x in (tmp_path / METRICS_LOG).read_text().splitlines()]
+    assert kept == lines[:2]
+    truncate_metrics(tmp_path / "nowhere", 3, validated=0)  # no log yet: nothing to do

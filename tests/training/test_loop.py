@@ -89,6 +89,9 @@ def test_max_epochs_and_max_time(tmp_path: Path, tiny_dataset: Path, mtkit) -> N
     assert result.exit_code == 0 and "max_epochs" in result.output, result.output
     ckpt = load_checkpoint(tmp_path / "a" / "checkpoint_last.pt")
     assert ckpt["state"]["epoch"] == 3 and ckpt["state"]["consumed"] == 0
+    # a stop writes checkpoint_last.pt only: numbered checkpoints follow save_every (0: none)
+    names = sorted(p.name for p in (tmp_path / "a").iterdir())
+    assert names == ["checkpoint_last.pt", "config.yaml", "metrics.jsonl"]
     result = mtkit(*train_args(tiny_dataset, tmp_path / "b", "--max-time", "1e-6"))
     assert result.exit_code == 0 and "max_time" in result.output, result.output
     assert load_checkpoint(tmp_path / "b" / "checkpoint_last.pt")["update"] == 1

@@ -83,8 +83,8 @@ def test_gradient_clipping(tmp_path) -> None:
     step.forward_backward(Group([batch], [1.0], ntokens=4, sentences=1, consumed=1))
     before = {n: p.detach().clone() for n, p in step.model.named_parameters()}
     grads = [p.grad for p in step.model.parameters() if p.grad is not None]
-    gnorm = step.optimizer_step()
-    assert gnorm > 1e-3  # the norm before clipping
+    gnorm, stepped = step.optimizer_step()
+    assert gnorm > 1e-3 and stepped  # the norm before clipping
     clipped = math.sqrt(sum(float(g.pow(2).sum()) for g in grads))
     assert clipped == pytest.approx(1e-3, rel=1e-4)
     assert any(not torch.equal(before[n], p) for n, p in step.model.named_parameters())

@@ -11,7 +11,7 @@ from training_helpers import train_args
 
 from mtkit.checkpoint import load_checkpoint
 
-KILL = {"MTKIT_TEST_KILL_AT_UPDATE": "6"}
+KILL = {"MTKIT_TEST_KILL_AT_UPDATE": "6"}  # slow_mtkit.py's
 
 
 def test_sigkill_and_resume_is_bitwise_identical(tmp_path: Path, tiny_dataset: Path) -> None:
@@ -22,7 +22,7 @@ def test_sigkill_and_resume_is_bitwise_identical(tmp_path: Path, tiny_dataset: P
     straight, killed = tmp_path / "straight", tmp_path / "killed"
     done = run_mtkit(train_args(tiny_dataset, straight, *options))
     assert done.returncode == 0, done.stderr
-    crash = run_mtkit(train_args(tiny_dataset, killed, *options), env=KILL)
+    crash = run_mtkit(train_args(tiny_dataset, killed, *options), env=KILL, slow=True)
     assert crash.returncode == -signal.SIGKILL
     assert load_checkpoint(killed / "checkpoint_last.pt")["update"] == 4
     resumed = run_mtkit(train_args(tiny_dataset, killed, *options))
