@@ -23,7 +23,7 @@ from mtkit.checkpoint import load_for_inference
 from mtkit.config import ModelConfig
 from mtkit.data.tokenizer import Tokenizer
 from mtkit.errors import MtkitError
-from mtkit.export import require, staged_dir
+from mtkit.export import check_exportable, require, staged_dir
 
 QUANTIZATIONS = ("float32", "int8_float32", "int8", "float16")
 METADATA = "mtkit.json"
@@ -46,12 +46,13 @@ def _norm(spec: Any, weights: dict[str, np.ndarray], name: str) -> None:
 
 def ct2_spec(model: Any, src: Tokenizer, tgt: Tokenizer) -> Any:
     """A CTranslate2 TransformerSpec holding ``model``'s weights and our vocabularies."""
+    check_exportable(model.cfg, "CTranslate2")
     ctranslate2_module()
     from ctranslate2.specs import common_spec, transformer_spec
 
     cfg: ModelConfig = model.cfg
     w = {k: v.detach().float().cpu().numpy() for k, v in model.state_dict().items()}
-    positions = model.positions.detach().float().cpu().numpy()
+    positions = model.src_positions.table.detach().float().cpu().numpy()  # sinusoidal
     spec = transformer_spec.TransformerSpec.from_config(
         (cfg.encoder_layers, cfg.decoder_layers),
         cfg.heads,

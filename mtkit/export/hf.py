@@ -36,7 +36,7 @@ from torch import Tensor, nn
 from mtkit.config import ModelConfig, SearchConfig
 from mtkit.data.tokenizer import BOS_ID, EOS_ID, PAD_ID, UNK_ID, Tokenizer
 from mtkit.errors import MtkitError
-from mtkit.export import require, staged_dir
+from mtkit.export import check_exportable, require, staged_dir
 from mtkit.model.transformer import Transformer
 
 # probe logits of the exported model must match ours this closely, or the export is refused
@@ -45,6 +45,7 @@ SELF_CHECK_ATOL = 1e-3
 
 def check_marian_compatible(cfg: ModelConfig) -> None:
     """Refuse configurations that MarianMTModel cannot express (never export a different model)."""
+    check_exportable(cfg, "Hugging Face Marian")
     if cfg.pre_norm:
         raise MtkitError(
             "model option pre_norm=true (pre-LN) cannot be exported to Hugging Face Marian, "

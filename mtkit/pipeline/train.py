@@ -26,7 +26,14 @@ from typing import Any
 
 import yaml
 
-from mtkit.config import ModelConfig, TrainConfig, apply_overrides, from_dict, load_yaml
+from mtkit.config import (
+    ModelConfig,
+    TrainConfig,
+    apply_overrides,
+    check_model_config,
+    from_dict,
+    load_yaml,
+)
 from mtkit.errors import MtkitError
 from mtkit.pipeline.textio import atomic_write_text
 
@@ -132,7 +139,9 @@ def model_config(
     yaml_model = settings.yaml_model
     _layer(ModelConfig(), yaml_model, f"{settings.yaml_path}: model")  # names the file on errors
     model = resolve_model_config(cfg.preset, *vocab, {**auto, **yaml_model})
-    return _layer(model, settings.cli_model, "--set model.*")
+    model = _layer(model, settings.cli_model, "--set model.*")
+    check_model_config(model)
+    return model
 
 
 def resume_configs(

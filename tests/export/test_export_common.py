@@ -14,8 +14,9 @@ from mtkit.data.tokenizer import EOS_ID
 from mtkit.engines import load_engine
 from mtkit.engines.ct2 import max_target_len
 from mtkit.errors import MtkitError
-from mtkit.export.ct2 import export_ct2
+from mtkit.export.ct2 import ct2_spec, export_ct2
 from mtkit.export.hf import export_hf, generation_defaults, marian_config
+from mtkit.model.transformer import build_model
 from mtkit.staging import staged_dir
 
 
@@ -48,6 +49,27 @@ def test_marian_config(overrides: dict, expected: dict) -> None:
 def test_marian_refuses(overrides: dict, option: str) -> None:
     with pytest.raises(MtkitError, match=option):
         marian_config(ModelConfig(**overrides))
+
+
+VARIANT_FIELDS = [("norm", "rmsnorm"), ("norm_eps", 1e-6), ("positions", "rope"),
+                  ("positions", "learned"), ("max_relative_position", 8), ("kv_heads", 2),
+                  ("ffn_activation", "swiglu"), ("bias", False),
+                  ("decoder_self_attention", "average"), ("share_layers", True)]  # fmt: skip
+
+
+@pytest.mark.parametrize("field, value", VARIANT_FIELDS)
+def test_exporters_refuse_variants_by_name(field: str, value: object) -> None:
+    """Until the exporters learn a variant, they refuse it, naming the field (one line)."""
+    cfg = ModelConfig(d_model=16, ffn_dim=32, heads=4, **{field: value})
+    for export in (marian_config, lambda c: ct2_spec(build_model(c), None, None)):
+        with pytest.raises(MtkitError, match=rf"^model\.{field}=.* cannot be exported") as err:
+            export(cfg)
+        assert "\n" not in str(err.value)
+
+
+def test_exporters_take_kv_heads_equal_to_heads() -> None:
+    """kv_heads = heads is the default model (the same fused qkv weights)."""
+    assert marian_config(ModelConfig(kv_heads=4))["encoder_attention_heads"] == 4
 
 
 def test_generation_defaults() -> None:

@@ -1,0 +1,116 @@
+"""The one place where a :class:`~mtkit.config.ModelConfig`'s names become modules.
+
+``ModelParts(cfg)`` builds each part a layer is assembled from (a norm, a residual connection
+around a sublayer, a feed-forward network, an attention-time position scheme, attentions); the
+layers receive built parts and never read the config. Which part each switch changes:
+
+- ``norm``, ``norm_eps``: every norm (:func:`mtkit.model.norms.build_norm`);
+- ``pre_norm``: the residual connection, :class:`PreNormResidual` or :class:`Residual`;
+- ``positions``: sinusoidal and learned are added to the embeddings
+  (:meth:`ModelParts.embedding_positions`); relative, rope and alibi act inside self-attention
+  of both sides (:meth:`ModelParts.attention_positions`); cross-attention has none;
+- ``kv_heads``: key/value heads of self- and cross-attention;
+- ``ffn_activation``: :class:`mtkit.model.feedforward.FeedForward`;
+- ``bias``: biases of every linear layer and LayerNorm (RMSNorm has none);
+- ``decoder_self_attention``: causal self-attention or the average attention network.
+
+``share_layers`` is the Transformer's (:mod:`mtkit.model.transformer`): it builds one layer
+per side instead of one per depth.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TypeVar
+
+from torch import nn
+
+from mtkit.config import ModelConfig
+from mtkit.model.average_attention import AverageAttention
+from mtkit.model.feedforward import FeedForward
+from mtkit.model.layers import CrossAttention, PreNormResidual, Residual, SelfAttention
+from mtkit.model.norms import build_norm
+from mtkit.model.positions import (
+    ALiBi,
+    AttentionPositions,
+    LearnedPositions,
+    Rotary,
+    ShawRelative,
+    SinusoidalPositions,
+)
+
+M = TypeVar("M", bound=nn.Module)
+
+
+class ModelParts:
+    """Factories for the parts of one model; parameter-free position schemes (sinusoidal,
+    rotary, ALiBi, plain attention) are built once and shared by every layer that uses them."""
+
+    def __init__(self, cfg: ModelConfig) -> None:
+        self.cfg = cfg
+        self.head_dim = cfg.d_model // cfg.heads
+        self.kv_heads = cfg.kv_heads or cfg.heads
+        self._shared: dict[str, nn.Module] = {}
+
+    def norm(self) -> nn.Module:
+        """A norm over D features; LayerNorm keeps its bias unless ``bias`` is off."""
+        cfg = self.cfg
+        return build_norm(cfg.norm, cfg.d_model, cfg.norm_eps, cfg.bias and cfg.norm == "layernorm")
+
+    def residual(self) -> Residual:
+        """The residual connection around one sublayer, with its own norm."""
+        kind = PreNormResidual if self.cfg.pre_norm else Residual
+        return kind(self.norm(), self.cfg.dropout)
+
+    def feed_forward(self) -> FeedForward:
+        cfg = self.cfg
+        return FeedForward(cfg.d_model, cfg.ffn_dim, cfg.ffn_activation, cfg.bias,
+                           cfg.activation_dropout)  # fmt: skip
+
+    def embedding_positions(self) -> tuple[nn.Module | None, nn.Module | None]:
+        """(source, target) position modules added to the embeddings: one shared sinusoidal
+        table, a learned table per side, or none (the scheme acts inside attention)."""
+        cfg = self.cfg
+        if cfg.positions == "sinusoidal":
+            table = self._once("sinusoidal", lambda: SinusoidalPositions(cfg.max_positions,
+                                                                         cfg.d_model))  # fmt: skip
+            return table, table
+        if cfg.positions == "learned":
+            return (LearnedPositions(cfg.max_positions, cfg.d_model),
+                    LearnedPositions(cfg.max_positions, cfg.d_model))  # fmt: skip
+        return None, None
+
+    def attention_positions(self) -> AttentionPositions:
+        """The position scheme of one self-attention: Shaw et al.'s tables are per layer."""
+        cfg = self.cfg
+        if cfg.positions == "relative":
+            return ShawRelative(self.head_dim, cfg.max_relative_position)
+        if cfg.positions == "rope":
+            return self._once("rope", lambda: Rotary(self.head_dim, cfg.max_positions))
+        if cfg.positions == "alibi":
+            return self._once("alibi", lambda: ALiBi(cfg.heads))
+        return self._once("plain", AttentionPositions)
+
+    def self_attention(self, causal: bool = False) -> SelfAttention:
+        cfg = self.cfg
+        return SelfAttention(cfg.d_model, cfg.heads, self.kv_heads, cfg.attention_dropout,
+                             cfg.bias, self.attention_positions(), causal)  # fmt: skip
+
+    def decoder_self_attention(self) -> SelfAttention | AverageAttention:
+        """Causal self-attention, or the average attention network (Zhang et al., 2018) with
+        its FFN (``ffn_dim``, ReLU) and gate."""
+        cfg = self.cfg
+        if cfg.decoder_self_attention == "average":
+            return AverageAttention(cfg.d_model, cfg.ffn_dim, cfg.activation_dropout, cfg.bias)
+        return self.self_attention(causal=True)
+
+    def cross_attention(self) -> CrossAttention:
+        cfg = self.cfg
+        return CrossAttention(cfg.d_model, cfg.heads, self.kv_heads, cfg.attention_dropout,
+                              cfg.bias)  # fmt: skip
+
+    def _once(self, name: str, build: Callable[[], M]) -> M:
+        """The part ``name``, built on first use."""
+        if name not in self._shared:
+            self._shared[name] = build()
+        return self._shared[name]  # type: ignore[return-value]
