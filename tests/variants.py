@@ -39,10 +39,6 @@ VARIANTS: dict[str, dict[str, Any]] = {
                                     bias=False, norm="rmsnorm"),
 }  # fmt: skip
 
-# a few variants for the slower tests (training runs), covering every switch at least once
-REPRESENTATIVE = ["default", "llama_like", "alibi_mqa_geglu", "relative_gqa_shared",
-                  "average_learned_no_bias", "gelu"]  # fmt: skip
-
 
 def variant_params() -> list[Any]:
     """``VARIANTS`` as pytest parameters, ids = names."""
