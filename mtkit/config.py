@@ -51,52 +51,6 @@ class ModelConfig:
     share_layers: bool = False  # one encoder and one decoder layer applied *_layers times
 
 
-NORMS = ("layernorm", "rmsnorm")
-POSITIONS = ("sinusoidal", "learned", "relative", "rope", "alibi")
-ATTENTION_POSITIONS = ("relative", "rope", "alibi")  # act inside self-attention, not embeddings
-FFN_ACTIVATIONS = ("relu", "gelu", "swiglu", "geglu")
-DECODER_SELF_ATTENTIONS = ("attention", "average")
-
-
-def _one_of(name: str, value: str, known: tuple[str, ...]) -> tuple[bool, str]:
-    return value in known, f"model.{name} must be one of {', '.join(known)}, got {value!r}"
-
-
-def check_model_config(cfg: ModelConfig) -> None:
-    """Refuse values and combinations no model is built from, in one line naming the fields.
-
-    Called where a model config becomes final (``mtkit train`` before anything runs) and by
-    ``build_model``, so a checkpoint with an impossible config is refused as well.
-    """
-    head_dim = cfg.d_model // cfg.heads if cfg.heads > 0 else 0
-    rules = [
-        (cfg.heads > 0 and cfg.d_model > 0 and cfg.d_model % cfg.heads == 0,
-         f"model.d_model={cfg.d_model} must be divisible by model.heads={cfg.heads}"),
-        (cfg.src_vocab_size == cfg.tgt_vocab_size or not cfg.share_all_embeddings,
-         f"model.share_all_embeddings needs one joint vocabulary: model.src_vocab_size="
-         f"{cfg.src_vocab_size} differs from model.tgt_vocab_size={cfg.tgt_vocab_size}"),
-        _one_of("norm", cfg.norm, NORMS),
-        (cfg.norm_eps > 0, f"model.norm_eps must be > 0, got {cfg.norm_eps}"),
-        _one_of("positions", cfg.positions, POSITIONS),
-        (cfg.max_relative_position >= 1,
-         f"model.max_relative_position must be >= 1, got {cfg.max_relative_position}"),
-        (cfg.kv_heads >= 0, f"model.kv_heads must be >= 0 (0: model.heads), got {cfg.kv_heads}"),
-        (cfg.kv_heads == 0 or cfg.heads % cfg.kv_heads == 0,
-         f"model.kv_heads={cfg.kv_heads} must divide model.heads={cfg.heads}"),
-        _one_of("ffn_activation", cfg.ffn_activation, FFN_ACTIVATIONS),
-        _one_of("decoder_self_attention", cfg.decoder_self_attention, DECODER_SELF_ATTENTIONS),
-        (cfg.positions != "rope" or head_dim % 2 == 0,
-         f"model.positions=rope needs an even head width, but model.d_model={cfg.d_model} / "
-         f"model.heads={cfg.heads} = {head_dim}"),
-        (cfg.decoder_self_attention != "average" or cfg.positions not in ATTENTION_POSITIONS,
-         f"model.decoder_self_attention=average has no attention scores for model.positions="
-         f"{cfg.positions} to act on: use sinusoidal or learned positions"),
-    ]  # fmt: skip
-    for ok, message in rules:
-        if not ok:
-            raise MtkitError(message)
-
-
 MODEL_PRESETS: dict[str, dict[str, Any]] = {
     "transformer-small": dict(d_model=256, ffn_dim=1024, heads=4, encoder_layers=3,
                               decoder_layers=3, dropout=0.1),

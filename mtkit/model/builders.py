@@ -15,7 +15,8 @@ layers receive built parts and never read the config. Which part each switch cha
 - ``decoder_self_attention``: causal self-attention or the average attention network.
 
 ``share_layers`` is the Transformer's (:mod:`mtkit.model.transformer`): it builds one layer
-per side instead of one per depth.
+per side instead of one per depth. :func:`check_model_config` refuses names and combinations
+no model is built from, before anything is built.
 """
 
 from __future__ import annotations
@@ -26,10 +27,11 @@ from typing import TypeVar
 from torch import nn
 
 from mtkit.config import ModelConfig
+from mtkit.errors import MtkitError
 from mtkit.model.average_attention import AverageAttention
-from mtkit.model.feedforward import FeedForward
+from mtkit.model.feedforward import ACTIVATIONS, FeedForward
 from mtkit.model.layers import CrossAttention, PreNormResidual, Residual, SelfAttention
-from mtkit.model.norms import build_norm
+from mtkit.model.norms import NORMS, build_norm
 from mtkit.model.positions import (
     ALiBi,
     AttentionPositions,
@@ -38,6 +40,51 @@ from mtkit.model.positions import (
     ShawRelative,
     SinusoidalPositions,
 )
+
+EMBEDDING_POSITIONS = ("sinusoidal", "learned")  # added to the token embeddings
+ATTENTION_POSITIONS = ("relative", "rope", "alibi")  # inside self-attention of both sides
+POSITIONS = EMBEDDING_POSITIONS + ATTENTION_POSITIONS
+DECODER_SELF_ATTENTIONS = ("attention", "average")
+
+
+def _one_of(name: str, value: str, known: tuple[str, ...]) -> tuple[bool, str]:
+    return value in known, f"model.{name} must be one of {', '.join(known)}, got {value!r}"
+
+
+def check_model_config(cfg: ModelConfig) -> None:
+    """Refuse values and combinations no model is built from, in one line naming the fields.
+
+    Called where a model config becomes final (``mtkit train``, before anything runs) and by
+    ``build_model``, so a checkpoint with an impossible config is refused as well.
+    """
+    head_dim = cfg.d_model // cfg.heads if cfg.heads > 0 else 0
+    rules = [
+        (cfg.heads > 0 and cfg.d_model > 0 and cfg.d_model % cfg.heads == 0,
+         f"model.d_model={cfg.d_model} must be divisible by model.heads={cfg.heads}"),
+        (cfg.src_vocab_size == cfg.tgt_vocab_size or not cfg.share_all_embeddings,
+         f"model.share_all_embeddings needs one joint vocabulary: model.src_vocab_size="
+         f"{cfg.src_vocab_size} differs from model.tgt_vocab_size={cfg.tgt_vocab_size}"),
+        _one_of("norm", cfg.norm, NORMS),
+        (cfg.norm_eps > 0, f"model.norm_eps must be > 0, got {cfg.norm_eps}"),
+        _one_of("positions", cfg.positions, POSITIONS),
+        (cfg.max_relative_position >= 1,
+         f"model.max_relative_position must be >= 1, got {cfg.max_relative_position}"),
+        (cfg.kv_heads >= 0, f"model.kv_heads must be >= 0 (0: model.heads), got {cfg.kv_heads}"),
+        (cfg.kv_heads == 0 or cfg.heads % cfg.kv_heads == 0,
+         f"model.kv_heads={cfg.kv_heads} must divide model.heads={cfg.heads}"),
+        _one_of("ffn_activation", cfg.ffn_activation, tuple(ACTIVATIONS)),
+        _one_of("decoder_self_attention", cfg.decoder_self_attention, DECODER_SELF_ATTENTIONS),
+        (cfg.positions != "rope" or head_dim % 2 == 0,
+         f"model.positions=rope needs an even head width, but model.d_model={cfg.d_model} / "
+         f"model.heads={cfg.heads} = {head_dim}"),
+        (cfg.decoder_self_attention != "average" or cfg.positions not in ATTENTION_POSITIONS,
+         f"model.decoder_self_attention=average has no attention scores for model.positions="
+         f"{cfg.positions} to act on: use sinusoidal or learned positions"),
+    ]  # fmt: skip
+    for ok, message in rules:
+        if not ok:
+            raise MtkitError(message)
+
 
 M = TypeVar("M", bound=nn.Module)
 

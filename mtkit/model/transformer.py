@@ -20,11 +20,11 @@ from dataclasses import dataclass
 from torch import Tensor, nn
 from torch.nn import functional as F
 
-from mtkit.config import MODEL_PRESETS, ModelConfig, check_model_config
+from mtkit.config import MODEL_PRESETS, ModelConfig
 from mtkit.data.tokenizer import PAD_ID
 from mtkit.errors import MtkitError
 from mtkit.model.average_attention import AverageAttention
-from mtkit.model.builders import ModelParts
+from mtkit.model.builders import ModelParts, check_model_config
 from mtkit.model.feedforward import FeedForward
 from mtkit.model.layers import CrossAttention, Residual, SelfAttention
 from mtkit.model.state import DecoderState, LayerState, SourceCache
@@ -209,8 +209,8 @@ class Transformer(nn.Module):
 def resolve_model_config(
     preset: str, src_vocab_size: int, tgt_vocab_size: int, overrides: dict | None = None
 ) -> ModelConfig:
-    """The preset's dimensions, the data's vocabularies, then any explicit overrides (not yet
-    checked as a whole: :func:`mtkit.config.check_model_config` runs on the final config)."""
+    """The preset's dimensions, the data's vocabularies, then any explicit overrides; not yet
+    checked as a whole (:func:`mtkit.model.builders.check_model_config` checks the final one)."""
     if preset not in MODEL_PRESETS:
         raise MtkitError(f"unknown preset '{preset}' (known: {', '.join(MODEL_PRESETS)})")
     values = dict(MODEL_PRESETS[preset], src_vocab_size=src_vocab_size,
@@ -222,7 +222,7 @@ def resolve_model_config(
 
 
 def build_model(cfg: ModelConfig) -> Transformer:
-    """The model of ``cfg``, checked first (:func:`mtkit.config.check_model_config`)."""
+    """The model of ``cfg``, checked first (:func:`mtkit.model.builders.check_model_config`)."""
     return Transformer(cfg)
 
 

@@ -26,14 +26,7 @@ from typing import Any
 
 import yaml
 
-from mtkit.config import (
-    ModelConfig,
-    TrainConfig,
-    apply_overrides,
-    check_model_config,
-    from_dict,
-    load_yaml,
-)
+from mtkit.config import ModelConfig, TrainConfig, apply_overrides, from_dict, load_yaml
 from mtkit.errors import MtkitError
 from mtkit.pipeline.textio import atomic_write_text
 
@@ -131,6 +124,7 @@ def model_config(
     settings: Settings, cfg: TrainConfig, vocab: tuple[int, int], joint: bool
 ) -> ModelConfig:
     """Preset, vocabularies, shared embeddings for a joint vocabulary, then overrides."""
+    from mtkit.model.builders import check_model_config
     from mtkit.model.transformer import resolve_model_config
 
     auto: dict[str, Any] = {}

@@ -8,9 +8,10 @@ import pytest
 import torch
 from variants import VARIANTS, variant_params
 
-from mtkit.config import ModelConfig, check_model_config, from_dict
+from mtkit.config import ModelConfig, from_dict
 from mtkit.data.tokenizer import BOS_ID, EOS_ID, PAD_ID
 from mtkit.errors import MtkitError
+from mtkit.model.builders import check_model_config
 from mtkit.model.layers import sinusoidal_positions
 from mtkit.model.state import KeyValueCache
 from mtkit.model.transformer import build_model, count_parameters, resolve_model_config
