@@ -17,6 +17,22 @@ layers receive built parts and never read the config. Which part each switch cha
 ``share_layers`` is the Transformer's (:mod:`mtkit.model.transformer`): it builds one layer
 per side instead of one per depth. :func:`check_model_config` refuses names and combinations
 no model is built from, before anything is built.
+
+State-dict names (what exporters read), per layer ``encoder.N.attn`` / ``decoder.N.self_attn``
+for self-attention and ``decoder.N.cross_attn`` for cross-attention; the default keeps its names:
+
+- ``kv_heads`` < ``heads``: self-attention ``q`` (D -> D) and ``kv`` (D -> 2 Hkv Dh, keys then
+  values) instead of the fused ``qkv``; cross-attention keeps ``q``/``kv``/``out`` with ``kv``
+  D -> 2 Hkv Dh. Query head h reads key/value head h // (H / Hkv).
+- gated ``ffn_activation``: ``ffn.gate`` (the activated half) beside ``ffn.fc1``/``ffn.fc2``,
+  hidden width ``gated_hidden_size(ffn_dim)``.
+- ``learned``: ``src_positions.table.weight`` and ``tgt_positions.table.weight``
+  (max_positions, D); ``relative``: ``<attention>.positions.keys.weight`` and ``.values.weight``
+  (2k + 1, Dh) in each self-attention; sinusoidal, rope and alibi have no parameters.
+- ``average``: ``decoder.N.self_attn.ffn.fc1``/``ffn.fc2`` and ``decoder.N.self_attn.gate``
+  (2D -> 2D, input gate rows then forget gate rows) instead of ``qkv``/``out``.
+- ``share_layers``: ``encoder.0.*`` and ``decoder.0.*`` only.
+- ``bias=False``: no ``*.bias`` at all; ``rmsnorm``: norms have ``weight`` only.
 """
 
 from __future__ import annotations
