@@ -28,6 +28,7 @@ QUICK_ARGS: dict[str, list[list[str]]] = {
     "bench_train_mtkit": [["--warmup", "2"], ["--updates", "5"]],
     "bench_translate": [["--limit", "100"], ["--slow-limit", "20"]],
     "bench_engines": [["--limit", "64"], ["--repeat", "1"]],
+    "bench_gqa": [["--rounds", "1"], ["--sentences", "4"]],
 }
 DEFAULT_QUICK = [["--quick"]]
 

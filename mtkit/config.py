@@ -39,6 +39,16 @@ class ModelConfig:
     tie_output: bool = True  # target embedding == output projection
     share_all_embeddings: bool = False  # source == target == output (joint vocabulary)
     max_positions: int = 1024
+    # variants (issue 12); the defaults are the model above, so every older checkpoint loads
+    norm: str = "layernorm"  # layernorm | rmsnorm (Zhang & Sennrich 2019)
+    norm_eps: float = 1e-5
+    positions: str = "sinusoidal"  # sinusoidal | learned | relative | rope | alibi
+    max_relative_position: int = 16  # positions=relative: clip distance k (Shaw et al. 2018)
+    kv_heads: int = 0  # key/value heads: 0 = heads; 1 = multi-query; else grouped-query
+    ffn_activation: str = "relu"  # relu | gelu | swiglu | geglu (gated: hidden 2/3 ffn_dim)
+    bias: bool = True  # False: no biases in linear layers and norms
+    decoder_self_attention: str = "attention"  # attention | average (Zhang et al. 2018)
+    share_layers: bool = False  # one encoder and one decoder layer applied *_layers times
 
 
 MODEL_PRESETS: dict[str, dict[str, Any]] = {
@@ -48,6 +58,9 @@ MODEL_PRESETS: dict[str, dict[str, Any]] = {
                              decoder_layers=6, dropout=0.1),
     "transformer-big": dict(d_model=1024, ffn_dim=4096, heads=16, encoder_layers=6,
                             decoder_layers=6, dropout=0.3),
+    # Kasai et al. 2021, "Deep Encoder, Shallow Decoder": the decoder's steps are the slow part
+    "transformer-deep-shallow": dict(d_model=256, ffn_dim=1024, heads=4, encoder_layers=6,
+                                     decoder_layers=1, dropout=0.1),
 }  # fmt: skip
 
 

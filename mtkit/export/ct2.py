@@ -23,67 +23,128 @@ from mtkit.checkpoint import load_for_inference
 from mtkit.config import ModelConfig
 from mtkit.data.tokenizer import Tokenizer
 from mtkit.errors import MtkitError
-from mtkit.export import require, staged_dir
+from mtkit.export import ANY, GENERAL, check_supported, require, staged_dir
 
 QUANTIZATIONS = ("float32", "int8_float32", "int8", "float16")
 METADATA = "mtkit.json"
-LAYER_NORM_EPS = 1e-5  # torch.nn.LayerNorm's default, which mtkit's layers use
 
 
 def ctranslate2_module() -> Any:
     return require("ctranslate2", "ct2", "CTranslate2 export and decoding")
 
 
-def _linear(spec: Any, weights: dict[str, np.ndarray], name: str) -> None:
-    spec.weight = weights[f"{name}.weight"]
-    spec.bias = weights[f"{name}.bias"]
+# what CTranslate2 4.8's specs can represent beyond the general fields (a whitelist): RMSNorm,
+# learned positions (a position table), Shaw's relative positions, rotary (non-interleaved: the
+# rotate-half layout mtkit uses, rotary_interleave=False), grouped/multi-query attention
+# (num_heads_kv), GELU and the gated feed-forwards (ffn_glu), no biases, shared layers (written
+# as copies). Not: ALiBi (CTranslate2 has it in the decoder only, mtkit's acts in the encoder
+# too) and the average attention network.
+SUPPORTS = {
+    **GENERAL,
+    "norm": frozenset({"layernorm", "rmsnorm"}),
+    "norm_eps": ANY,
+    "positions": frozenset({"sinusoidal", "learned", "relative", "rope"}),
+    "max_relative_position": ANY,
+    "kv_heads": ANY,
+    "ffn_activation": frozenset({"relu", "gelu", "swiglu", "geglu"}),
+    "bias": ANY,
+    "share_layers": ANY,
+}
+WHY = {
+    "positions": "CTranslate2 has ALiBi in the decoder only, and mtkit's acts in the encoder too",
+    "decoder_self_attention": "CTranslate2 has no average attention layer",
+}
+GATED = {"swiglu": "SWISH", "geglu": "GELU"}  # the activation of the gated half (ffn.gate)
 
 
-def _norm(spec: Any, weights: dict[str, np.ndarray], name: str) -> None:
-    spec.gamma = weights[f"{name}.weight"]
-    spec.beta = weights[f"{name}.bias"]
+def _linear(spec: Any, w: dict[str, np.ndarray], *names: str) -> None:
+    """``spec`` = the Linear layers ``names`` stacked by rows (a fused projection), bias too."""
+    spec.weight = np.concatenate([w[f"{n}.weight"] for n in names])
+    if f"{names[0]}.bias" in w:
+        spec.bias = np.concatenate([w[f"{n}.bias"] for n in names])
+
+
+def _norm(spec: Any, w: dict[str, np.ndarray], name: str) -> None:
+    spec.gamma = w[f"{name}.weight"]
+    if hasattr(spec, "beta"):  # LayerNorm; without bias its beta is zero
+        spec.beta = w.get(f"{name}.bias", np.zeros_like(spec.gamma))
+
+
+def _attention(spec: Any, w: dict[str, np.ndarray], p: str, cross: bool) -> None:
+    """An attention's projections: CTranslate2 fuses self-attention [q; k; v] and cross-
+    attention [k; v], as mtkit does (``qkv``, or ``q`` + ``kv`` with fewer key/value heads)."""
+    fused = (f"{p}.qkv",) if f"{p}.qkv.weight" in w else (f"{p}.q", f"{p}.kv")
+    if cross:
+        _linear(spec.linear[0], w, f"{p}.q")
+        _linear(spec.linear[1], w, f"{p}.kv")
+    else:
+        _linear(spec.linear[0], w, *fused)
+    _linear(spec.linear[-1], w, f"{p}.out")
+    if f"{p}.positions.keys.weight" in w:  # Shaw: same tables, same clipping
+        spec.relative_position_keys = w[f"{p}.positions.keys.weight"]
+        spec.relative_position_values = w[f"{p}.positions.values.weight"]
+
+
+def _ffn(spec: Any, w: dict[str, np.ndarray], p: str) -> None:
+    if f"{p}.gate.weight" in w:  # CTranslate2: linear_0 activated, linear_0_noact the other
+        _linear(spec.linear_0, w, f"{p}.gate")
+        _linear(spec.linear_0_noact, w, f"{p}.fc1")
+    else:
+        _linear(spec.linear_0, w, f"{p}.fc1")
+    _linear(spec.linear_1, w, f"{p}.fc2")
+
+
+def _side_options(cfg: ModelConfig) -> dict[str, Any]:
+    """Constructor options shared by CTranslate2's encoder and decoder specs."""
+    from ctranslate2.specs import common_spec
+
+    activation = GATED.get(cfg.ffn_activation, cfg.ffn_activation.upper())
+    kv_heads = cfg.kv_heads or cfg.heads
+    return dict(
+        pre_norm=cfg.pre_norm,
+        activation=common_spec.Activation[activation],
+        ffn_glu=cfg.ffn_activation in GATED,
+        rms_norm=cfg.norm == "rmsnorm",
+        relative_position=cfg.positions == "relative",
+        num_heads_kv=kv_heads if kv_heads != cfg.heads else None,
+        rotary_dim=0 if cfg.positions == "rope" else None,  # 0: the whole head
+        rotary_interleave=False,
+    )
 
 
 def ct2_spec(model: Any, src: Tokenizer, tgt: Tokenizer) -> Any:
     """A CTranslate2 TransformerSpec holding ``model``'s weights and our vocabularies."""
+    check_supported(model.cfg, "CTranslate2", SUPPORTS, WHY)
     ctranslate2_module()
-    from ctranslate2.specs import common_spec, transformer_spec
+    from ctranslate2.specs import transformer_spec
 
     cfg: ModelConfig = model.cfg
     w = {k: v.detach().float().cpu().numpy() for k, v in model.state_dict().items()}
-    positions = model.positions.detach().float().cpu().numpy()
-    spec = transformer_spec.TransformerSpec.from_config(
-        (cfg.encoder_layers, cfg.decoder_layers),
-        cfg.heads,
-        pre_norm=cfg.pre_norm,
-        activation=common_spec.Activation.RELU,
-    )
-    enc, dec = spec.encoder, spec.decoder
+    options = _side_options(cfg)
+    enc = transformer_spec.TransformerEncoderSpec(cfg.encoder_layers, cfg.heads, **options)
+    dec = transformer_spec.TransformerDecoderSpec(cfg.decoder_layers, cfg.heads, **options)
+    spec = transformer_spec.TransformerSpec(enc, dec)
     enc.embeddings[0].weight = w["src_embed.weight"]
     dec.embeddings.weight = w["tgt_embed.weight"]
     dec.projection.weight = w.get("output.weight", w["tgt_embed.weight"])
-    for part in (enc, dec):
+    for part, positions in ((enc, model.src_positions), (dec, model.tgt_positions)):
         part.scale_embeddings = True  # sqrt(d_model)
-        part.position_encodings.encodings = positions  # row t is position t, from 0
+        if positions is not None:  # sinusoidal or learned: row t is position t, from 0
+            table = positions(cfg.max_positions, 0).detach().float().cpu().numpy()
+            part.position_encodings.encodings = table
     for i, layer in enumerate(enc.layer):
-        p = f"encoder.{i}"
-        _linear(layer.self_attention.linear[0], w, f"{p}.attn.qkv")
-        _linear(layer.self_attention.linear[1], w, f"{p}.attn.out")
+        p = f"encoder.{0 if cfg.share_layers else i}"  # shared layers: written as copies
+        _attention(layer.self_attention, w, f"{p}.attn", cross=False)
         _norm(layer.self_attention.layer_norm, w, f"{p}.attn_res.norm")
-        _linear(layer.ffn.linear_0, w, f"{p}.ffn.fc1")
-        _linear(layer.ffn.linear_1, w, f"{p}.ffn.fc2")
+        _ffn(layer.ffn, w, f"{p}.ffn")
         _norm(layer.ffn.layer_norm, w, f"{p}.ffn_res.norm")
     for i, layer in enumerate(dec.layer):
-        p = f"decoder.{i}"
-        _linear(layer.self_attention.linear[0], w, f"{p}.self_attn.qkv")
-        _linear(layer.self_attention.linear[1], w, f"{p}.self_attn.out")
+        p = f"decoder.{0 if cfg.share_layers else i}"
+        _attention(layer.self_attention, w, f"{p}.self_attn", cross=False)
         _norm(layer.self_attention.layer_norm, w, f"{p}.self_res.norm")
-        _linear(layer.attention.linear[0], w, f"{p}.cross_attn.q")
-        _linear(layer.attention.linear[1], w, f"{p}.cross_attn.kv")
-        _linear(layer.attention.linear[2], w, f"{p}.cross_attn.out")
+        _attention(layer.attention, w, f"{p}.cross_attn", cross=True)
         _norm(layer.attention.layer_norm, w, f"{p}.cross_res.norm")
-        _linear(layer.ffn.linear_0, w, f"{p}.ffn.fc1")
-        _linear(layer.ffn.linear_1, w, f"{p}.ffn.fc2")
+        _ffn(layer.ffn, w, f"{p}.ffn")
         _norm(layer.ffn.layer_norm, w, f"{p}.ffn_res.norm")
     if cfg.pre_norm:
         _norm(enc.layer_norm, w, "encoder_norm")
@@ -94,8 +155,55 @@ def ct2_spec(model: Any, src: Tokenizer, tgt: Tokenizer) -> Any:
     config.unk_token, config.bos_token, config.eos_token = "<unk>", "<s>", "</s>"
     config.decoder_start_token = "<s>"  # BOS_ID: our first decoder input
     config.add_source_bos, config.add_source_eos = False, True  # our source = pieces + EOS
-    config.layer_norm_epsilon = LAYER_NORM_EPS
+    config.layer_norm_epsilon = cfg.norm_eps
     return spec
+
+
+PROBE_STEPS = 12  # greedy tokens compared per probe sentence
+
+
+def _convert(ct2: Any, spec: Any, out: Path, quantization: str) -> None:
+    class _Converter(ct2.converters.Converter):
+        def _load(self) -> Any:
+            return spec
+
+    try:
+        _Converter().convert(str(out), quantization=quantization, force=True)
+    except (ValueError, NotImplementedError, RuntimeError) as err:
+        raise MtkitError(f"CTranslate2 conversion failed: {err}") from None
+
+
+def probe_sources(vocab_size: int, count: int = 8) -> list[list[int]]:
+    """A fixed probe batch of source ids (no EOS): varied lengths, ids past the specials."""
+    span = max(vocab_size - 4, 1)
+    return [[4 + (7 * i + 3 * j) % span for j in range(3 + 2 * i)] for i in range(count)]
+
+
+def greedy_mismatch(model: Any, src: Tokenizer, tgt: Tokenizer, model_dir: Path) -> str | None:
+    """Greedy outputs of the float32 CTranslate2 model in ``model_dir`` against mtkit's on the
+    probe batch; a description of the first difference, or None when all agree."""
+    from mtkit.config import SearchConfig
+    from mtkit.data.tokenizer import EOS_ID
+    from mtkit.decoding.batching import pad_batch
+    from mtkit.decoding.search import generate
+
+    sources = probe_sources(len(src))
+    search = SearchConfig(beam=1, max_len_a=0.0, max_len_b=PROBE_STEPS, min_len=0)
+    found = generate([model], pad_batch([ids + [EOS_ID] for ids in sources]), search)
+    ours = [hyps[0].tokens for hyps in found]
+    translator = ctranslate2_module().Translator(str(model_dir), device="cpu",
+                                                 compute_type="float32")  # fmt: skip
+    pieces = [[src.sp.IdToPiece(t) for t in ids] for ids in sources]
+    results = translator.translate_batch(
+        pieces, beam_size=1, max_decoding_length=PROBE_STEPS + 1, min_decoding_length=0,
+        max_input_length=0, return_end_token=True, suppress_sequences=[["<pad>"], ["<s>"]],
+    )  # fmt: skip
+    for i, (want, result) in enumerate(zip(ours, results, strict=True)):
+        got = [tgt.sp.PieceToId(p) for p in result.hypotheses[0]]
+        got = got[: got.index(EOS_ID)] if EOS_ID in got else got
+        if got[:PROBE_STEPS] != want:
+            return f"probe sentence {i}: CTranslate2 {got[:PROBE_STEPS]} vs mtkit {want}"
+    return None
 
 
 def export_ct2(
@@ -107,7 +215,9 @@ def export_ct2(
     """Convert ``checkpoint`` into a self-contained CTranslate2 model directory.
 
     The directory holds CTranslate2's ``model.bin``, ``config.json`` and vocabularies, plus
-    ``source.spm``/``target.spm`` and ``mtkit.json`` (position limit, provenance).
+    ``source.spm``/``target.spm`` and ``mtkit.json`` (position limit, provenance). The float32
+    conversion is checked first: CTranslate2's greedy output on a probe batch must equal
+    mtkit's token for token, or nothing is written.
     """
     if quantization not in QUANTIZATIONS:
         raise MtkitError(
@@ -115,17 +225,15 @@ def export_ct2(
         )
     loaded = load_for_inference(checkpoint)
     ct2 = ctranslate2_module()
-    spec = ct2_spec(loaded.model, loaded.src_tokenizer, loaded.tgt_tokenizer)
-
-    class _Converter(ct2.converters.Converter):
-        def _load(self) -> Any:
-            return spec
-
+    model, src, tgt = loaded.model, loaded.src_tokenizer, loaded.tgt_tokenizer
     with staged_dir(out_dir, force) as tmp:
-        try:
-            _Converter().convert(str(tmp), quantization=quantization, force=True)
-        except (ValueError, NotImplementedError, RuntimeError) as err:
-            raise MtkitError(f"CTranslate2 conversion failed: {err}") from None
+        _convert(ct2, ct2_spec(model, src, tgt), tmp, "float32")
+        problem = greedy_mismatch(model, src, tgt, tmp)
+        if problem is not None:
+            raise MtkitError(f"export check failed: CTranslate2's greedy output differs from "
+                             f"mtkit's ({problem}); nothing was written")  # fmt: skip
+        if quantization != "float32":  # the checked float32 model, quantized
+            _convert(ct2, ct2_spec(model, src, tgt), tmp, quantization)
         (tmp / "source.spm").write_bytes(loaded.src_tokenizer.proto)
         (tmp / "target.spm").write_bytes(loaded.tgt_tokenizer.proto)
         meta = {"format": "mtkit-ctranslate2", "mtkit_version": __version__,

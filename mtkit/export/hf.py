@@ -9,7 +9,8 @@ same post-LN Transformer as mtkit's. Checked against ``modeling_marian.py`` (tra
   load; the two agree to float32 rounding);
 - post-LN residual blocks (Bart-style layers); Marian has no pre-LN variant, so ``pre_norm``
   models are refused;
-- ReLU feed-forward: ``activation_function="relu"``;
+- feed-forward: ``activation_function`` "relu" or "gelu" (HF's exact, erf-based GELU, as
+  ``F.gelu``); every other variant switch of ModelConfig is refused by name (``SUPPORTS``);
 - attention scales q.k by head_dim**-0.5, as ``scaled_dot_product_attention``; our fused
   ``qkv`` ([q; k; v] rows) and ``kv`` ([k; v]) projections are split into q/k/v_proj;
 - embeddings: ``share_all_embeddings`` -> ``share_encoder_decoder_embeddings``; an output tied to
@@ -36,15 +37,20 @@ from torch import Tensor, nn
 from mtkit.config import ModelConfig, SearchConfig
 from mtkit.data.tokenizer import BOS_ID, EOS_ID, PAD_ID, UNK_ID, Tokenizer
 from mtkit.errors import MtkitError
-from mtkit.export import require, staged_dir
+from mtkit.export import GENERAL, check_supported, require, staged_dir
 from mtkit.model.transformer import Transformer
 
+# what MarianMTModel can represent beyond the general fields: per-side layer counts (general) and
+# its activation; every other variant is refused by name
+SUPPORTS = {**GENERAL, "ffn_activation": frozenset({"relu", "gelu"})}
+WHY = {"ffn_activation": "Marian has no gated feed-forward"}
 # probe logits of the exported model must match ours this closely, or the export is refused
 SELF_CHECK_ATOL = 1e-3
 
 
 def check_marian_compatible(cfg: ModelConfig) -> None:
     """Refuse configurations that MarianMTModel cannot express (never export a different model)."""
+    check_supported(cfg, "Hugging Face Marian", SUPPORTS, WHY)
     if cfg.pre_norm:
         raise MtkitError(
             "model option pre_norm=true (pre-LN) cannot be exported to Hugging Face Marian, "
@@ -71,7 +77,7 @@ def marian_config(cfg: ModelConfig) -> dict[str, Any]:
         encoder_ffn_dim=cfg.ffn_dim,
         decoder_ffn_dim=cfg.ffn_dim,
         max_position_embeddings=cfg.max_positions,
-        activation_function="relu",
+        activation_function=cfg.ffn_activation,
         dropout=cfg.dropout,
         attention_dropout=cfg.attention_dropout,
         activation_dropout=cfg.activation_dropout,

@@ -61,6 +61,10 @@ class AverageState:
         """Keep rows ``rows`` (R',) in that order: beams moving, sentences leaving."""
         self.total = self.total.index_select(0, rows)
 
+    def nbytes(self) -> int:
+        """Bytes held: one D-vector per row, whatever the number of steps."""
+        return self.total.nbytes
+
 
 class AverageAttention(nn.Module):
     """The AAN sublayer: ``forward`` for whole sequences, ``step`` for one decoding step.
@@ -93,6 +97,11 @@ class AverageAttention(nn.Module):
     def start_state(self, rows: int, like: Tensor) -> AverageState:
         """An empty state for ``rows`` rows on ``like``'s device and dtype."""
         return AverageState.start(rows, self.d_model, like.device, like.dtype)
+
+    def start(self, like: Tensor, rows: int, max_len: int) -> AverageState:
+        """:meth:`start_state` with self-attention's ``start`` signature (any ``max_len``: the
+        state does not grow with the steps)."""
+        return self.start_state(rows, like)
 
     def _gated(self, y: Tensor, average: Tensor) -> Tensor:
         g = average if self.ffn is None else self.ffn(average)  # (..., D)

@@ -11,6 +11,7 @@ import warnings
 import torch
 from torch import nn
 
+from mtkit.data.tokenizer import BOS_ID, EOS_ID
 from mtkit.errors import MtkitError
 from mtkit.model.packed import onednn_available, pack_linears
 from mtkit.model.transformer import Transformer
@@ -77,3 +78,26 @@ def prepare_for_inference(
     if packs_linears(device, dtype, quantize, cpu_matmul):
         return pack_linears(untie_output(model))
     return model
+
+
+def cache_bytes_per_sentence(
+    model: nn.Module, src_len: int = 20, steps: int = 20, beam: int = 1
+) -> int:
+    """Bytes of decoding state one sentence holds after ``steps`` steps with ``beam`` rows: per
+    decoder layer application, the self-attention keys/values of every row (kv_heads heads,
+    ``steps`` positions; the average attention keeps one running sum per row instead) and the
+    cross-attention keys/values of its ``src_len`` source tokens, held once for all its rows.
+    ``model`` is a Transformer (or a packed/int8 copy) on its device and dtype."""
+    like = next(model.parameters(), None)
+    device = like.device if like is not None else torch.device("cpu")
+    src = torch.full((1, src_len), 4, dtype=torch.long, device=device)
+    src[0, -1] = EOS_ID
+    with torch.inference_mode():
+        state = model.start_state(model.encode(src), max_len=steps)
+        if beam > 1:
+            state.reorder(torch.zeros(beam, dtype=torch.long, device=device),
+                          torch.zeros(1, dtype=torch.long, device=device))  # fmt: skip
+        tokens = torch.full((beam,), BOS_ID, dtype=torch.long, device=device)
+        for _ in range(steps):
+            model.decode_step(tokens, state)
+    return state.nbytes()

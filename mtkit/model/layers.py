@@ -1,18 +1,28 @@
-"""Transformer building blocks (Vaswani et al., 2017, "Attention Is All You Need").
+"""Transformer building blocks (Vaswani et al., 2017, "Attention Is All You Need"): attention
+with grouped-query keys/values, and the residual connection with its norm.
 
 Attention runs through ``torch.nn.functional.scaled_dot_product_attention``. Shapes use
-B batch, S source length, T target length, D model width, H heads, Dh = D / H.
+B batch, S source length, T target length, D model width, H heads, Hkv key/value heads
+(Hkv = H, or a divisor of it), Dh = D / H.
+
+Modules receive built parts (a norm, an attention-time position scheme), never config flags;
+:mod:`mtkit.model.builders` is where config names become parts.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
 from mtkit.model.state import KeyValueCache, SourceCache
+
+if TYPE_CHECKING:
+    from mtkit.model.positions import AttentionPositions
 
 
 def sinusoidal_positions(max_positions: int, dim: int) -> Tensor:
@@ -33,7 +43,7 @@ def sinusoidal_positions(max_positions: int, dim: int) -> Tensor:
 
 
 def split_heads(x: Tensor, heads: int) -> Tensor:
-    """(B, T, D) -> (B, H, T, Dh)."""
+    """(B, T, heads * Dh) -> (B, heads, T, Dh)."""
     b, t, d = x.shape
     return x.view(b, t, heads, d // heads).transpose(1, 2)
 
@@ -44,85 +54,141 @@ def merge_heads(x: Tensor) -> Tensor:
     return x.transpose(1, 2).reshape(b, t, h * dh)
 
 
+def attention(
+    q: Tensor,
+    k: Tensor,
+    v: Tensor,
+    mask: Tensor | None = None,
+    dropout_p: float = 0.0,
+    is_causal: bool = False,
+) -> Tensor:
+    """softmax(q k^T / sqrt(Dh) + mask) v: q (B, H, Tq, Dh), k/v (B, Hkv, Tk, Dh) -> (B, H, Tq, Dh).
+
+    With Hkv < H (grouped-query attention, Ainslie et al. 2023), query head h reads key/value
+    head h // (H / Hkv). Where the mask is the same for every head and query (None, or a
+    (B, 1, 1, Tk) padding mask: cached decoding steps and cross-attention), each group of
+    H / Hkv query heads becomes H / Hkv times as many queries of its key/value head, so keys
+    and values are never copied (measured faster on CPU than SDPA's ``enable_gqa``, which is
+    used for the remaining cases: causal or per-head masks).
+    """
+    h, hkv = q.shape[-3], k.shape[-3]
+    if h == hkv:
+        return F.scaled_dot_product_attention(
+            q, k, v, attn_mask=mask, dropout_p=dropout_p, is_causal=is_causal
+        )
+    same_for_all = mask is None or (mask.dim() == 4 and mask.shape[1] == mask.shape[2] == 1)
+    if same_for_all and not is_causal:
+        b, _, t_q, dh = q.shape
+        folded = q.reshape(b, hkv, (h // hkv) * t_q, dh)  # (B, Hkv, H/Hkv * Tq, Dh)
+        y = F.scaled_dot_product_attention(folded, k, v, attn_mask=mask, dropout_p=dropout_p)
+        return y.view(b, h, t_q, dh)
+    return F.scaled_dot_product_attention(
+        q, k, v, attn_mask=mask, dropout_p=dropout_p, is_causal=is_causal, enable_gqa=True
+    )
+
+
 class SelfAttention(nn.Module):
-    """Multi-head self-attention with a fused QKV projection."""
+    """Multi-head self-attention with ``kv_heads`` key/value heads (= ``heads``: today's fused
+    ``qkv`` projection; fewer: ``q`` and ``kv`` projections, grouped-query attention, Ainslie
+    et al. 2023, multi-query at 1, Shazeer 2019) and an attention-time position scheme, which
+    rotates queries/keys before keys are cached and computes the attention. ``causal``: each
+    position attends to itself and earlier ones only (the decoder's)."""
 
-    def __init__(self, d_model: int, heads: int, dropout: float) -> None:
+    def __init__(
+        self,
+        d_model: int,
+        heads: int,
+        kv_heads: int,
+        dropout: float,
+        bias: bool,
+        positions: AttentionPositions,
+        causal: bool = False,
+    ) -> None:
         super().__init__()
-        self.heads = heads
+        self.heads, self.kv_heads, self.head_dim = heads, kv_heads, d_model // heads
         self.dropout = dropout
-        self.qkv = nn.Linear(d_model, 3 * d_model)
-        self.out = nn.Linear(d_model, d_model)
+        self.causal = causal
+        if kv_heads == heads:
+            self.qkv = nn.Linear(d_model, 3 * d_model, bias=bias)
+        else:
+            self.q = nn.Linear(d_model, d_model, bias=bias)
+            self.kv = nn.Linear(d_model, 2 * kv_heads * self.head_dim, bias=bias)
+        self.out = nn.Linear(d_model, d_model, bias=bias)
+        self.positions = positions
 
-    def forward(self, x: Tensor, keep: Tensor | None = None, causal: bool = False) -> Tensor:
-        q, k, v = (split_heads(t, self.heads) for t in self.qkv(x).chunk(3, dim=-1))
-        p = self.dropout if self.training else 0.0
-        y = F.scaled_dot_product_attention(q, k, v, attn_mask=keep, dropout_p=p, is_causal=causal)
+    def project(self, x: Tensor) -> tuple[Tensor, Tensor, Tensor]:
+        """x (B, T, D) -> q (B, H, T, Dh), k and v (B, Hkv, T, Dh)."""
+        if self.kv_heads == self.heads:
+            q, k, v = (split_heads(t, self.heads) for t in self.qkv(x).chunk(3, dim=-1))
+            return q, k, v
+        k, v = (split_heads(t, self.kv_heads) for t in self.kv(x).chunk(2, dim=-1))
+        return split_heads(self.q(x), self.heads), k, v
+
+    def forward(self, x: Tensor, keep: Tensor | None = None) -> Tensor:
+        """x (B, T, D); keep (B, 1, 1, T) bool, True at real tokens, or None."""
+        q, k, v = self.project(x)
+        q, k = self.positions.rotate(q, 0), self.positions.rotate(k, 0)
+        y = self.positions.attend(
+            q, k, v, keep, self.dropout, self.training, causal=self.causal, q_offset=0
+        )
         return self.out(merge_heads(y))
 
     def start(self, like: Tensor, rows: int, max_len: int) -> KeyValueCache:
-        """An empty cache for ``rows`` rows and up to ``max_len`` steps."""
-        dim = self.qkv.in_features // self.heads
-        return KeyValueCache.empty(like, rows, self.heads, max_len, dim)
+        """An empty cache of Hkv heads for ``rows`` rows and up to ``max_len`` steps."""
+        return KeyValueCache.empty(like, rows, self.kv_heads, max_len, self.head_dim)
 
     def step(self, x: Tensor, cache: KeyValueCache) -> Tensor:
-        """One decoding step: x (R, 1, D); appends this step's key/value to the cache."""
-        q, k, v = (split_heads(t, self.heads) for t in self.qkv(x).chunk(3, dim=-1))
-        keys, values = cache.append(k, v)  # (R, H, t + 1, Dh) each
-        y = F.scaled_dot_product_attention(q, keys, values)
+        """One decoding step at position t = cache.length: x (R, 1, D); the rotated key and the
+        value are appended to the cache, and the query attends to all t + 1 of them (no mask:
+        none lies in its future)."""
+        t = cache.length
+        q, k, v = self.project(x)
+        q, k = self.positions.rotate(q, t), self.positions.rotate(k, t)
+        keys, values = cache.append(k, v)  # (R, Hkv, t + 1, Dh) each
+        y = self.positions.attend(q, keys, values, q_offset=t)
         return self.out(merge_heads(y))
 
 
 class CrossAttention(nn.Module):
-    """Multi-head attention from decoder states to the encoder memory."""
+    """Multi-head attention from decoder states to the encoder memory, with ``kv_heads``
+    key/value heads (module names ``q``, ``kv``, ``out`` for any count). No positions."""
 
-    def __init__(self, d_model: int, heads: int, dropout: float) -> None:
+    def __init__(self, d_model: int, heads: int, kv_heads: int, dropout: float, bias: bool) -> None:
         super().__init__()
-        self.heads = heads
+        self.heads, self.kv_heads = heads, kv_heads
         self.dropout = dropout
-        self.q = nn.Linear(d_model, d_model)
-        self.kv = nn.Linear(d_model, 2 * d_model)
-        self.out = nn.Linear(d_model, d_model)
+        self.q = nn.Linear(d_model, d_model, bias=bias)
+        self.kv = nn.Linear(d_model, 2 * kv_heads * (d_model // heads), bias=bias)
+        self.out = nn.Linear(d_model, d_model, bias=bias)
 
     def memory_kv(self, memory: Tensor) -> SourceCache:
-        """Keys and values of the encoder memory, (B, H, S, Dh) each."""
+        """Keys and values of the encoder memory, (B, Hkv, S, Dh) each."""
         k, v = self.kv(memory).chunk(2, dim=-1)
-        return SourceCache(split_heads(k, self.heads), split_heads(v, self.heads))
+        return SourceCache(split_heads(k, self.kv_heads), split_heads(v, self.kv_heads))
 
     def forward(
         self, x: Tensor, k: Tensor, v: Tensor, keep: Tensor | None
     ) -> Tensor:  # x (B, T, D)
         q = split_heads(self.q(x), self.heads)
         p = self.dropout if self.training else 0.0
-        y = F.scaled_dot_product_attention(q, k, v, attn_mask=keep, dropout_p=p)
-        return self.out(merge_heads(y))
-
-
-class FeedForward(nn.Module):
-    """Position-wise ReLU feed-forward network."""
-
-    def __init__(self, d_model: int, ffn_dim: int, activation_dropout: float) -> None:
-        super().__init__()
-        self.fc1 = nn.Linear(d_model, ffn_dim)
-        self.fc2 = nn.Linear(ffn_dim, d_model)
-        self.activation_dropout = nn.Dropout(activation_dropout)
-
-    def forward(self, x: Tensor) -> Tensor:
-        return self.fc2(self.activation_dropout(F.relu(self.fc1(x))))
+        return self.out(merge_heads(attention(q, k, v, keep, p)))
 
 
 class Residual(nn.Module):
-    """x + dropout(sublayer(x)) with post-LN (norm after the sum) or pre-LN (norm before)."""
+    """Post-LN, the paper's: norm(x + dropout(sublayer(x)))."""
 
-    def __init__(self, d_model: int, dropout: float, pre_norm: bool) -> None:
+    def __init__(self, norm: nn.Module, dropout: float) -> None:
         super().__init__()
-        self.norm = nn.LayerNorm(d_model)
+        self.norm = norm
         self.dropout = nn.Dropout(dropout)
-        self.pre_norm = pre_norm
 
-    def before(self, x: Tensor) -> Tensor:
-        return self.norm(x) if self.pre_norm else x
+    def forward(self, x: Tensor, sublayer: Callable[[Tensor], Tensor]) -> Tensor:
+        return self.norm(x + self.dropout(sublayer(x)))
 
-    def after(self, x: Tensor, y: Tensor) -> Tensor:
-        out = x + self.dropout(y)
-        return out if self.pre_norm else self.norm(out)
+
+class PreNormResidual(Residual):
+    """Pre-LN (Xiong et al., 2020): x + dropout(sublayer(norm(x))); a final norm follows the
+    last layer."""
+
+    def forward(self, x: Tensor, sublayer: Callable[[Tensor], Tensor]) -> Tensor:
+        return x + self.dropout(sublayer(self.norm(x)))

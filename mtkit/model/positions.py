@@ -26,7 +26,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from mtkit.errors import MtkitError
-from mtkit.model.layers import sinusoidal_positions
+from mtkit.model.layers import attention, sinusoidal_positions
 
 
 def _check_length(offset: int, length: int, max_positions: int) -> None:
@@ -105,17 +105,18 @@ class AttentionPositions(nn.Module):
         causal: bool = False,
         q_offset: int | None = None,
     ) -> Tensor:
-        """softmax(q k^T / sqrt(Dh) + mask) v: q (B, H, Tq, Dh), k/v (B, H, Tk, Dh)."""
+        """softmax(q k^T / sqrt(Dh) + mask) v: q (B, H, Tq, Dh), k/v (B, Hkv, Tk, Dh) with Hkv
+        dividing H (:func:`mtkit.model.layers.attention`)."""
         p = dropout_p if training else 0.0
         t_q, t_k = q.shape[-2], k.shape[-2]
         offset = t_k - t_q if q_offset is None else q_offset
         if causal and mask_or_bias is None and offset == 0 and t_q == t_k:
-            return F.scaled_dot_product_attention(q, k, v, dropout_p=p, is_causal=True)
+            return attention(q, k, v, dropout_p=p, is_causal=True)
         if causal:
             keep = causal_keep(t_q, t_k, offset, q.device)
             bias = as_bias(keep, q.dtype)
             mask_or_bias = bias if mask_or_bias is None else as_bias(mask_or_bias, q.dtype) + bias
-        return F.scaled_dot_product_attention(q, k, v, attn_mask=mask_or_bias, dropout_p=p)
+        return attention(q, k, v, mask_or_bias, p)
 
 
 def rotate_half(x: Tensor) -> Tensor:
@@ -222,7 +223,7 @@ class ALiBi(AttentionPositions):
         if mask_or_bias is not None:
             bias = bias + as_bias(mask_or_bias, q.dtype)  # (B, H, Tq, Tk)
         p = dropout_p if training else 0.0
-        return F.scaled_dot_product_attention(q, k, v, attn_mask=bias, dropout_p=p)
+        return attention(q, k, v, bias, p)
 
 
 class ShawRelative(AttentionPositions):
@@ -270,6 +271,9 @@ class ShawRelative(AttentionPositions):
         """softmax((q k^T + q a_K^T) / sqrt(Dh) + mask) (v + a_V): (B, H, Tq, Dh)."""
         t_q, t_k = q.shape[-2], k.shape[-2]
         offset = t_k - t_q if q_offset is None else q_offset
+        if k.shape[-3] != q.shape[-3]:  # grouped-query keys/values: one copy per query head
+            group = q.shape[-3] // k.shape[-3]
+            k, v = k.repeat_interleave(group, dim=-3), v.repeat_interleave(group, dim=-3)
         buckets = self.relative_buckets(t_q, t_k, offset)
         rel_k, rel_v = self.keys(buckets), self.values(buckets)  # (Tq, Tk, Dh) each
         scores = q @ k.transpose(-1, -2) + torch.einsum("bhqd,qkd->bhqk", q, rel_k.to(q.dtype))

@@ -2,8 +2,14 @@
 
 ``encode`` runs the encoder once per source batch; ``decode`` is the teacher-forced pass used in
 training; ``start_state`` + ``decode_step`` decode one token at a time: each decoder layer
-keeps its own state (:mod:`mtkit.model.state`), caching its self-attention keys/values and its
-cross-attention keys/values, computed once per source.
+keeps its own state (:mod:`mtkit.model.state`), caching its self-attention keys/values (or the
+average attention's running sum) and its cross-attention keys/values, computed once per source.
+
+The variants of :class:`~mtkit.config.ModelConfig` (norms, positions, key/value heads,
+activations, biases, average attention) arrive as built parts (:mod:`mtkit.model.builders`);
+``share_layers`` stores one layer per side and applies it at every depth (Universal Transformer
+weight sharing, Dehghani et al., 2019, without adaptive halting): its parameters are
+``encoder.0.*`` and ``decoder.0.*``, and each application keeps its own decoding state.
 """
 
 from __future__ import annotations
@@ -17,13 +23,10 @@ from torch.nn import functional as F
 from mtkit.config import MODEL_PRESETS, ModelConfig
 from mtkit.data.tokenizer import PAD_ID
 from mtkit.errors import MtkitError
-from mtkit.model.layers import (
-    CrossAttention,
-    FeedForward,
-    Residual,
-    SelfAttention,
-    sinusoidal_positions,
-)
+from mtkit.model.average_attention import AverageAttention
+from mtkit.model.builders import ModelParts, check_model_config
+from mtkit.model.feedforward import FeedForward
+from mtkit.model.layers import CrossAttention, Residual, SelfAttention
 from mtkit.model.state import DecoderState, LayerState, SourceCache
 
 
@@ -34,30 +37,37 @@ class EncoderOut:
 
 
 class EncoderLayer(nn.Module):
-    def __init__(self, cfg: ModelConfig) -> None:
+    def __init__(
+        self, attn: SelfAttention, attn_res: Residual, ffn: FeedForward, ffn_res: Residual
+    ) -> None:
         super().__init__()
-        self.attn = SelfAttention(cfg.d_model, cfg.heads, cfg.attention_dropout)
-        self.attn_res = Residual(cfg.d_model, cfg.dropout, cfg.pre_norm)
-        self.ffn = FeedForward(cfg.d_model, cfg.ffn_dim, cfg.activation_dropout)
-        self.ffn_res = Residual(cfg.d_model, cfg.dropout, cfg.pre_norm)
+        self.attn, self.attn_res = attn, attn_res
+        self.ffn, self.ffn_res = ffn, ffn_res
 
     def forward(self, x: Tensor, keep: Tensor | None) -> Tensor:
-        x = self.attn_res.after(x, self.attn(self.attn_res.before(x), keep))
-        return self.ffn_res.after(x, self.ffn(self.ffn_res.before(x)))
+        x = self.attn_res(x, lambda h: self.attn(h, keep))
+        return self.ffn_res(x, self.ffn)
 
 
 class DecoderLayer(nn.Module):
-    def __init__(self, cfg: ModelConfig) -> None:
+    """Causal self-attention (or average attention), cross-attention, feed-forward network."""
+
+    def __init__(
+        self,
+        self_attn: SelfAttention | AverageAttention,
+        self_res: Residual,
+        cross_attn: CrossAttention,
+        cross_res: Residual,
+        ffn: FeedForward,
+        ffn_res: Residual,
+    ) -> None:
         super().__init__()
-        self.self_attn = SelfAttention(cfg.d_model, cfg.heads, cfg.attention_dropout)
-        self.self_res = Residual(cfg.d_model, cfg.dropout, cfg.pre_norm)
-        self.cross_attn = CrossAttention(cfg.d_model, cfg.heads, cfg.attention_dropout)
-        self.cross_res = Residual(cfg.d_model, cfg.dropout, cfg.pre_norm)
-        self.ffn = FeedForward(cfg.d_model, cfg.ffn_dim, cfg.activation_dropout)
-        self.ffn_res = Residual(cfg.d_model, cfg.dropout, cfg.pre_norm)
+        self.self_attn, self.self_res = self_attn, self_res
+        self.cross_attn, self.cross_res = cross_attn, cross_res
+        self.ffn, self.ffn_res = ffn, ffn_res
 
     def forward(self, x: Tensor, source: SourceCache, src_keep: Tensor | None) -> Tensor:
-        x = self.self_res.after(x, self.self_attn(self.self_res.before(x), causal=True))
+        x = self.self_res(x, self.self_attn)
         return self._rest(x, source, src_keep)
 
     def start(self, memory: Tensor, max_len: int) -> LayerState:
@@ -69,15 +79,25 @@ class DecoderLayer(nn.Module):
         """x (R, 1, D): one step of R rows; the rest of the layer works per position, so each
         source's ``group`` rows go through it as positions of one (R / group, group, D) batch
         row, which cross-attends to that source's keys/values once."""
-        x = self.self_res.after(x, self.self_attn.step(self.self_res.before(x), state.own))
+        x = self.self_res(x, lambda h: self.self_attn.step(h, state.own))
         r = x.shape[0]
         x = self._rest(x.view(r // group, group, x.shape[-1]), state.source, src_keep)
         return x.view(r, 1, x.shape[-1])
 
     def _rest(self, x: Tensor, source: SourceCache, src_keep: Tensor | None) -> Tensor:
-        y = self.cross_attn(self.cross_res.before(x), source.k, source.v, src_keep)
-        x = self.cross_res.after(x, y)
-        return self.ffn_res.after(x, self.ffn(self.ffn_res.before(x)))
+        x = self.cross_res(x, lambda h: self.cross_attn(h, source.k, source.v, src_keep))
+        return self.ffn_res(x, self.ffn)
+
+
+def encoder_layer(parts: ModelParts) -> EncoderLayer:
+    return EncoderLayer(parts.self_attention(), parts.residual(), parts.feed_forward(),
+                        parts.residual())  # fmt: skip
+
+
+def decoder_layer(parts: ModelParts) -> DecoderLayer:
+    return DecoderLayer(parts.decoder_self_attention(), parts.residual(),
+                        parts.cross_attention(), parts.residual(), parts.feed_forward(),
+                        parts.residual())  # fmt: skip
 
 
 class Transformer(nn.Module):
@@ -85,10 +105,8 @@ class Transformer(nn.Module):
 
     def __init__(self, cfg: ModelConfig) -> None:
         super().__init__()
-        if cfg.d_model % cfg.heads:
-            raise MtkitError(f"d_model ({cfg.d_model}) must be divisible by heads ({cfg.heads})")
-        if cfg.share_all_embeddings and cfg.src_vocab_size != cfg.tgt_vocab_size:
-            raise MtkitError("share_all_embeddings needs one joint vocabulary for both languages")
+        check_model_config(cfg)
+        parts = ModelParts(cfg)
         self.cfg = cfg
         self.embed_scale = math.sqrt(cfg.d_model)
         self.src_embed = nn.Embedding(cfg.src_vocab_size, cfg.d_model, padding_idx=PAD_ID)
@@ -99,14 +117,13 @@ class Transformer(nn.Module):
         self.output = None
         if not (cfg.tie_output or cfg.share_all_embeddings):
             self.output = nn.Linear(cfg.d_model, cfg.tgt_vocab_size, bias=False)
-        self.register_buffer(
-            "positions", sinusoidal_positions(cfg.max_positions, cfg.d_model), persistent=False
-        )
+        self.src_positions, self.tgt_positions = parts.embedding_positions()
         self.embed_dropout = nn.Dropout(cfg.dropout)
-        self.encoder = nn.ModuleList(EncoderLayer(cfg) for _ in range(cfg.encoder_layers))
-        self.decoder = nn.ModuleList(DecoderLayer(cfg) for _ in range(cfg.decoder_layers))
-        self.encoder_norm = nn.LayerNorm(cfg.d_model) if cfg.pre_norm else nn.Identity()
-        self.decoder_norm = nn.LayerNorm(cfg.d_model) if cfg.pre_norm else nn.Identity()
+        stored = (1, 1) if cfg.share_layers else (cfg.encoder_layers, cfg.decoder_layers)
+        self.encoder = nn.ModuleList(encoder_layer(parts) for _ in range(stored[0]))
+        self.decoder = nn.ModuleList(decoder_layer(parts) for _ in range(stored[1]))
+        self.encoder_norm = parts.norm() if cfg.pre_norm else nn.Identity()
+        self.decoder_norm = parts.norm() if cfg.pre_norm else nn.Identity()
         self.reset_parameters()
 
     def reset_parameters(self) -> None:
@@ -121,21 +138,34 @@ class Transformer(nn.Module):
             nn.init.normal_(embed.weight, mean=0.0, std=self.cfg.d_model**-0.5)
             nn.init.zeros_(embed.weight[PAD_ID])
 
-    def _embed(self, embed: nn.Embedding, tokens: Tensor, offset: int = 0) -> Tensor:
+    def encoder_stack(self) -> list[EncoderLayer]:
+        """The encoder's layers in order of application (one layer repeated with
+        ``share_layers``)."""
+        return [self.encoder[i % len(self.encoder)] for i in range(self.cfg.encoder_layers)]
+
+    def decoder_stack(self) -> list[DecoderLayer]:
+        """The decoder's layers in order of application."""
+        return [self.decoder[i % len(self.decoder)] for i in range(self.cfg.decoder_layers)]
+
+    def _embed(
+        self, embed: nn.Embedding, positions: nn.Module | None, tokens: Tensor, offset: int = 0
+    ) -> Tensor:
         t = tokens.shape[1]
         if offset + t > self.cfg.max_positions:
             raise MtkitError(
                 f"sequence of {offset + t} tokens exceeds max_positions={self.cfg.max_positions}"
             )
-        x = embed(tokens) * self.embed_scale + self.positions[offset : offset + t]
+        x = embed(tokens) * self.embed_scale
+        if positions is not None:
+            x = x + positions(t, offset)
         return self.embed_dropout(x)
 
     def encode(self, src: Tensor) -> EncoderOut:
         """src (B, S) token ids, right-padded with PAD_ID."""
         pad = src.eq(PAD_ID)
         keep = (~pad)[:, None, None, :] if bool(pad.any()) else None
-        x = self._embed(self.src_embed, src)
-        for layer in self.encoder:
+        x = self._embed(self.src_embed, self.src_positions, src)
+        for layer in self.encoder_stack():
             x = layer(x, keep)
         return EncoderOut(self.encoder_norm(x), keep)
 
@@ -146,8 +176,8 @@ class Transformer(nn.Module):
 
     def decode(self, tgt_in: Tensor, enc: EncoderOut) -> Tensor:
         """Teacher forcing: tgt_in (B, T) = BOS + target[:-1]; returns logits (B, T, V)."""
-        x = self._embed(self.tgt_embed, tgt_in)
-        for layer in self.decoder:
+        x = self._embed(self.tgt_embed, self.tgt_positions, tgt_in)
+        for layer in self.decoder_stack():
             x = layer(x, layer.cross_attn.memory_kv(enc.memory), enc.src_keep)
         return self.logits(self.decoder_norm(x))
 
@@ -164,13 +194,13 @@ class Transformer(nn.Module):
 
     def start_state(self, enc: EncoderOut, max_len: int) -> DecoderState:
         """An empty decoding state for up to ``max_len`` steps over this encoder output."""
-        layers = [layer.start(enc.memory, max_len) for layer in self.decoder]
+        layers = [layer.start(enc.memory, max_len) for layer in self.decoder_stack()]
         return DecoderState(layers, enc.src_keep)
 
     def decode_step(self, tokens: Tensor, state: DecoderState) -> Tensor:
         """Feed one token per row, tokens (R,); returns next-token logits (R, V)."""
-        x = self._embed(self.tgt_embed, tokens[:, None], offset=state.offset)
-        for layer, layer_state in zip(self.decoder, state.layers, strict=True):
+        x = self._embed(self.tgt_embed, self.tgt_positions, tokens[:, None], state.offset)
+        for layer, layer_state in zip(self.decoder_stack(), state.layers, strict=True):
             x = layer.step(x, layer_state, state.src_keep, state.group)
         state.offset += 1
         return self.logits(self.decoder_norm(x))[:, 0]
@@ -179,7 +209,8 @@ class Transformer(nn.Module):
 def resolve_model_config(
     preset: str, src_vocab_size: int, tgt_vocab_size: int, overrides: dict | None = None
 ) -> ModelConfig:
-    """The preset's dimensions, the data's vocabularies, then any explicit overrides."""
+    """The preset's dimensions, the data's vocabularies, then any explicit overrides; not yet
+    checked as a whole (:func:`mtkit.model.builders.check_model_config` checks the final one)."""
     if preset not in MODEL_PRESETS:
         raise MtkitError(f"unknown preset '{preset}' (known: {', '.join(MODEL_PRESETS)})")
     values = dict(MODEL_PRESETS[preset], src_vocab_size=src_vocab_size,
@@ -191,8 +222,10 @@ def resolve_model_config(
 
 
 def build_model(cfg: ModelConfig) -> Transformer:
+    """The model of ``cfg``, checked first (:func:`mtkit.model.builders.check_model_config`)."""
     return Transformer(cfg)
 
 
 def count_parameters(model: nn.Module) -> int:
+    """Distinct parameters (shared embeddings and shared layers counted once)."""
     return sum(p.numel() for p in {id(p): p for p in model.parameters()}.values())

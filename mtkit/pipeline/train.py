@@ -123,6 +123,7 @@ def model_config(
     settings: Settings, cfg: TrainConfig, vocab: tuple[int, int], joint: bool
 ) -> ModelConfig:
     """Preset, vocabularies, shared embeddings for a joint vocabulary, then overrides."""
+    from mtkit.model.builders import check_model_config
     from mtkit.model.transformer import resolve_model_config
 
     auto: dict[str, Any] = {}
@@ -131,7 +132,9 @@ def model_config(
     yaml_model = settings.yaml_model
     _layer(ModelConfig(), yaml_model, f"{settings.yaml_path}: model")  # names the file on errors
     model = resolve_model_config(cfg.preset, *vocab, {**auto, **yaml_model})
-    return _layer(model, settings.cli_model, "--set model.*")
+    model = _layer(model, settings.cli_model, "--set model.*")
+    check_model_config(model)
+    return model
 
 
 def resume_configs(

@@ -7,6 +7,7 @@ import math
 import pytest
 import torch
 from torch import Tensor, nn
+from variants import variant_params
 
 from mtkit.config import ModelConfig, SearchConfig
 from mtkit.data.tokenizer import BOS_ID, EOS_ID, PAD_ID, UNK_ID
@@ -111,12 +112,12 @@ def test_scripted_max_len_forces_eos() -> None:
 
 
 def tiny_model(
-    vocab: int = 40, seed: int = 0, layers: int = 2, positions: int = 128
+    vocab: int = 40, seed: int = 0, layers: int = 2, max_positions: int = 128, **variant
 ) -> Transformer:
     torch.manual_seed(seed)
     cfg = ModelConfig(src_vocab_size=vocab, tgt_vocab_size=vocab, d_model=32, ffn_dim=64,
                       heads=4, encoder_layers=layers, decoder_layers=layers, dropout=0.0,
-                      attention_dropout=0.0, max_positions=positions)  # fmt: skip
+                      attention_dropout=0.0, max_positions=max_positions, **variant)  # fmt: skip
     return build_model(cfg).eval()
 
 
@@ -174,6 +175,22 @@ def test_beam_one_equals_greedy(config: dict) -> None:
     with torch.inference_mode():
         beam = beam_search(Ensemble([model]), src, cfg)
     same(greedy, beam)
+
+
+@pytest.mark.parametrize("variant", variant_params())
+def test_every_variant_beam_one_equals_greedy_and_batches_equal_single(variant: dict) -> None:
+    """Greedy vs beam 1; beam 3 over a batch (beams moving, sentences leaving, beams sharing
+    their source) vs each sentence alone; an ensemble of the model with itself vs the model."""
+    model, src = tiny_model(**variant), sources([5, 9, 2, 7])
+    cfg = SearchConfig(beam=1, lenpen=1.0)
+    greedy = generate([model], src, cfg)
+    with torch.inference_mode():
+        beam = beam_search(Ensemble([model]), src, cfg)
+    same(greedy, beam)
+    cfg = SearchConfig(beam=3, nbest=3)
+    together = generate([model], src, cfg)
+    same(together, [generate([model], row[row.ne(PAD_ID)][None], cfg)[0] for row in src])
+    same(generate([model, model], src, cfg), together)
 
 
 def all_sequences(tokens: list[int], max_len: int) -> list[list[int]]:
@@ -328,6 +345,6 @@ def test_contradictory_options_are_refused(options: dict, message: str) -> None:
 
 
 def test_generate_restores_training_mode_and_accepts_long_max_len() -> None:
-    model = tiny_model(positions=24).train()
+    model = tiny_model(max_positions=24).train()
     out = generate([model], sources([3]), SearchConfig(beam=2, max_len_b=10_000))
     assert model.training and len(out[0][0].tokens) == 23  # capped by max_positions - 1

@@ -50,6 +50,27 @@ def test_marian_refuses(overrides: dict, option: str) -> None:
         marian_config(ModelConfig(**overrides))
 
 
+VARIANT_FIELDS = [("norm", "rmsnorm"), ("norm_eps", 1e-6), ("positions", "rope"),
+                  ("positions", "learned"), ("max_relative_position", 8), ("kv_heads", 2),
+                  ("ffn_activation", "swiglu"), ("bias", False),
+                  ("decoder_self_attention", "average"), ("share_layers", True)]  # fmt: skip
+
+
+@pytest.mark.parametrize("field, value", VARIANT_FIELDS)
+def test_marian_refuses_variants_by_name(field: str, value: object) -> None:
+    """Marian writes none of these variants: refused, naming the field (one line). (What each
+    exporter writes: tests/export/test_export_variants.py.)"""
+    cfg = ModelConfig(d_model=16, ffn_dim=32, heads=4, **{field: value})
+    with pytest.raises(MtkitError, match=rf"^model\.{field}=.* cannot be exported") as err:
+        marian_config(cfg)
+    assert "\n" not in str(err.value)
+
+
+def test_exporters_take_kv_heads_equal_to_heads() -> None:
+    """kv_heads = heads is the default model (the same fused qkv weights)."""
+    assert marian_config(ModelConfig(kv_heads=4))["encoder_attention_heads"] == 4
+
+
 def test_generation_defaults() -> None:
     got = generation_defaults(ModelConfig(max_positions=99), SearchConfig(beam=3, lenpen=0.6))
     assert (got["num_beams"], got["length_penalty"], got["max_length"]) == (3, 0.6, 99)

@@ -106,3 +106,17 @@ def test_state_starts_empty_and_every_weight_is_a_linear() -> None:
 
 def test_docstring_examples() -> None:
     assert doctest.testmod(average_attention).failed == 0
+
+
+def test_state_is_a_row_state_of_constant_size() -> None:
+    """The decoder keeps an AverageState per layer (mtkit.model.state.RowState): one D-vector
+    per row, whatever the number of steps."""
+    aan = tiny()
+    state = aan.start(torch.zeros(1, dtype=torch.float32), rows=3, max_len=100)
+    sizes = []
+    for t in range(4):
+        aan.step(randn(3, 1, 8, seed=t), state)
+        sizes.append(state.nbytes())
+    assert sizes == [3 * 8 * 4] * 4
+    state.reorder(torch.tensor([0, 2]))
+    assert state.nbytes() == 2 * 8 * 4

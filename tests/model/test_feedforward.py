@@ -1,13 +1,14 @@
 """FeedForward: each activation against a hand computation; the gated width rule; the ReLU
-kind is today's layers.FeedForward, state dict and outputs."""
+kind is the FeedForward it replaced (layers.FeedForward until issue 12), state dict and outputs."""
 
 import doctest
 
 import pytest
 import torch
+import torch.nn.functional as F
 from torch import nn
 
-from mtkit.model import feedforward, layers
+from mtkit.model import feedforward
 from mtkit.model.feedforward import FeedForward, gated_hidden_size
 
 
@@ -85,9 +86,22 @@ def test_gated_hidden_size(ffn_dim: int, hidden: int) -> None:
         assert abs(hidden - 2 * ffn_dim / 3) <= 4
 
 
-def test_relu_kind_loads_todays_feedforward() -> None:
+class OldFeedForward(nn.Module):
+    """mtkit.model.layers.FeedForward as it was before the variants, verbatim."""
+
+    def __init__(self, d_model: int, ffn_dim: int, activation_dropout: float) -> None:
+        super().__init__()
+        self.fc1 = nn.Linear(d_model, ffn_dim)
+        self.fc2 = nn.Linear(ffn_dim, d_model)
+        self.activation_dropout = nn.Dropout(activation_dropout)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.fc2(self.activation_dropout(F.relu(self.fc1(x))))
+
+
+def test_relu_kind_loads_the_old_feedforward() -> None:
     torch.manual_seed(0)
-    old = layers.FeedForward(16, 40, activation_dropout=0.1).eval()
+    old = OldFeedForward(16, 40, activation_dropout=0.1).eval()
     new = FeedForward(16, 40, "relu", bias=True, activation_dropout=0.1).eval()
     assert new.state_dict().keys() == old.state_dict().keys()
     new.load_state_dict(old.state_dict(), strict=True)

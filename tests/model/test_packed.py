@@ -4,6 +4,7 @@ import pytest
 import torch
 from test_transformer import batch, tiny
 from torch import nn
+from variants import variant_params
 
 from mtkit.data.tokenizer import BOS_ID
 from mtkit.model.inference import untie_output
@@ -23,9 +24,9 @@ def test_packed_linear_equals_linear(shape: tuple[int, ...], bias: bool) -> None
                                    atol=1e-5, rtol=1e-5)  # fmt: skip
 
 
-@pytest.mark.parametrize("pre_norm", [False, True])
-def test_packed_model_equals_the_model_full_and_cached(pre_norm: bool) -> None:
-    model, packed = tiny(pre_norm), pack_linears(untie_output(tiny(pre_norm)))
+@pytest.mark.parametrize("variant", variant_params())
+def test_packed_model_equals_the_model_full_and_cached(variant: dict) -> None:
+    model, packed = tiny(**variant), pack_linears(untie_output(tiny(**variant)))
     assert not any(isinstance(m, nn.Linear) for m in packed.modules())
     assert isinstance(packed.output, PackedLinear)  # the tied output projection too
     src = batch([7, 4, 5], 23)

@@ -1,13 +1,19 @@
-"""Model invariants: cached decoding equals the full pass, padding invariance, causality."""
+"""Model invariants over every variant (tests/variants.py): cached decoding equals the full
+pass (with beam moves, sentences leaving and beams sharing their source), padding invariance,
+causality; parameter names and counts per variant; config checks."""
+
+import copy
 
 import pytest
 import torch
+from variants import VARIANTS, variant_params
 
-from mtkit.config import ModelConfig
+from mtkit.config import ModelConfig, from_dict
 from mtkit.data.tokenizer import BOS_ID, EOS_ID, PAD_ID
 from mtkit.errors import MtkitError
+from mtkit.model.builders import check_model_config
 from mtkit.model.layers import sinusoidal_positions
-from mtkit.model.state import DecoderState
+from mtkit.model.state import KeyValueCache
 from mtkit.model.transformer import build_model, count_parameters, resolve_model_config
 
 
@@ -28,16 +34,9 @@ def batch(lengths: list[int], vocab: int, seed: int = 1) -> torch.Tensor:
     return out
 
 
-def rewind(state: DecoderState) -> None:
-    """Forget the last decoding step (every layer's cache and the position)."""
-    for layer in state.layers:
-        layer.own.length -= 1
-    state.offset -= 1
-
-
-@pytest.mark.parametrize("pre_norm", [False, True])
-def test_cached_steps_equal_full_forward(pre_norm: bool) -> None:
-    model = tiny(pre_norm)
+@pytest.mark.parametrize("variant", variant_params())
+def test_cached_steps_equal_full_forward(variant: dict) -> None:
+    model = tiny(**variant)
     src = batch([7, 4, 5], 23)
     tgt = torch.cat([torch.full((3, 1), BOS_ID), batch([6, 6, 6], 29, seed=2)], dim=1)
     with torch.no_grad():
@@ -49,8 +48,9 @@ def test_cached_steps_equal_full_forward(pre_norm: bool) -> None:
             torch.testing.assert_close(step, full[:, t], atol=1e-5, rtol=1e-5)
 
 
-def test_cache_reorder_follows_rows() -> None:
-    model = tiny()
+@pytest.mark.parametrize("variant", variant_params())
+def test_cache_reorder_follows_rows(variant: dict) -> None:
+    model = tiny(**variant)
     src = batch([5, 6], 23)
     tgt = torch.tensor([[BOS_ID, 5, 6, 7], [BOS_ID, 8, 9, 10]])
     with torch.no_grad():
@@ -66,10 +66,11 @@ def test_cache_reorder_follows_rows() -> None:
     torch.testing.assert_close(out, full[swap, 3], atol=1e-5, rtol=1e-5)
 
 
-def test_same_size_reorders_swap_buffers_and_follow_rows() -> None:
+@pytest.mark.parametrize("variant", variant_params())
+def test_same_size_reorders_swap_buffers_and_follow_rows(variant: dict) -> None:
     """Beam moves (batch size unchanged) at every step, each gathered into the spare buffers:
     the rows are beams of one sentence (one source), so only their self-attention state moves."""
-    model = tiny()
+    model = tiny(**variant)
     src = batch([5], 23).repeat(3, 1)
     tgt = torch.tensor([[BOS_ID, 5, 6, 7, 9], [BOS_ID, 8, 9, 10, 5], [BOS_ID, 4, 4, 6, 8]])
     orders = [torch.tensor([2, 0, 1]), torch.tensor([0, 0, 2]), torch.tensor([1, 2, 1])]
@@ -78,22 +79,25 @@ def test_same_size_reorders_swap_buffers_and_follow_rows() -> None:
         cache = model.start_state(enc, max_len=5)
         history = tgt[:, :1]  # the tokens each cache row has been fed
         model.decode_step(history[:, 0], cache)
-        buffers = {cache.layers[0].own.k.data_ptr()}
+        own = cache.layers[0].own
+        buffers = {own.k.data_ptr()} if isinstance(own, KeyValueCache) else set()
         for step, order in enumerate(orders, start=1):
             cache.reorder(order)
             history = torch.cat([history[order], tgt[order, step : step + 1]], dim=1)
-            buffers.add(cache.layers[0].own.k.data_ptr())
+            if isinstance(own, KeyValueCache):
+                buffers.add(cache.layers[0].own.k.data_ptr())
             out = model.decode_step(history[:, -1], cache).log_softmax(-1)
             full = model.decode(history, enc).log_softmax(-1)[:, -1]
             torch.testing.assert_close(out, full, atol=1e-5, rtol=1e-5)
-    assert len(buffers) == 2  # two buffers, swapped back and forth, no new allocation
+    if isinstance(own, KeyValueCache):  # two buffers swapped back and forth, no new allocation
+        assert len(buffers) == 2
 
 
-@pytest.mark.parametrize("pre_norm", [False, True])
-def test_grouped_rows_share_their_source_and_equal_a_full_forward(pre_norm: bool) -> None:
+@pytest.mark.parametrize("variant", variant_params())
+def test_grouped_rows_share_their_source_and_equal_a_full_forward(variant: dict) -> None:
     """Beams of a sentence share one source row (cache.group): 2 sources x 3 rows each, with
     beam moves, a sentence leaving, and rows growing from one per source, as in beam search."""
-    model = tiny(pre_norm)
+    model = tiny(**variant)
     src = batch([5, 7], 23)
     g = torch.Generator().manual_seed(4)
     with torch.no_grad():
@@ -113,8 +117,8 @@ def test_grouped_rows_share_their_source_and_equal_a_full_forward(pre_norm: bool
             owner = owner[index]
             new = torch.randint(4, 29, (len(index), 1), generator=g)
             history = torch.cat([history[index], new], 1)
-            out = model.decode_step(history[:, -1], cache).log_softmax(-1)
-            rewind(cache)  # the next move re-feeds this step's token
+            # on a copy: the next move re-feeds this step's token to the cache itself
+            out = model.decode_step(history[:, -1], copy.deepcopy(cache)).log_softmax(-1)
             full = model.decode(history, model.encode(src[owner])).log_softmax(-1)[:, -1]
             torch.testing.assert_close(out, full, atol=1e-5, rtol=1e-5)
         assert cache.group == 3 and cache.layers[0].source.k.shape[0] == 1
@@ -141,9 +145,9 @@ def test_same_seed_same_weights(share: bool) -> None:
     assert torch.equal(first["src_embed.weight"][1:], first["tgt_embed.weight"][1:]) == share
 
 
-@pytest.mark.parametrize("pre_norm", [False, True])
-def test_padding_invariance(pre_norm: bool) -> None:
-    model = tiny(pre_norm)
+@pytest.mark.parametrize("variant", variant_params())
+def test_padding_invariance(variant: dict) -> None:
+    model = tiny(**variant)
     lengths = [3, 8, 5]
     src = batch(lengths, 23)
     tgt = torch.cat([torch.full((3, 1), BOS_ID), batch([4, 2, 6], 29, seed=3)], dim=1)
@@ -155,8 +159,9 @@ def test_padding_invariance(pre_norm: bool) -> None:
             torch.testing.assert_close(together[i, :m], alone[0], atol=1e-5, rtol=1e-5)
 
 
-def test_decoder_is_causal() -> None:
-    model = tiny()
+@pytest.mark.parametrize("variant", variant_params())
+def test_decoder_is_causal(variant: dict) -> None:
+    model = tiny(**variant)
     src = batch([6], 23)
     tgt = torch.tensor([[BOS_ID, 5, 6, 7, 8]])
     changed = tgt.clone()
@@ -202,3 +207,116 @@ def test_presets_and_errors() -> None:
         build_model(ModelConfig(d_model=30, heads=4))
     with pytest.raises(MtkitError, match="max_positions"):
         tiny(max_positions=4).encode(batch([6], 23))
+
+
+# ---------------------------------------------------------------------------------------------
+# Parameter names: what each variant adds, renames or drops (the exporters read these)
+
+DEFAULT_KEYS = set(tiny().state_dict())
+
+
+@pytest.mark.parametrize(
+    "name, present, absent",
+    [
+        ("default", {"encoder.1.attn.qkv.weight": (96, 32), "decoder.1.cross_attn.kv.weight":
+                     (64, 32), "decoder.1.self_res.norm.bias": (32,)}, ["output.weight"]),
+        ("rope", {}, []), ("alibi", {}, []), ("gelu", {}, []),
+        ("pre_norm", {"encoder_norm.weight": (32,), "decoder_norm.bias": (32,)}, []),
+        ("rmsnorm", {"encoder.0.attn_res.norm.weight": (32,)}, ["encoder.0.attn_res.norm.bias"]),
+        ("learned", {"src_positions.table.weight": (1024, 32),
+                     "tgt_positions.table.weight": (1024, 32)}, []),
+        ("relative", {"encoder.0.attn.positions.keys.weight": (7, 8),
+                      "encoder.1.attn.positions.values.weight": (7, 8),
+                      "decoder.0.self_attn.positions.keys.weight": (7, 8),
+                      "decoder.1.self_attn.positions.values.weight": (7, 8)}, []),
+        ("grouped_query", {"encoder.0.attn.q.weight": (32, 32), "encoder.0.attn.kv.weight":
+                           (32, 32), "decoder.1.self_attn.kv.bias": (32,),
+                           "decoder.0.cross_attn.kv.weight": (32, 32)},
+         ["encoder.0.attn.qkv.weight", "decoder.0.self_attn.qkv.weight"]),
+        ("multi_query", {"encoder.0.attn.kv.weight": (16, 32), "decoder.0.cross_attn.kv.weight":
+                         (16, 32)}, ["decoder.1.self_attn.qkv.bias"]),
+        ("swiglu", {"encoder.0.ffn.gate.weight": (40, 32), "encoder.0.ffn.fc1.weight": (40, 32),
+                    "decoder.1.ffn.fc2.weight": (32, 40)}, []),
+        ("average", {"decoder.0.self_attn.gate.weight": (64, 64),
+                     "decoder.1.self_attn.ffn.fc1.weight": (64, 32),
+                     "decoder.1.self_attn.ffn.fc2.bias": (32,)},
+         ["decoder.0.self_attn.qkv.weight", "decoder.0.self_attn.out.weight"]),
+        ("shared_layers", {"encoder.0.attn.qkv.weight": (96, 32)},
+         ["encoder.1.attn.qkv.weight", "decoder.1.ffn.fc1.weight"]),
+    ],
+)  # fmt: skip
+def test_parameter_names_of_each_variant(name: str, present: dict, absent: list) -> None:
+    state = tiny(**VARIANTS[name]).state_dict()
+    assert {k: tuple(state[k].shape) for k in present} == present
+    assert not set(absent) & set(state)
+    renamed = set(present) | set(absent)
+    unchanged = DEFAULT_KEYS - renamed - {k for k in DEFAULT_KEYS if k.endswith(".bias")}
+    if name not in ("shared_layers", "grouped_query", "multi_query", "average"):
+        assert unchanged <= set(state)  # a variant changes only the names it says
+
+
+def test_bias_false_drops_every_bias() -> None:
+    model = tiny(**VARIANTS["llama_like"])
+    assert not [k for k in model.state_dict() if k.endswith(".bias")]
+    assert all(m.bias is None for m in model.modules() if isinstance(m, torch.nn.Linear))
+
+
+def test_shared_layers_apply_one_layer_at_every_depth() -> None:
+    plain, shared = tiny(), tiny(share_layers=True)
+    assert len(shared.encoder) == len(shared.decoder) == 1
+    assert [id(x) for x in shared.decoder_stack()] == [id(shared.decoder[0])] * 2
+    per_layer = sum(p.numel() for p in plain.encoder[1].parameters())
+    per_layer += sum(p.numel() for p in plain.decoder[1].parameters())
+    assert count_parameters(shared) == count_parameters(plain) - per_layer
+    with torch.no_grad():
+        state = shared.start_state(shared.encode(batch([5], 23)), max_len=3)
+    assert len(state.layers) == 2 and state.layers[0].own is not state.layers[1].own
+
+
+# ---------------------------------------------------------------------------------------------
+# Config checks and presets
+
+
+@pytest.mark.parametrize(
+    "overrides, message",
+    [
+        (dict(kv_heads=3), r"^model\.kv_heads=3 must divide model\.heads=4$"),
+        (dict(kv_heads=8), r"model\.kv_heads=8 must divide model\.heads=4"),
+        (dict(kv_heads=-1), r"model\.kv_heads must be >= 0"),
+        (dict(positions="rope", kv_heads=3), r"model\.kv_heads=3 must divide model\.heads=4"),
+        (dict(positions="rope", d_model=12, heads=4), r"model\.positions=rope needs an even "
+         r"head width, but model\.d_model=12 / model\.heads=4 = 3"),
+        (dict(decoder_self_attention="average", positions="alibi"),
+         r"model\.decoder_self_attention=average has no attention scores for "
+         r"model\.positions=alibi"),
+        (dict(norm="batchnorm"), r"model\.norm must be one of layernorm, rmsnorm"),
+        (dict(positions="t5"), r"model\.positions must be one of sinusoidal, learned"),
+        (dict(ffn_activation="tanh"), r"model\.ffn_activation must be one of relu"),
+        (dict(decoder_self_attention="lstm"), r"model\.decoder_self_attention must be one of"),
+        (dict(norm_eps=0.0), r"model\.norm_eps must be > 0"),
+        (dict(max_relative_position=0), r"model\.max_relative_position must be >= 1"),
+        (dict(share_all_embeddings=True, src_vocab_size=23),
+         r"model\.share_all_embeddings needs one joint vocabulary"),
+    ],
+)  # fmt: skip
+def test_impossible_combinations_are_refused_in_one_line(overrides: dict, message: str) -> None:
+    values = dict(src_vocab_size=29, tgt_vocab_size=29, d_model=32, ffn_dim=64, heads=4)
+    cfg = ModelConfig(**{**values, **overrides})
+    with pytest.raises(MtkitError, match=message) as err:
+        check_model_config(cfg)
+    assert "\n" not in str(err.value)
+    with pytest.raises(MtkitError, match=message):
+        build_model(cfg)
+
+
+def test_old_model_configs_fill_the_new_fields_with_defaults() -> None:
+    old = {"src_vocab_size": 10, "tgt_vocab_size": 10, "d_model": 16, "heads": 2}
+    cfg = from_dict(ModelConfig, old)
+    assert (cfg.norm, cfg.positions, cfg.kv_heads, cfg.ffn_activation, cfg.bias,
+            cfg.decoder_self_attention, cfg.share_layers) == (
+            "layernorm", "sinusoidal", 0, "relu", True, "attention", False)  # fmt: skip
+
+
+def test_deep_shallow_preset_is_one_flag() -> None:
+    cfg = resolve_model_config("transformer-deep-shallow", 100, 100)
+    assert (cfg.d_model, cfg.encoder_layers, cfg.decoder_layers) == (256, 6, 1)

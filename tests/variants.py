@@ -1,0 +1,47 @@
+"""The model variants every model, decoding, training and export test runs over (issue 12).
+
+``VARIANTS`` maps a name to ModelConfig overrides: each switch alone at a non-default value,
+then a few combinations. A variant added here gets the tests of tests/model/test_transformer.py
+(cached decoding equals the full pass, with beam moves, sentences leaving and beams sharing their
+source; padding invariance; causality), tests/model/test_packed.py and test_inference.py (packed
+and int8 agree with fp32), tests/decoding/test_search.py (beam 1 equals greedy),
+tests/training/test_variants.py (training resumes bitwise, averaging) and
+tests/export/test_export_common.py (refused by name until an exporter supports it).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+VARIANTS: dict[str, dict[str, Any]] = {
+    "default": {},
+    "pre_norm": dict(pre_norm=True),
+    "rmsnorm": dict(norm="rmsnorm", norm_eps=1e-6),
+    "learned": dict(positions="learned"),
+    "relative": dict(positions="relative", max_relative_position=3),
+    "rope": dict(positions="rope"),
+    "alibi": dict(positions="alibi"),
+    "multi_query": dict(kv_heads=1),
+    "grouped_query": dict(kv_heads=2),
+    "gelu": dict(ffn_activation="gelu"),
+    "swiglu": dict(ffn_activation="swiglu"),
+    "geglu": dict(ffn_activation="geglu"),
+    "no_bias": dict(bias=False),
+    "average": dict(decoder_self_attention="average"),
+    "shared_layers": dict(share_layers=True),
+    # combinations
+    "llama_like": dict(pre_norm=True, norm="rmsnorm", positions="rope", ffn_activation="swiglu",
+                       kv_heads=2, bias=False),
+    "alibi_mqa_geglu": dict(positions="alibi", kv_heads=1, ffn_activation="geglu"),
+    "relative_gqa_shared": dict(positions="relative", kv_heads=2, share_layers=True,
+                                pre_norm=True),
+    "average_learned_no_bias": dict(decoder_self_attention="average", positions="learned",
+                                    bias=False, norm="rmsnorm"),
+}  # fmt: skip
+
+
+def variant_params() -> list[Any]:
+    """``VARIANTS`` as pytest parameters, ids = names."""
+    import pytest
+
+    return [pytest.param(overrides, id=name) for name, overrides in VARIANTS.items()]
