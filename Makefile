@@ -23,7 +23,7 @@ install: $(STAMP)
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -c "import torch" 2>/dev/null || $(BIN)/pip install $(TORCH_PIP_ARGS) "$(TORCH_SPEC)"
-	$(BIN)/pip install -e ".[dev,hf,ct2,plot]"
+	$(BIN)/pip install -e ".[dev,hf,ct2,plot,serve]"
 	touch $(STAMP)
 
 lint: install
