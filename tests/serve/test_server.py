@@ -9,35 +9,12 @@ import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from functools import cache
 from typing import Any
 
 import pytest
-from click.testing import CliRunner
-from conftest import FAST, Reply, Server, sentences
-
-from mtkit.cli import cli
+from serve_helpers import Reply, Server, best, sentences, translated
 
 SENTENCES = sentences(200)
-
-
-@cache
-def translated(ckpt: str, lines: tuple[str, ...], *options: str) -> tuple[tuple[str, ...], ...]:
-    """`mtkit translate` of ``lines`` with FAST and ``options``: per line, its n-best texts."""
-    result = CliRunner().invoke(cli, ["translate", "-m", ckpt, *FAST, *options, "-q"],
-                                input="".join(line + "\n" for line in lines))  # fmt: skip
-    assert result.exit_code == 0, result.output
-    if "--nbest" not in options:
-        return tuple((text,) for text in result.stdout.split("\n")[:-1])
-    hyps: list[list[str]] = [[] for _ in lines]
-    for row in result.stdout.splitlines():
-        number, _, _, _, text = row.split("\t")
-        hyps[int(number) - 1].append(text)
-    return tuple(map(tuple, hyps))
-
-
-def best(ckpt: str, lines: list[str], *options: str) -> list[str]:
-    return [hyps[0] for hyps in translated(ckpt, tuple(lines), *options)]
 
 
 def good_requests(ckpt: str) -> list[tuple[dict[str, Any], dict[str, Any]]]:
