@@ -40,7 +40,7 @@ def load_model(models: list[str], config: TranslateConfig, serve: ServeConfig) -
 
 
 def bind(host: str, port: int) -> socket.socket:
-    """A listening-ready socket on ``host:port`` (port 0: any free port)."""
+    """A listening socket on ``host:port`` (port 0: any free port)."""
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     sock = socket.socket(family, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -50,6 +50,7 @@ def bind(host: str, port: int) -> socket.socket:
         sock.close()
         reason = getattr(err, "strerror", None) or err
         raise MtkitError(f"cannot listen on {host}:{port} ({reason})") from None
+    sock.listen(2048)  # connections wait in the backlog until uvicorn serves them
     return sock
 
 
