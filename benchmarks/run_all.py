@@ -28,6 +28,7 @@ QUICK_ARGS: dict[str, list[list[str]]] = {
     "bench_train_mtkit": [["--warmup", "2"], ["--updates", "5"]],
     "bench_translate": [["--limit", "100"], ["--slow-limit", "20"]],
     "bench_engines": [["--limit", "64"], ["--repeat", "1"]],
+    "bench_serve": [["--sentences", "40"], ["--concurrency", "1,8"], ["--time-limit", "20"]],
 }
 DEFAULT_QUICK = [["--quick"]]
 
