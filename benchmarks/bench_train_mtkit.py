@@ -54,10 +54,13 @@ def _sync(device: torch.device) -> None:
         torch.cuda.synchronize(device)
 
 
-def model_config(data_dir: str, preset: str) -> ModelConfig:
+def model_config(
+    data_dir: str, preset: str, overrides: dict[str, Any] | None = None
+) -> ModelConfig:
     src, tgt = load_tokenizers(data_dir)
     joint = bool(read_manifest(data_dir).get("joint")) and len(src) == len(tgt)
-    return resolve_model_config(preset, len(src), len(tgt), {"share_all_embeddings": joint})
+    values = {"share_all_embeddings": joint, **(overrides or {})}
+    return resolve_model_config(preset, len(src), len(tgt), values)
 
 
 def bench_train_mtkit(
@@ -68,11 +71,13 @@ def bench_train_mtkit(
     device: str = "auto",
     precision: str = "auto",
     preset: str = "transformer-small",
+    overrides: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """Time ``updates`` mtkit updates after ``warmup``; returns throughput and MFU figures."""
+    """Time ``updates`` mtkit updates after ``warmup``; returns throughput and MFU figures.
+    ``overrides``: ModelConfig fields on top of the preset (a model variant)."""
     cfg = TrainConfig(data=data_dir, device=device, precision=precision, max_tokens=max_tokens,
                       warmup_updates=4000)  # fmt: skip
-    mcfg = model_config(data_dir, preset)
+    mcfg = model_config(data_dir, preset, overrides)
     step = Stepper(cfg, mcfg)  # nothing is written: the run directory is not used
     train = ParallelData(data_dir, "train")
     sizes = sentence_sizes(train.src_lengths, train.tgt_lengths)

@@ -24,6 +24,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "evaluate": ("evaluate", "evaluate"),
     "plot": ("plot", "plot"),
     "export": ("export", "export"),
+    "serve": ("serve", "serve"),
 }
 
 

@@ -52,10 +52,11 @@ SEARCH_OPTIONS: list[tuple[tuple[str, ...], str, Any, str]] = [
 SEARCH_FIELDS = {f.name for f in dataclasses.fields(SearchConfig)}
 
 
-def search_options(func: Callable) -> Callable:
-    """One option per row of SEARCH_OPTIONS, its default and --help from SearchConfig or
-    TranslateConfig; the value is None unless given (the config fills in the rest)."""
-    for flags, name, kind, help_text in reversed(SEARCH_OPTIONS):
+def search_options(func: Callable, rows: list | None = None) -> Callable:
+    """One option per row of ``rows`` (SEARCH_OPTIONS), its default and --help from
+    SearchConfig or TranslateConfig; the value is None unless given (the config fills in the
+    rest)."""
+    for flags, name, kind, help_text in reversed(SEARCH_OPTIONS if rows is None else rows):
         config = SearchConfig if name in SEARCH_FIELDS else TranslateConfig
         attrs: dict[str, Any] = {"is_flag": True} if kind is None else {"type": kind}
         option = config_option(*flags, config=config, field=name, override=True, help=help_text,

@@ -25,6 +25,8 @@ CONFIGURED: dict[tuple[str, ...], tuple[Any, set[str], bool]] = {
     ("plot",): (plot_runs, set(), False),  # no PlotConfig: plot_runs' keyword defaults
     # None: each option names its own config (SearchConfig or TranslateConfig)
     ("translate",): (None, {"models", "input_path", "output_path", "quiet"}, True),
+    # ServeConfig's options, then translate's (override: None unless given)
+    ("serve",): (None, {"models"}, False),
 }
 # no config behind them: export (--quantization's default belongs to mtkit.export.ct2, too
 # heavy to import for --help), average
@@ -63,7 +65,7 @@ def mismatches(command: click.Command, config: Any, exempt: set[str], override: 
             problems.append(f"{where}: no field {param.name} in {getattr(own, '__name__', own)}")
             continue
         value = param.type_cast_value(ctx, param.get_default(ctx))
-        if value != (want := None if override else expected):
+        if value != (want := None if override or getattr(param, "override", False) else expected):
             problems.append(f"{where}: default {value!r}, not {want!r}")
         _, help_text = param.get_help_record(ctx)
         text = shown(param, expected)

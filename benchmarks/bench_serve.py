@@ -1,0 +1,190 @@
+"""`mtkit serve` under load: what batching across requests buys.
+
+Starts `mtkit serve` on 127.0.0.1 and sends single sentences of Multi30k test_2016_flickr (en)
+from 1, 8, 32 and 128 concurrent keep-alive connections (a small asyncio HTTP/1.1 client in this
+process; every level bounded by ``--sentences`` and ``--time-limit``). Per level: sentences/s,
+p50/p95/p99 latency, and the ratio of the throughput to offline batched ``engine.translate`` of
+the same sentences in this run (the engine `mtkit translate` uses, same threads and search).
+
+Two server configurations: the default batcher (``--max-wait-ms 5``, ``--max-batch-tokens``
+2048), and one request at a time (``--max-wait-ms 0 --max-batch-tokens 1``: every sentence is
+over the budget, so each runs alone), the way a server behind a lock works.
+
+Without a checkpoint, a random transformer-small (joint 8k spm trained on Multi30k train;
+cached under .bench/translate/, as bench_translate.py builds it) is used, and every output is
+forced to ``--random-len`` tokens so that all rows compare equal work.
+
+    .venv/bin/python benchmarks/bench_serve.py [CKPT] [--sentences 300] [--threads 1]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import http.client
+import json
+import os
+import platform
+import re
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from multi30k import random_checkpoint, read_text
+
+ROOT = Path(__file__).resolve().parent.parent
+WORK = ROOT / ".bench" / "translate"
+CONFIGS = {"batched": [], "one at a time": ["--max-wait-ms", "0", "--max-batch-tokens", "1"]}
+
+
+def cpu() -> tuple[str, str]:
+    """The CPU model and its flags, from /proc/cpuinfo where there is one."""
+    try:
+        text = Path("/proc/cpuinfo").read_text()
+    except OSError:
+        return platform.processor() or platform.machine(), "?"
+    model = re.search(r"^model name\s*:\s*(.*)$", text, re.M)
+    flags = re.search(r"^flags\s*:\s*(.*)$", text, re.M)
+    return (model.group(1) if model else "?"), (flags.group(1) if flags else "?")
+
+
+def search_values(random_len: int, random_model: bool, beam: int) -> dict[str, float]:
+    """The search of every row: beam ``beam``, outputs forced to ``random_len`` tokens for a
+    random model."""
+    forced = dict(max_len_a=0.0, max_len_b=random_len, min_len=random_len)
+    return {"beam": beam, **(forced if random_model else {})}
+
+
+def flags(values: dict[str, float]) -> list[str]:
+    return [part for key, value in values.items()
+            for part in (f"--{key.replace('_', '-')}", str(value))]  # fmt: skip
+
+
+def offline(ckpt: str, lines: list[str], search: dict[str, float], threads: int) -> float:
+    """Sentences/s of batched engine.translate over ``lines`` (after a warm-up batch)."""
+    from mtkit.config import TranslateConfig
+    from mtkit.engines import load_engine
+
+    engine = load_engine([ckpt], TranslateConfig.from_flat({**search, "threads": threads}))
+    engine.translate(lines[:32])
+    start = time.perf_counter()
+    engine.translate(lines)
+    return len(lines) / (time.perf_counter() - start)
+
+
+class Server:
+    def __init__(self, ckpt: str, options: list[str], log: Path) -> None:
+        args = [sys.executable, "-m", "mtkit", "serve", "-m", ckpt, "--port", "0",
+                "--source-lang", "en", "--target-lang", "de", "--log-level", "warning",
+                "--queue-size", "1024", "--timeout", "600", *options]  # fmt: skip
+        self.log = log
+        self.proc = subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                     stderr=log.open("wb"))  # fmt: skip
+        deadline = time.monotonic() + 120
+        while not (found := re.search(r"listening on http://127\.0\.0\.1:(\d+)/", self.text())):
+            if self.proc.poll() is not None or time.monotonic() > deadline:
+                self.proc.kill()
+                raise SystemExit(f"mtkit serve did not start:\n{self.text()}")
+            time.sleep(0.1)
+        self.port = int(found.group(1))
+        while not self.ready():
+            if self.proc.poll() is not None or time.monotonic() > deadline:
+                self.proc.kill()
+                raise SystemExit(f"mtkit serve did not load the model:\n{self.text()}")
+            time.sleep(0.1)
+
+    def ready(self) -> bool:
+        conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=5)
+        try:
+            conn.request("GET", "/health")
+            return conn.getresponse().status == 200
+        except OSError:
+            return False
+        finally:
+            conn.close()
+
+    def text(self) -> str:
+        return self.log.read_text(errors="replace")
+
+    def stop(self) -> None:
+        self.proc.terminate()
+        if self.proc.wait(60) != 0:
+            raise SystemExit(f"mtkit serve exited with {self.proc.returncode}:\n{self.text()}")
+
+
+async def client(port: int, todo: list[str], latencies: list[float], deadline: float) -> None:
+    """One keep-alive connection sending one sentence per request until ``todo`` is empty."""
+    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    try:
+        while todo and time.monotonic() < deadline:
+            body = json.dumps({"q": todo.pop(), "source": "en", "target": "de"}).encode()
+            head = (f"POST /translate HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: "
+                    f"application/json\r\nContent-Length: {len(body)}\r\n\r\n")  # fmt: skip
+            start = time.perf_counter()
+            writer.write(head.encode() + body)
+            status = await reader.readline()
+            length = 0
+            while (line := await reader.readline()) not in (b"\r\n", b""):
+                if line.lower().startswith(b"content-length:"):
+                    length = int(line.split(b":")[1])
+            await reader.readexactly(length)
+            if b" 200 " not in status:
+                raise SystemExit(f"request failed: {status!r}")
+            latencies.append(time.perf_counter() - start)
+    finally:
+        writer.close()
+
+
+async def load(port: int, lines: list[str], clients: int, limit: float) -> tuple[float, list]:
+    todo, latencies = list(reversed(lines)), []
+    start = time.perf_counter()
+    deadline = time.monotonic() + limit
+    await asyncio.gather(*(client(port, todo, latencies, deadline) for _ in range(clients)))
+    return len(latencies) / (time.perf_counter() - start), latencies
+
+
+def percentile(values: list[float], q: float) -> float:
+    return statistics.quantiles(values, n=100, method="inclusive")[q - 1] if len(values) > 1 \
+        else values[0]  # fmt: skip
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("checkpoint", nargs="?", help="a trained checkpoint (default: random)")
+    parser.add_argument("--sentences", type=int, default=300, help="per concurrency level")
+    parser.add_argument("--concurrency", default="1,8,32,128")
+    parser.add_argument("--time-limit", type=float, default=60.0, help="seconds per level")
+    parser.add_argument("--threads", type=int, default=1, help="torch threads (server, offline)")
+    parser.add_argument("--beam", type=int, default=5)
+    parser.add_argument("--random-len", type=int, default=20, help="forced output length")
+    args = parser.parse_args()
+
+    model, cpu_flags = cpu()
+    print(f"CPU: {model} ({os.cpu_count()} cores)\nflags: {cpu_flags}", flush=True)
+    ckpt = args.checkpoint or str(random_checkpoint(WORK))
+    lines = read_text("test_2016_flickr", "en")[: args.sentences]
+    search = search_values(args.random_len, args.checkpoint is None, args.beam)
+    threads = ["--threads", str(args.threads)]
+    base = offline(ckpt, lines, search, args.threads)
+    print(f"model: {ckpt}; search: {' '.join(flags(search))}; threads {args.threads}")
+    print(f"offline batched engine.translate: {base:.1f} sentences/s ({len(lines)} sentences)\n")
+    print("| server | clients | sentences | sentences/s | p50 ms | p95 ms | p99 ms | vs offline |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|")
+    WORK.mkdir(parents=True, exist_ok=True)
+    for name, options in CONFIGS.items():
+        server = Server(ckpt, [*flags(search), *threads, *options], WORK / "serve.log")
+        try:
+            asyncio.run(load(server.port, lines[:16], 4, 60))  # warm-up
+            for clients in map(int, args.concurrency.split(",")):
+                rate, lat = asyncio.run(load(server.port, lines, clients, args.time_limit))
+                p50, p95, p99 = (percentile(lat, q) * 1000 for q in (50, 95, 99))
+                print(f"| {name} | {clients} | {len(lat)} | {rate:.1f} | {p50:.0f} | {p95:.0f} "
+                      f"| {p99:.0f} | {rate / base:.2f}x |", flush=True)  # fmt: skip
+        finally:
+            server.stop()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,40 @@
+"""The Transformer variants the benchmarks compare, on the small preset (issues 12 and 13).
+
+Each row names a preset and ModelConfig overrides, exactly as `mtkit train --preset P --set
+model.KEY=VALUE` takes them. ``baseline`` is today's default (post-LN, sinusoidal, LayerNorm,
+ReLU, full multi-head attention). Stdlib only: imported by scripts that run in other
+environments too.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+BASELINE = "baseline"
+VARIANTS: dict[str, tuple[str, dict[str, Any]]] = {
+    BASELINE: ("transformer-small", {}),
+    "pre_norm": ("transformer-small", {"pre_norm": True}),
+    "rmsnorm": ("transformer-small", {"norm": "rmsnorm"}),
+    "learned": ("transformer-small", {"positions": "learned"}),
+    "relative": ("transformer-small", {"positions": "relative"}),
+    "rope": ("transformer-small", {"positions": "rope"}),
+    "alibi": ("transformer-small", {"positions": "alibi"}),
+    "multi_query": ("transformer-small", {"kv_heads": 1}),
+    "grouped_query": ("transformer-small", {"kv_heads": 2}),
+    "gelu": ("transformer-small", {"ffn_activation": "gelu"}),
+    "swiglu": ("transformer-small", {"ffn_activation": "swiglu"}),
+    "geglu": ("transformer-small", {"ffn_activation": "geglu"}),
+    "no_bias": ("transformer-small", {"bias": False}),
+    "average": ("transformer-small", {"decoder_self_attention": "average"}),
+    "shared_layers": ("transformer-small", {"share_layers": True}),
+    "deep_shallow": ("transformer-deep-shallow", {}),
+}
+
+
+def set_args(overrides: dict[str, Any]) -> list[str]:
+    """``--set model.KEY=VALUE`` arguments for `mtkit train`."""
+    args: list[str] = []
+    for key, value in overrides.items():
+        text = str(value).lower() if isinstance(value, bool) else str(value)
+        args += ["--set", f"model.{key}={text}"]
+    return args

@@ -1,0 +1,119 @@
+"""`mtkit serve`: load an engine in the background, serve it over HTTP with uvicorn.
+
+The socket is bound first (so the address is known, and printed, at once); the model loads in a
+thread while ``/health`` answers ``loading``. SIGINT and SIGTERM stop the server: it stops
+accepting connections, answers every request already received (uvicorn waits up to the request
+``timeout`` plus a few seconds for them), stops the model worker and returns 0. A model that
+fails to load stops the server with that error (exit status 1).
+"""
+
+from __future__ import annotations
+
+import logging
+import signal
+import socket
+import sys
+import threading
+from pathlib import Path
+from typing import Any
+
+from mtkit.config import ServeConfig, TranslateConfig
+from mtkit.engines import load_engine
+from mtkit.errors import MtkitError
+from mtkit.serve.app import Model, Service, create_app, token_counter
+from mtkit.serve.batcher import Batcher
+from mtkit.serve.languages import resolve_languages
+
+log = logging.getLogger("mtkit.serve")
+GRACE = 5.0  # seconds beyond the request timeout that a shutdown waits for requests in flight
+
+
+def load_model(models: list[str], config: TranslateConfig, serve: ServeConfig) -> Model:
+    """The engine (warmed up on one line), its language pair and a started batcher."""
+    given = (serve.source_lang, serve.target_lang)
+    pair = resolve_languages(given, models, config.engine)
+    engine = load_engine(models, config)
+    engine.translate(["warm up"], config.search)  # first-call costs (weight packing) go here
+    batcher = Batcher(engine, serve.max_batch_tokens, serve.max_wait_ms / 1000,
+                      serve.queue_size, token_counter(engine))  # fmt: skip
+    return Model(engine, pair, batcher.start(), config.search, name=", ".join(models))
+
+
+def bind(host: str, port: int) -> socket.socket:
+    """A listening socket on ``host:port`` (port 0: any free port)."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host, port))
+    except (OSError, OverflowError) as err:
+        sock.close()
+        reason = getattr(err, "strerror", None) or err
+        raise MtkitError(f"cannot listen on {host}:{port} ({reason})") from None
+    sock.listen(2048)  # connections wait in the backlog until uvicorn serves them
+    return sock
+
+
+def setup_logging(level: str) -> None:
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    for name, wanted in (("mtkit.serve", level.upper()), ("uvicorn", "WARNING")):
+        logger = logging.getLogger(name)
+        logger.handlers[:] = [handler]
+        logger.setLevel(max(logging.getLevelName(wanted), logging.getLevelName(level.upper())))
+        logger.propagate = False
+
+
+def serve(models: list[str], config: TranslateConfig, serve_config: ServeConfig) -> int:
+    """Serve ``models`` until SIGINT/SIGTERM (exit status 0) or a failed load (1)."""
+    import uvicorn
+
+    for path in models:
+        if not Path(path).exists():
+            raise MtkitError(f"{path}: no such model")
+    setup_logging(serve_config.log_level)
+    sock = bind(serve_config.host, serve_config.port)
+    service = Service(serve_config)
+    server = uvicorn.Server(uvicorn.Config(
+        create_app(service), log_config=None, access_log=False, lifespan="off",
+        timeout_graceful_shutdown=serve_config.timeout + GRACE,
+    ))  # fmt: skip
+    host, port = sock.getsockname()[:2]
+    url = f"http://{f'[{host}]' if ':' in host else host}:{port}/"
+    print(f"mtkit serve: listening on {url} (loading {', '.join(models)})", file=sys.stderr,
+          flush=True)  # fmt: skip
+
+    def load() -> None:
+        try:
+            service.model = load_model(models, config, serve_config)
+        except Exception as err:  # a failed load ends the server, with the reason
+            service.error = str(err) if isinstance(err, MtkitError) else repr(err)
+            server.should_exit = True
+            return
+        src, tgt = service.model.pair
+        log.info("ready: %s-%s, engine %s, beam %d (%s)", src, tgt, config.engine,
+                 config.search.width, url)  # fmt: skip
+
+    threading.Thread(target=load, name="mtkit-load", daemon=True).start()
+    stopped_by = _run(server, sock)
+    if service.model is not None:
+        service.model.batcher.close(timeout=GRACE)
+    if service.error:
+        raise MtkitError(service.error)
+    if stopped_by:
+        print(f"mtkit serve: stopped by {signal.Signals(stopped_by).name}", file=sys.stderr)
+    return 0
+
+
+def _run(server: Any, sock: socket.socket) -> int:
+    """Run uvicorn; the signal that stopped it (0: none). uvicorn raises the signal again once
+    it is done: a handler of ours takes it, so that the process ends normally."""
+    caught: list[int] = []
+    signals = (signal.SIGINT, signal.SIGTERM)
+    old = {sig: signal.signal(sig, lambda signum, frame: caught.append(signum)) for sig in signals}
+    try:
+        server.run(sockets=[sock])
+    finally:
+        for sig, handler in old.items():
+            signal.signal(sig, handler)
+    return caught[0] if caught else 0

@@ -1,0 +1,203 @@
+"""LibreTranslate's request and response shapes, and every check on a request, without HTTP.
+
+``POST /translate`` takes ``{"q": "text" or ["a", "b"], "source": "en", "target": "de",
+"format": "text", "alternatives": N, "api_key": "..."}`` as JSON (or as an HTML form) and
+answers ``{"translatedText": "..."}`` (a list for a list), with ``"alternatives"`` (N more
+translations from the n-best list) when asked. mtkit adds ``"beam"`` (an int) to choose the
+beam per request. Unknown fields are ignored, as LibreTranslate does.
+
+Each text is split on newlines; every line is translated on its own and the translations are
+joined with ``\\n`` again (a ``\\r`` before a newline is dropped, as ``mtkit translate`` does).
+
+Problems raise :class:`ApiError`: an HTTP status and a JSON body that names the field.
+"""
+
+from __future__ import annotations
+
+import json
+import urllib.parse
+from dataclasses import dataclass
+from typing import Any
+
+from mtkit.config import SearchConfig, ServeConfig
+from mtkit.engines.base import Translation
+from mtkit.errors import MtkitError
+
+MAX_BEAM = 16  # a request may ask for any beam up to this
+
+
+class ApiError(Exception):
+    """A request the server refuses: ``status``, the ``field`` at fault, and why."""
+
+    def __init__(
+        self, status: int, field: str, message: str, headers: dict[str, str] | None = None
+    ) -> None:
+        super().__init__(f"{field}: {message}")
+        self.status, self.field, self.headers = status, field, headers or {}
+
+    def body(self) -> dict[str, str]:
+        return {"error": str(self), "field": self.field}
+
+
+@dataclass
+class TranslateRequest:
+    """A checked request: its texts, the lines to translate and the search to use."""
+
+    texts: list[str]
+    many: bool  # q was a list
+    lines: list[str]  # every text's lines, in order
+    counts: list[int]  # lines per text
+    alternatives: int
+    search: SearchConfig
+    detected: str | None  # source "auto": the model's source language
+
+
+# ---------------------------------------------------------------------------------------------
+# The body
+
+
+def decode_body(body: bytes, content_type: str) -> dict[str, Any]:
+    """The fields of a JSON object or an HTML form (``application/x-www-form-urlencoded``,
+    unless the body is plainly JSON)."""
+    try:
+        text = body.decode("utf-8")
+    except UnicodeDecodeError as err:
+        raise ApiError(400, "body", f"invalid UTF-8 (byte 0x{body[err.start]:02x} at byte "
+                                    f"{err.start})") from None  # fmt: skip
+    form = content_type.split(";")[0].strip().lower() == "application/x-www-form-urlencoded"
+    if form and not text.lstrip().startswith(("{", "[")):  # `curl -d '{...}'` sends JSON as a form
+        return _form_fields(text)
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as err:
+        raise ApiError(400, "body", f"malformed JSON ({err.msg} at line {err.lineno} column "
+                                    f"{err.colno})") from None  # fmt: skip
+    if not isinstance(data, dict):
+        raise ApiError(400, "body", f"expected a JSON object, got {_kind(data)}")
+    return data
+
+
+def _form_fields(text: str) -> dict[str, Any]:
+    """Form fields; a repeated ``q`` is a list, numbers stay text until checked."""
+    try:
+        pairs = urllib.parse.parse_qs(text, keep_blank_values=True, errors="strict")
+    except UnicodeDecodeError:
+        raise ApiError(400, "body", "invalid UTF-8 in a percent-encoded form value") from None
+    return {key: values if key == "q" and len(values) > 1 else values[-1]
+            for key, values in pairs.items()}  # fmt: skip
+
+
+def _kind(value: Any) -> str:
+    names = {dict: "an object", list: "a list", str: "a string", bool: "a boolean",
+             int: "a number", float: "a number", type(None): "null"}  # fmt: skip
+    return names.get(type(value), type(value).__name__)
+
+
+# ---------------------------------------------------------------------------------------------
+# The fields
+
+
+def _text_field(data: dict[str, Any], name: str, default: str | None = None) -> str:
+    value = data.get(name, default)
+    if value is None:
+        raise ApiError(400, name, "missing")
+    if not isinstance(value, str):
+        raise ApiError(400, name, f"must be a string, got {_kind(value)}")
+    return value
+
+
+def _int_field(data: dict[str, Any], name: str, default: int | None, low: int, high: int) -> int:
+    value = data.get(name, default)
+    if isinstance(value, str) and value.strip().isdigit():  # form fields are text
+        value = int(value)
+    if value is None and default is None:
+        return 0
+    if not isinstance(value, int) or isinstance(value, bool):
+        raise ApiError(400, name, f"must be an integer, got {_kind(value)}")
+    if not low <= value <= high:
+        raise ApiError(400, name, f"must be between {low} and {high}, got {value}")
+    return value
+
+
+def _texts(data: dict[str, Any]) -> tuple[list[str], bool]:
+    if "q" not in data:
+        raise ApiError(400, "q", "missing (the text to translate)")
+    q = data["q"]
+    if isinstance(q, str):
+        return [q], False
+    if isinstance(q, list):
+        for i, item in enumerate(q):
+            if not isinstance(item, str):
+                raise ApiError(400, "q", f"must be a string or a list of strings; item {i} is "
+                                         f"{_kind(item)}")  # fmt: skip
+        return q, True
+    raise ApiError(400, "q", f"must be a string or a list of strings, got {_kind(q)}")
+
+
+def split_lines(text: str) -> list[str]:
+    """A text's lines: split on ``\\n``, a ``\\r`` before it dropped."""
+    return [line[:-1] if line.endswith("\r") else line for line in text.split("\n")]
+
+
+def parse_request(
+    data: dict[str, Any], pair: tuple[str, str], search: SearchConfig, config: ServeConfig
+) -> TranslateRequest:
+    """Check a request's fields against the model's ``pair`` and the limits in ``config``;
+    ``search`` is the server's default, changed by ``beam`` and ``alternatives``."""
+    texts, many = _texts(data)
+    chars = sum(len(text) for text in texts)
+    if chars > config.max_chars:
+        raise ApiError(400, "q", f"{chars} characters, more than the limit of {config.max_chars}")
+    per_text = [split_lines(text) for text in texts]
+    counts = [len(lines) for lines in per_text]
+    if sum(counts) > config.max_lines:
+        raise ApiError(400, "q", f"{sum(counts)} lines, more than the limit of "
+                                 f"{config.max_lines}")  # fmt: skip
+    source, target = _text_field(data, "source"), _text_field(data, "target")
+    if source not in (pair[0], "auto") or target != pair[1]:
+        wrong = "source" if source not in (pair[0], "auto") else "target"
+        raise ApiError(400, wrong, f"this server translates {pair[0]}-{pair[1]} only, "
+                                   f"not {source}-{target}")  # fmt: skip
+    form = _text_field(data, "format", "text")
+    if form != "text":
+        raise ApiError(400, "format", f"only 'text' is supported, got {form!r}")
+    beam = _int_field(data, "beam", search.width, 1, MAX_BEAM)
+    alternatives = _int_field(data, "alternatives", 0, 0, beam - 1)
+    try:
+        search = search.replace(beam=beam, nbest=alternatives + 1)
+    except MtkitError as err:
+        raise ApiError(400, "beam", str(err)) from None
+    lines = [line for lines in per_text for line in lines]
+    detected = pair[0] if source == "auto" else None
+    return TranslateRequest(texts, many, lines, counts, alternatives, search, detected)
+
+
+# ---------------------------------------------------------------------------------------------
+# The answer
+
+
+def _joined(lines: list[list[Translation]], rank: int) -> str:
+    """One text: each line's hypothesis of ``rank`` (its best where it has fewer)."""
+    return "\n".join(hyps[min(rank, len(hyps) - 1)].text if hyps else "" for hyps in lines)
+
+
+def build_response(request: TranslateRequest, results: list[list[Translation]]) -> dict[str, Any]:
+    """LibreTranslate's answer for ``results`` (one entry per line of ``request.lines``)."""
+    texts, alternatives, start = [], [], 0
+    for count in request.counts:
+        lines = results[start : start + count]
+        start += count
+        texts.append(_joined(lines, 0))
+        alternatives.append([_joined(lines, k) for k in range(1, request.alternatives + 1)])
+    answer: dict[str, Any] = {"translatedText": texts if request.many else texts[0]}
+    if request.alternatives:
+        answer["alternatives"] = alternatives if request.many else alternatives[0]
+    if request.detected:
+        detected = {"confidence": 100.0, "language": request.detected}
+        answer["detectedLanguage"] = [detected] * len(texts) if request.many else detected
+    return answer
+
+
+def target_tokens(results: list[list[Translation]]) -> int:
+    """Target pieces of the best translations (for the log)."""
+    return sum(hyps[0].tokens for hyps in results if hyps)

@@ -1,0 +1,264 @@
+"""The HTTP side of `mtkit serve`: a FastAPI app over a :class:`Service`.
+
+The model loads in the background (``/health`` says ``loading``, then ``ready``); requests are
+checked by :mod:`mtkit.serve.api`, translated through the :class:`~mtkit.serve.batcher.Batcher`
+and answered in LibreTranslate's shapes. Every refusal is JSON naming the field at fault. One
+log line per request (``mtkit.serve`` logger, level info): method, path, status, latency,
+and for translations the lines and target tokens.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hmac
+import logging
+import math
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from importlib import resources
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.responses import HTMLResponse, JSONResponse
+
+from mtkit.config import SearchConfig, ServeConfig
+from mtkit.engines.base import Engine
+from mtkit.errors import MtkitError
+from mtkit.serve.api import (
+    ApiError,
+    build_response,
+    decode_body,
+    parse_request,
+    target_tokens,
+)
+from mtkit.serve.batcher import Batcher, Closed, QueueFull
+from mtkit.serve.languages import language_name
+
+log = logging.getLogger("mtkit.serve")
+
+
+@dataclass
+class Model:
+    """A loaded model, its language pair, its default search and its batcher."""
+
+    engine: Engine
+    pair: tuple[str, str]
+    batcher: Batcher
+    search: SearchConfig
+    name: str = ""
+
+
+@dataclass
+class Service:
+    """What the app serves: ``model`` is None while loading (and after a failed load)."""
+
+    config: ServeConfig
+    model: Model | None = None
+    error: str = ""  # why loading failed
+    started: float = field(default_factory=time.monotonic)
+
+    def ready(self) -> Model:
+        if self.model is None:
+            why = f"the model failed to load: {self.error}" if self.error else "loading the model"
+            raise ApiError(503, "model", why, {"Retry-After": "1"})
+        return self.model
+
+
+def token_counter(engine: Engine) -> Callable[[Sequence[str]], int] | None:
+    """Source pieces + EOS of some lines, with the engine's own source tokenizer if it has one."""
+    tokenizer = getattr(engine, "src_tokenizer", None) or getattr(engine, "src", None)
+    if tokenizer is None:
+        return None
+    return lambda lines: sum(len(ids) + 1 for ids in tokenizer.encode(list(lines)))
+
+
+TRANSLATE_BODY = {
+    "required": True,
+    "content": {
+        "application/json": {
+            "schema": {
+                "type": "object",
+                "required": ["q", "source", "target"],
+                "properties": {
+                    "q": {"oneOf": [{"type": "string"},
+                                    {"type": "array", "items": {"type": "string"}}],
+                          "description": "Text (lines translated one by one) or a list of texts"},
+                    "source": {"type": "string", "description": "Source code, or 'auto'"},
+                    "target": {"type": "string"},
+                    "format": {"type": "string", "enum": ["text"], "default": "text"},
+                    "alternatives": {"type": "integer", "minimum": 0, "default": 0,
+                                     "description": "More translations from the n-best list"},
+                    "beam": {"type": "integer", "minimum": 1,
+                             "description": "Beam width (mtkit; default: the server's)"},
+                    "api_key": {"type": "string"},
+                },
+            },
+            "example": {"q": "A man rides a bike.", "source": "en", "target": "de"},
+        }
+    },
+}  # fmt: skip
+
+
+async def read_body(request: Request, limit: int) -> bytes:
+    """The request body, refused with 413 as soon as it exceeds ``limit`` bytes."""
+    too_big = ApiError(413, "body", f"larger than the limit of {limit} bytes (--max-body-bytes)")
+    length = request.headers.get("content-length", "")
+    if length.isdigit() and int(length) > limit:
+        raise too_big
+    chunks, size = [], 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > limit:
+            raise too_big
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def check_key(config: ServeConfig, request: Request, data: dict[str, Any] | None) -> None:
+    """With --api-key: the key from ``Authorization: Bearer``, ``X-API-Key`` or ``api_key``."""
+    if not config.api_key:
+        return
+    given = request.headers.get("x-api-key") or ""
+    auth = request.headers.get("authorization", "")
+    if auth.lower().startswith("bearer "):
+        given = auth[7:].strip()
+    if not given and data is not None and isinstance(data.get("api_key"), str):
+        given = data["api_key"]
+    if not given:
+        raise ApiError(401, "api_key", "this server needs an API key (api_key, or the header "
+                                       "'Authorization: Bearer KEY')")  # fmt: skip
+    if not hmac.compare_digest(given.encode("utf-8", "replace"), config.api_key.encode()):
+        raise ApiError(403, "api_key", "invalid API key")
+
+
+def error_response(err: ApiError) -> JSONResponse:
+    return JSONResponse(err.body(), status_code=err.status, headers=err.headers)
+
+
+def create_app(service: Service) -> FastAPI:
+    """The app: /translate, /languages, /health, / (the page), /docs and /openapi.json."""
+    config = service.config
+    about = "Machine translation with mtkit, LibreTranslate-compatible."
+    app = FastAPI(title="mtkit serve", version="1", description=about)
+    app.add_middleware(RequestLog)
+
+    @app.post("/translate", openapi_extra={"requestBody": TRANSLATE_BODY})
+    async def translate(request: Request) -> JSONResponse:
+        """Translate one text or a list of texts (LibreTranslate's API)."""
+        start = time.monotonic()
+        try:
+            if _key_in_headers(request):  # refuse a wrong key before reading the body
+                check_key(config, request, None)
+            model = service.ready()
+            data = decode_body(await read_body(request, config.max_body_bytes),
+                               request.headers.get("content-type", ""))  # fmt: skip
+            check_key(config, request, data)
+            checked = parse_request(data, model.pair, model.search, config)
+            try:
+                model.engine.check(checked.search)
+            except MtkitError as err:
+                raise ApiError(400, "alternatives" if checked.alternatives else "beam",
+                               str(err)) from None  # fmt: skip
+            if not checked.lines:
+                return JSONResponse(build_response(checked, []))
+            results = await _translated(model.batcher, checked.lines, checked.search,
+                                        config.timeout - (time.monotonic() - start))  # fmt: skip
+        except ApiError as err:
+            return error_response(err)
+        state = request.scope.setdefault("state", {})
+        state["lines"], state["tokens"] = len(checked.lines), target_tokens(results)
+        return JSONResponse(build_response(checked, results))
+
+    @app.get("/languages")
+    async def languages() -> Any:
+        """The languages this server translates (LibreTranslate's shape)."""
+        try:
+            src, tgt = service.ready().pair
+        except ApiError as err:
+            return error_response(err)
+        return [
+            {"code": src, "name": language_name(src), "targets": [tgt]},
+            {"code": tgt, "name": language_name(tgt), "targets": []},
+        ]
+
+    @app.get("/health")
+    async def health() -> JSONResponse:
+        """200 and ``ready`` once the model is loaded; 503 ``loading`` (or ``failed``) before."""
+        model = service.model
+        if model is None:
+            status = "failed" if service.error else "loading"
+            return JSONResponse({"status": status, "error": service.error}, status_code=503)
+        return JSONResponse({"status": "ready", "model": model.name,
+                             "source": model.pair[0], "target": model.pair[1],
+                             "waiting": model.batcher.waiting,
+                             "batches": model.batcher.stats.batches})  # fmt: skip
+
+    @app.get("/", response_class=HTMLResponse, include_in_schema=False)
+    async def page() -> HTMLResponse:
+        return HTMLResponse(PAGE)
+
+    return app
+
+
+def _key_in_headers(request: Request) -> bool:
+    """Whether the client sent a key in a header (else it may come in the body)."""
+    return bool(request.headers.get("x-api-key") or request.headers.get("authorization"))
+
+
+async def _translated(
+    batcher: Batcher, lines: list[str], search: SearchConfig, timeout: float
+) -> list:
+    """Queue ``lines``, wait for their translations at most ``timeout`` seconds."""
+    try:
+        job = batcher.submit(lines, search)
+    except QueueFull as err:
+        raise ApiError(503, "queue", f"the server is busy: {err}", {"Retry-After": "1"}) from None
+    except Closed as err:
+        raise ApiError(503, "server", str(err), {"Retry-After": "5"}) from None
+    try:
+        return await asyncio.wait_for(asyncio.wrap_future(job.future), max(timeout, 0.0))
+    except asyncio.TimeoutError:
+        raise ApiError(504, "timeout", f"no translation within {_seconds(timeout)} "
+                                       "(--timeout)") from None  # fmt: skip
+    except MtkitError as err:
+        raise ApiError(400, "q", str(err)) from None
+    except Exception as err:  # the engine failed on this request (and on this one alone)
+        log.exception("translation failed")
+        raise ApiError(500, "q", f"translation failed ({type(err).__name__})") from None
+
+
+def _seconds(value: float) -> str:
+    return f"{math.ceil(max(value, 0) * 10) / 10:g} s"
+
+
+class RequestLog:
+    """ASGI middleware: one log line per request, with lines and tokens where the route set
+    them (``scope["state"]``)."""
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+
+    async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        start, status = time.monotonic(), [0]
+
+        async def sending(message: dict) -> None:
+            if message["type"] == "http.response.start":
+                status[0] = message["status"]
+            await send(message)
+
+        try:
+            await self.app(scope, receive, sending)
+        finally:
+            state = scope.get("state") or {}
+            extra = ""
+            if "lines" in state:
+                extra = f" lines={state['lines']} tokens={state['tokens']}"
+            log.info("%s %s %d %.1fms%s", scope["method"], scope["path"], status[0],
+                     (time.monotonic() - start) * 1000, extra)  # fmt: skip
+
+
+PAGE = resources.files("mtkit.serve").joinpath("static/index.html").read_text(encoding="utf-8")

@@ -1,0 +1,117 @@
+"""Helpers of the serve tests: sentences, `mtkit serve` as a real process on 127.0.0.1 with a
+plain client, and `mtkit translate`'s outputs to compare with."""
+
+from __future__ import annotations
+
+import dataclasses
+import http.client
+import json
+import os
+import random
+import re
+import subprocess
+import sys
+import time
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+from click.testing import CliRunner
+
+from mtkit.cli import cli
+
+WORDS = "a man woman dog cat runs sits on the red blue street house ball plays with".split()
+# the server's search options, given to `mtkit translate` as well for the expected outputs
+FAST = ["--beam", "2", "--max-len-a", "0", "--max-len-b", "4", "--threads", "1"]
+
+
+def sentences(n: int, seed: int = 1) -> list[str]:
+    rng = random.Random(seed)
+    return [" ".join(rng.choices(WORDS, k=rng.randint(1, 9))) for _ in range(n)]
+
+
+@dataclasses.dataclass
+class Reply:
+    status: int
+    body: Any
+    headers: dict[str, str]
+
+
+class Server:
+    """`python -m mtkit serve` on a free port of 127.0.0.1, ready once /health says so."""
+
+    def __init__(self, ckpt: str, log: Path, *options: str, env: dict | None = None) -> None:
+        args = [sys.executable, "-m", "mtkit", "serve", "-m", ckpt, "--port", "0",
+                "--source-lang", "en", "--target-lang", "de", *FAST, *options]  # fmt: skip
+        self.log = log
+        env = {**os.environ, **(env or {})}
+        self.proc = subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                     stderr=log.open("wb"), env=env)  # fmt: skip
+        self.port = self._port()
+        deadline = time.monotonic() + 60
+        while self.get("/health").status != 200:
+            assert time.monotonic() < deadline, self.stderr()
+            time.sleep(0.05)
+
+    def _port(self) -> int:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            found = re.search(r"listening on http://127\.0\.0\.1:(\d+)/", self.stderr())
+            if found:
+                return int(found.group(1))
+            assert self.proc.poll() is None, self.stderr()
+            time.sleep(0.05)
+        raise AssertionError(f"no address printed: {self.stderr()}")
+
+    def stderr(self) -> str:
+        return self.log.read_text(encoding="utf-8", errors="replace")
+
+    def request(self, method: str, path: str, body: bytes | None = None,
+                headers: dict[str, str] | None = None, timeout: float = 60) -> Reply:  # fmt: skip
+        conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=timeout)
+        try:
+            conn.request(method, path, body=body, headers=headers or {})
+            response = conn.getresponse()
+            data = response.read()
+        finally:
+            conn.close()
+        try:
+            parsed = json.loads(data)
+        except ValueError:
+            parsed = data.decode("utf-8", "replace")
+        return Reply(response.status, parsed, {k.lower(): v for k, v in response.getheaders()})
+
+    def get(self, path: str) -> Reply:
+        try:
+            return self.request("GET", path, timeout=5)
+        except OSError:
+            return Reply(0, None, {})
+
+    def translate(self, fields: dict[str, Any], headers: dict[str, str] | None = None) -> Reply:
+        body = json.dumps({"source": "en", "target": "de", **fields}).encode()
+        return self.request("POST", "/translate", body,
+                            {"Content-Type": "application/json", **(headers or {})})  # fmt: skip
+
+    def stop(self, timeout: float = 30) -> int:
+        if self.proc.poll() is None:
+            self.proc.terminate()
+        return self.proc.wait(timeout)
+
+
+@cache
+def translated(ckpt: str, lines: tuple[str, ...], *options: str) -> tuple[tuple[str, ...], ...]:
+    """`mtkit translate` of ``lines`` with FAST and ``options``: per line, its n-best texts."""
+    result = CliRunner().invoke(cli, ["translate", "-m", ckpt, *FAST, *options, "-q"],
+                                input="".join(line + "\n" for line in lines))  # fmt: skip
+    assert result.exit_code == 0, result.output
+    if "--nbest" not in options:
+        return tuple((text,) for text in result.stdout.split("\n")[:-1])
+    hyps: list[list[str]] = [[] for _ in lines]
+    for row in result.stdout.splitlines():
+        number, _, _, _, text = row.split("\t")
+        hyps[int(number) - 1].append(text)
+    return tuple(map(tuple, hyps))
+
+
+def best(ckpt: str, lines: list[str], *options: str) -> list[str]:
+    return [hyps[0] for hyps in translated(ckpt, tuple(lines), *options)]

@@ -1,0 +1,94 @@
+"""Request checks and answers without HTTP, and where a server's language pair comes from."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import torch
+
+from mtkit.config import SearchConfig, ServeConfig
+from mtkit.engines.base import Translation
+from mtkit.errors import MtkitError
+from mtkit.serve.api import ApiError, build_response, decode_body, parse_request, split_lines
+from mtkit.serve.languages import checkpoint_languages, resolve_languages
+
+PAIR = ("en", "de")
+
+
+def parse(**fields):
+    return parse_request({"source": "en", "target": "de", **fields}, PAIR, SearchConfig(),
+                         ServeConfig(max_chars=50, max_lines=4))  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    "text, lines",
+    [("a", ["a"]), ("a\nb", ["a", "b"]), ("a\r\nb\r", ["a", "b"]), ("", [""]), ("a\n", ["a", ""]),
+     ("a\rb", ["a\rb"])],
+)  # fmt: skip
+def test_split_lines(text: str, lines: list[str]) -> None:
+    assert split_lines(text) == lines
+
+
+@pytest.mark.parametrize(
+    "body, content_type, fields",
+    [(b'{"q": "x"}', "application/json", {"q": "x"}),
+     (b'{"q": "x"}', "application/x-www-form-urlencoded", {"q": "x"}),  # curl -d '{...}'
+     (b"q=a+b&q=c&alternatives=2", "application/x-www-form-urlencoded",
+      {"q": ["a b", "c"], "alternatives": "2"})],
+)  # fmt: skip
+def test_decode_body(body: bytes, content_type: str, fields: dict) -> None:
+    assert decode_body(body, content_type) == fields
+
+
+def test_a_request_becomes_lines_and_a_search() -> None:
+    checked = parse(q=["a b\nc", "d"], alternatives=2, beam=3)
+    assert (checked.lines, checked.counts, checked.many) == (["a b", "c", "d"], [2, 1], True)
+    assert checked.search == SearchConfig(beam=3, nbest=3)
+    assert parse(q="x", alternatives="1").search == SearchConfig(nbest=2)  # a form's text
+
+
+@pytest.mark.parametrize(
+    "fields, field, says",
+    [({"q": "x" * 51}, "q", "51 characters, more than the limit of 50"),
+     ({"q": "a\nb\nc\nd\ne"}, "q", "5 lines, more than the limit of 4"),
+     ({"q": "x", "source": "fr"}, "source", "this server translates en-de only, not fr-de"),
+     ({"q": "x", "alternatives": 5}, "alternatives", "must be between 0 and 4, got 5"),
+     ({"q": "x", "beam": 2, "alternatives": 2}, "alternatives", "between 0 and 1, got 2"),
+     ({"q": "x", "beam": True}, "beam", "must be an integer, got a boolean"),
+     ({"q": None}, "q", "must be a string or a list of strings, got null"),
+     ({"q": "x", "target": 3}, "target", "must be a string, got a number")],
+)  # fmt: skip
+def test_refusals_name_the_field(fields: dict, field: str, says: str) -> None:
+    with pytest.raises(ApiError) as caught:
+        parse(**fields)
+    assert caught.value.status == 400 and caught.value.field == field
+    assert says in str(caught.value) and str(caught.value).startswith(f"{field}: ")
+
+
+def test_answers_in_libretranslates_shapes() -> None:
+    hyp = lambda text: Translation(text, 0.0, 0.0, 2)  # noqa: E731
+    results = [[hyp("A1"), hyp("A2")], [], [hyp("C1"), hyp("C2")]]
+    many = parse(q=["a\nb", "c"], alternatives=1, source="auto")
+    assert build_response(many, results) == {
+        "translatedText": ["A1\n", "C1"], "alternatives": [["A2\n"], ["C2"]],
+        "detectedLanguage": [{"confidence": 100.0, "language": "en"}] * 2,
+    }  # fmt: skip
+    assert build_response(parse(q="c"), results[2:]) == {"translatedText": "C1"}
+
+
+def test_languages_come_from_the_options_or_the_checkpoint(tmp_path: Path) -> None:
+    data = tmp_path / "data-bin"
+    data.mkdir()
+    (data / "manifest.json").write_text(json.dumps({"src_lang": "fr", "tgt_lang": "en"}))
+    assert checkpoint_languages({"train_config": {"data": str(data)}}) == ("fr", "en")
+    assert checkpoint_languages({"src_lang": "cs", "tgt_lang": "uk"}) == ("cs", "uk")
+    assert checkpoint_languages({"train_config": {"data": str(tmp_path / "gone")}}) is None
+    assert resolve_languages(("en", "de"), ["any.pt"], "mtkit") == ("en", "de")
+
+
+def test_a_checkpoint_without_languages_needs_the_options(ckpt: str) -> None:
+    assert "train_config" not in torch.load(ckpt, weights_only=True)
+    with pytest.raises(MtkitError, match="give --source-lang and --target-lang"):
+        resolve_languages(("", ""), [ckpt], "mtkit")

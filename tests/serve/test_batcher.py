@@ -1,0 +1,169 @@
+"""The cross-request batcher with a fake engine: exact outputs, batches, errors, the queue."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Sequence
+
+import pytest
+
+from mtkit.config import SearchConfig, TranslateConfig
+from mtkit.engines.base import Translation
+from mtkit.serve.batcher import Batcher, Closed, QueueFull
+
+BEAM5, BEAM2 = SearchConfig(), SearchConfig(beam=2)
+
+
+class FakeEngine:
+    """Upper-cases each line; 'boom' in a call fails it; 'gate' blocks until released."""
+
+    def __init__(self) -> None:
+        self.config = TranslateConfig()
+        self.calls: list[tuple[list[str], SearchConfig]] = []
+        self.release = threading.Event()
+        self.entered = threading.Event()
+
+    def check(self, search: SearchConfig) -> None:
+        pass
+
+    def translate(
+        self, lines: Sequence[str], search: SearchConfig | None = None, *args: object
+    ) -> list[list[Translation]]:
+        self.calls.append((list(lines), search))
+        if "gate" in lines:
+            self.entered.set()
+            assert self.release.wait(5)
+        if "boom" in lines:
+            raise RuntimeError("boom")
+        return [[Translation(line.upper(), 0.0, 0.0, len(line.split()))] if line.strip() else []
+                for line in lines]  # fmt: skip
+
+
+def started(engine: FakeEngine, **kwargs) -> Batcher:
+    options = dict(max_tokens=10, max_wait=0.05, queue_size=100) | kwargs
+    return Batcher(engine, **options).start()  # type: ignore[arg-type]
+
+
+def texts(job) -> list[str]:
+    return [hyps[0].text if hyps else "" for hyps in job.future.result(timeout=5)]
+
+
+def hold(engine: FakeEngine, batcher: Batcher):
+    """Keep the worker busy on a 'gate' job, so that the next jobs queue up together."""
+    job = batcher.submit(["gate"], BEAM5)
+    assert engine.entered.wait(5)
+    return job
+
+
+def test_each_request_gets_its_own_lines_in_order() -> None:
+    engine = FakeEngine()
+    batcher = started(engine, max_tokens=1000)
+    gate = hold(engine, batcher)
+    jobs = [batcher.submit([f"job {i} line {k}" for k in range(i % 3 + 1)] + [""], BEAM5)
+            for i in range(12)]  # fmt: skip
+    engine.release.set()
+    assert texts(gate) == ["GATE"]
+    for i, job in enumerate(jobs):
+        assert texts(job) == [f"JOB {i} LINE {k}" for k in range(i % 3 + 1)] + [""]
+    assert len(engine.calls) == 2  # the gate, then all twelve in one batch
+    batcher.close(5)
+
+
+def test_batches_group_by_search_within_the_token_budget() -> None:
+    # the module docstring's example: a(4, beam 5) b(3, beam 2) c(4, beam 5) d(5, beam 5)
+    engine = FakeEngine()
+    batcher = started(engine, max_tokens=10)
+    gate = hold(engine, batcher)
+    a = batcher.submit(["a a a"], BEAM5)  # 3 words + EOS = 4 tokens
+    b = batcher.submit(["b b"], BEAM2)
+    c = batcher.submit(["c c c"], BEAM5)
+    d = batcher.submit(["d d d d"], BEAM5)
+    engine.release.set()
+    assert [texts(job) for job in (gate, a, b, c, d)] == [
+        ["GATE"], ["A A A"], ["B B"], ["C C C"], ["D D D D"]]  # fmt: skip
+    assert [(lines, search.width) for lines, search in engine.calls] == [
+        (["gate"], 5), (["a a a", "c c c"], 5), (["b b"], 2), (["d d d d"], 5)]  # fmt: skip
+    assert batcher.stats.sizes == [1, 2, 1, 1]
+    batcher.close(5)
+
+
+def test_a_job_larger_than_the_budget_runs_alone() -> None:
+    engine = FakeEngine()
+    batcher = started(engine, max_tokens=4)
+    gate = hold(engine, batcher)
+    big, small = batcher.submit(["x " * 20], BEAM5), batcher.submit(["y"], BEAM5)
+    engine.release.set()
+    assert texts(gate) == ["GATE"] and texts(big) == ["X " * 20] and texts(small) == ["Y"]
+    assert [lines for lines, _ in engine.calls[1:]] == [["x " * 20], ["y"]]
+    batcher.close(5)
+
+
+def test_the_wait_limit_lets_later_requests_join() -> None:
+    engine = FakeEngine()
+    batcher = started(engine, max_tokens=100, max_wait=0.5)
+    first = batcher.submit(["one"], BEAM5)
+    time.sleep(0.1)
+    second = batcher.submit(["two"], BEAM5)
+    assert texts(first) == ["ONE"] and texts(second) == ["TWO"]
+    assert [lines for lines, _ in engine.calls] == [["one", "two"]]
+    batcher.close(5)
+
+
+def test_no_wait_runs_one_request_at_a_time() -> None:
+    engine = FakeEngine()
+    batcher = started(engine, max_tokens=2, max_wait=0.0)
+    jobs = [batcher.submit([f"s{i}"], BEAM5) for i in range(5)]
+    assert [texts(job) for job in jobs] == [[f"S{i}"] for i in range(5)]
+    assert all(len(lines) == 1 for lines, _ in engine.calls)
+    batcher.close(5)
+
+
+def test_one_failing_request_does_not_fail_the_others() -> None:
+    engine = FakeEngine()
+    batcher = started(engine, max_tokens=100)
+    gate = hold(engine, batcher)
+    good1 = batcher.submit(["fine"], BEAM5)
+    bad = batcher.submit(["boom"], BEAM5)
+    good2 = batcher.submit(["also fine", "x"], BEAM5)
+    engine.release.set()
+    assert texts(gate) == ["GATE"]
+    assert texts(good1) == ["FINE"] and texts(good2) == ["ALSO FINE", "X"]
+    with pytest.raises(RuntimeError, match="boom"):
+        bad.future.result(timeout=5)
+    assert [lines for lines, _ in engine.calls[1:]] == [
+        ["fine", "boom", "also fine", "x"], ["fine"], ["boom"], ["also fine", "x"]]  # fmt: skip
+    later = batcher.submit(["after"], BEAM5)  # the worker goes on
+    assert texts(later) == ["AFTER"]
+    batcher.close(5)
+
+
+def test_a_full_queue_refuses_and_close_finishes_what_waits() -> None:
+    engine = FakeEngine()
+    batcher = started(engine, queue_size=2)
+    gate = hold(engine, batcher)
+    waiting = [batcher.submit(["p"], BEAM5), batcher.submit(["q"], BEAM2)]
+    with pytest.raises(QueueFull):
+        batcher.submit(["r"], BEAM5)
+    assert batcher.waiting == 2
+    closer = threading.Thread(target=batcher.close, args=(5,))
+    closer.start()
+    time.sleep(0.05)
+    with pytest.raises(Closed):
+        batcher.submit(["s"], BEAM5)
+    engine.release.set()
+    closer.join(5)
+    assert texts(gate) == ["GATE"] and [texts(job) for job in waiting] == [["P"], ["Q"]]
+    assert batcher.close(1)  # the worker has ended
+
+
+def test_a_cancelled_request_is_not_translated() -> None:
+    engine = FakeEngine()
+    batcher = started(engine)
+    gate = hold(engine, batcher)
+    gone, kept = batcher.submit(["gone"], BEAM5), batcher.submit(["kept"], BEAM5)
+    assert gone.future.cancel()  # what a timed-out request does
+    engine.release.set()
+    assert texts(gate) == ["GATE"] and texts(kept) == ["KEPT"]
+    assert ["gone"] not in [lines for lines, _ in engine.calls]
+    batcher.close(5)

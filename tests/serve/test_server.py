@@ -1,0 +1,196 @@
+"""`mtkit serve` as a real process on 127.0.0.1: concurrent clients get exactly what
+`mtkit translate` gives, bad requests get their 4xx alongside, and the limits, the API key and
+SIGTERM behave as documented."""
+
+from __future__ import annotations
+
+import signal
+import threading
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+import pytest
+from serve_helpers import Reply, Server, best, sentences, translated
+
+SENTENCES = sentences(200)
+
+
+def good_requests(ckpt: str) -> list[tuple[dict[str, Any], dict[str, Any]]]:
+    """(request, expected answer) for the 200 sentences: single sentences with the server's
+    search, beam 1, or 1 alternative; lists of three; texts of two lines."""
+    plain, greedy = best(ckpt, SENTENCES), best(ckpt, SENTENCES, "--beam", "1")
+    nbest = translated(ckpt, tuple(SENTENCES), "--nbest", "2")
+    cases = []
+    for i, line in enumerate(SENTENCES[:140]):
+        if i % 4 == 1:
+            cases.append(({"q": line, "beam": 1}, {"translatedText": greedy[i]}))
+        elif i % 4 == 2:
+            answer = {"translatedText": nbest[i][0], "alternatives": [nbest[i][1]]}
+            cases.append(({"q": line, "alternatives": 1}, answer))
+        else:
+            cases.append(({"q": line}, {"translatedText": plain[i]}))
+    for i in range(140, 170, 3):
+        cases.append(({"q": SENTENCES[i : i + 3]}, {"translatedText": plain[i : i + 3]}))
+    for i in range(170, 200, 2):
+        text = f"{SENTENCES[i]}\n{SENTENCES[i + 1]}"
+        cases.append(({"q": text}, {"translatedText": f"{plain[i]}\n{plain[i + 1]}"}))
+    return cases
+
+
+def run_clients(server: Server, cases: list, clients: int, send: Callable | None = None) -> list:
+    """Every case sent by ``clients`` concurrent clients; the replies, in case order."""
+    send = send or (lambda case: server.translate(case[0]))
+    with ThreadPoolExecutor(clients) as pool:
+        return list(pool.map(send, cases))
+
+
+@pytest.fixture(scope="module")
+def server(ckpt: str, tmp_path_factory: pytest.TempPathFactory):
+    log = tmp_path_factory.mktemp("log") / "server.log"
+    started = Server(ckpt, log, "--max-body-bytes", "4000", "--max-chars", "1000",
+                     "--max-lines", "20")  # fmt: skip
+    yield started
+    assert started.stop() == 0, started.stderr()
+
+
+def test_concurrent_clients_get_what_translate_gives(server: Server, ckpt: str) -> None:
+    cases = good_requests(ckpt)
+    replies = run_clients(server, cases, clients=32)
+    for (request, expected), reply in zip(cases, replies, strict=True):
+        assert (reply.status, reply.body) == (200, expected), request
+    health = server.get("/health").body
+    assert health["batches"] < len(cases)  # requests were batched together
+    assert "POST /translate 200" in server.stderr() and "lines=" in server.stderr()
+
+
+BAD: list[tuple[bytes, dict[str, str], int, str]] = [
+    # (body, headers, status, field named)
+    (b'{"q": "a man", "source": "en"', {}, 400, "body"),  # malformed JSON
+    (b'{"q": "a \xff man", "source": "en", "target": "de"}', {}, 400, "body"),  # invalid UTF-8
+    (b'["a man"]', {}, 400, "body"),  # not an object
+    (b'{"q": 7, "source": "en", "target": "de"}', {}, 400, "q"),
+    (b'{"q": ["a", 2], "source": "en", "target": "de"}', {}, 400, "q"),
+    (b'{"source": "en", "target": "de"}', {}, 400, "q"),
+    (b'{"q": "a", "source": "fr", "target": "de"}', {}, 400, "source"),
+    (b'{"q": "a", "source": "en", "target": "fr"}', {}, 400, "target"),
+    (b'{"q": "a", "source": "en", "target": "de", "alternatives": 5}', {}, 400, "alternatives"),
+    (b'{"q": "a", "source": "en", "target": "de", "alternatives": "x"}', {}, 400,
+     "alternatives"),
+    (b'{"q": "a", "source": "en", "target": "de", "beam": 0}', {}, 400, "beam"),
+    (b'{"q": "a", "source": "en", "target": "de", "format": "html"}', {}, 400, "format"),
+    (b'{"q": "' + b"a\\n" * 30 + b'", "source": "en", "target": "de"}', {}, 400, "q"),  # lines
+    (b'{"q": "' + b"a " * 600 + b'", "source": "en", "target": "de"}', {}, 400, "q"),  # chars
+    (b'{"q": "' + b"a" * 5000 + b'", "source": "en", "target": "de"}', {}, 413, "body"),
+]  # fmt: skip
+
+
+def send_bad(server: Server, case: tuple) -> tuple[Reply, int, str]:
+    body, headers, status, field = case
+    reply = server.request("POST", "/translate", body, {"Content-Type": "application/json",
+                                                        **headers})  # fmt: skip
+    return reply, status, field
+
+
+def test_bad_requests_get_their_4xx_while_good_ones_are_answered(server: Server, ckpt: str):
+    cases = good_requests(ckpt)[::2]
+    bad_replies: list = []
+
+    def bad_clients() -> None:
+        with ThreadPoolExecutor(8) as pool:
+            bad_replies.extend(pool.map(lambda case: send_bad(server, case), BAD * 4))
+
+    thread = threading.Thread(target=bad_clients)
+    thread.start()
+    replies = run_clients(server, cases, clients=16)
+    thread.join(60)
+    for (request, expected), reply in zip(cases, replies, strict=True):
+        assert (reply.status, reply.body) == (200, expected), request
+    assert len(bad_replies) == len(BAD) * 4
+    for reply, status, field in bad_replies:
+        assert (reply.status, reply.body["field"]) == (status, field), reply.body
+        assert reply.body["error"].startswith(f"{field}: ")
+    assert server.get("/health").status == 200 and server.proc.poll() is None
+
+
+def test_languages_page_and_docs(server: Server) -> None:
+    languages = server.get("/languages")
+    assert languages.body == [{"code": "en", "name": "English", "targets": ["de"]},
+                              {"code": "de", "name": "German", "targets": []}]  # fmt: skip
+    page = server.get("/")
+    assert page.status == 200 and 'id="translate"' in page.body and "http" not in page.body
+    assert server.get("/openapi.json").body["paths"]["/translate"]["post"]
+    assert server.get("/docs").status == 200
+    reply = server.request("POST", "/translate", b"q=a+man&source=auto&target=de",
+                           {"Content-Type": "application/x-www-form-urlencoded"})  # fmt: skip
+    assert reply.status == 200 and reply.body["detectedLanguage"]["language"] == "en"
+
+
+# A slow server: every output is forced to 60 tokens, so requests of many lines take a while
+SLOW = ["--min-len", "60", "--max-len-b", "60", "--max-wait-ms", "0", "--max-batch-tokens", "64"]
+
+
+def heavy(n: int = 40, offset: int = 0) -> dict[str, Any]:
+    return {"q": SENTENCES[offset : offset + n], "beam": 4}
+
+
+def test_a_full_queue_answers_503_with_retry_after(start_server: Callable) -> None:
+    server = start_server(*SLOW, "--queue-size", "1")
+    replies = run_clients(server, [heavy(offset=i) for i in range(16)], clients=16,
+                          send=server.translate)  # fmt: skip
+    statuses = sorted(reply.status for reply in replies)
+    assert set(statuses) == {200, 503}, statuses
+    for reply in replies:
+        if reply.status == 503:
+            assert reply.headers["retry-after"] == "1" and reply.body["field"] == "queue"
+    assert server.translate({"q": "a man"}).status == 200  # and it goes on
+    assert server.stop() == 0
+
+
+def test_a_late_answer_is_a_504(start_server: Callable) -> None:
+    server = start_server(*SLOW, "--timeout", "0.3")
+    replies = run_clients(server, [heavy(offset=i) for i in range(8)], clients=8,
+                          send=server.translate)  # fmt: skip
+    late = [reply for reply in replies if reply.status == 504]
+    assert late and {reply.status for reply in replies} <= {200, 504}
+    assert late[0].body == {"error": "timeout: no translation within 0.3 s (--timeout)",
+                            "field": "timeout"}  # fmt: skip
+    assert server.translate({"q": "a man"}).status == 200
+    assert server.stop() == 0
+
+
+def test_the_api_key(start_server: Callable, ckpt: str) -> None:
+    server = start_server(env={"MTKIT_API_KEY": "s3cret"})
+    missing, wrong = server.translate({"q": "a man"}), server.translate({"q": "a", "api_key": "x"})
+    assert (missing.status, missing.body["field"]) == (401, "api_key")
+    assert (wrong.status, wrong.body["error"]) == (403, "api_key: invalid API key")
+    bearer = server.translate({"q": "a man"}, {"Authorization": "Bearer s3cret"})
+    in_body = server.translate({"q": "a man", "api_key": "s3cret"})
+    expected = best(ckpt, ["a man"])[0]
+    assert bearer.body == in_body.body == {"translatedText": expected}
+    assert server.translate({"q": "a"}, {"X-API-Key": "nope"}).status == 403
+    assert server.get("/health").status == 200 and server.get("/languages").status == 200
+    assert server.stop() == 0
+
+
+def test_sigterm_answers_requests_in_flight_then_exits_0(start_server: Callable, ckpt: str):
+    server = start_server(*SLOW)
+    cases = [heavy(20, offset=20 * i) for i in range(10)]
+    with ThreadPoolExecutor(len(cases)) as pool:
+        futures = [pool.submit(server.translate, case) for case in cases]
+        time.sleep(0.15)  # all sent; the first batches are being translated
+        assert not all(future.done() for future in futures)
+        start = time.monotonic()
+        server.proc.send_signal(signal.SIGTERM)
+        replies = [future.result(60) for future in futures]
+    assert server.proc.wait(30) == 0, server.stderr()
+    assert time.monotonic() - start < 30
+    expected = best(ckpt, SENTENCES, *SLOW[:4], "--beam", "4")
+    for i, reply in enumerate(replies):
+        assert (reply.status, reply.body) == (
+            200,
+            {"translatedText": expected[20 * i : 20 * i + 20]},
+        )
+    assert "stopped by SIGTERM" in server.stderr()
+    assert server.get("/health").status == 0  # no longer listening
