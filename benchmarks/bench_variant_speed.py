@@ -15,7 +15,9 @@ over all of them:
   (``mtkit.model.inference.cache_bytes_per_sentence``).
 
 Each figure is also given as a ratio to the baseline of the same run; the best of ``--rounds``
-counts for speeds. Prints the CPU model and flags first.
+counts for speeds. Prints the CPU model and flags first. With ``--threads 1`` (the default)
+speeds are tokens per CPU-second of this process (``time.process_time``), which other work on a
+shared machine hardly changes; with more threads, tokens per wall-clock second.
 
     .venv/bin/python benchmarks/bench_variant_speed.py [--rounds 2] [--threads 1] [--only a,b]
 """
@@ -27,6 +29,7 @@ import platform
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import torch
@@ -69,13 +72,15 @@ def sources(count: int, vocab: int, seed: int = 0) -> torch.Tensor:
     return out
 
 
-def decode_speed(model: torch.nn.Module, src: torch.Tensor, length: int) -> float:
+def decode_speed(
+    model: torch.nn.Module, src: torch.Tensor, length: int, clock: Callable[[], float]
+) -> float:
     """Beam-5 target tokens/s (EOS included) with every output forced to ``length`` tokens."""
     search = SearchConfig(beam=5, max_len_a=0.0, max_len_b=length, min_len=length)
     generate([model], src[:4], search)  # warm-up
-    start = time.perf_counter()
+    start = clock()
     found = generate([model], src, search)
-    seconds = time.perf_counter() - start
+    seconds = clock() - start
     return sum(len(hyps[0].tokens) + 1 for hyps in found) / seconds
 
 
@@ -85,13 +90,16 @@ def measure(name: str, data: str, args: argparse.Namespace) -> dict[str, float]:
     torch.manual_seed(0)
     model = build_model(cfg).eval()
     params = count_parameters(model)  # before packing: packed layers hold no parameters
+    clock = time.process_time if args.threads == 1 else time.perf_counter
     train = bench_train_mtkit(data, args.max_tokens, args.updates, args.warmup, "cpu", "fp32",
-                              preset, overrides)  # fmt: skip
+                              preset, overrides, clock)  # fmt: skip
     ready = prepare_for_inference(model, torch.device("cpu"))  # packed fp32, as translate does
     return {
         "params": params,
         "train": train["tgt_tokens_per_s"],
-        "decode": decode_speed(ready, sources(args.sentences, cfg.src_vocab_size), args.length),
+        "decode": decode_speed(
+            ready, sources(args.sentences, cfg.src_vocab_size), args.length, clock
+        ),
         "state": cache_bytes_per_sentence(build_model(cfg).eval(), src_len=30, steps=30, beam=5),
     }
 
@@ -126,7 +134,9 @@ def main() -> None:
     names = [BASELINE] + [n for n in VARIANTS if n != BASELINE]
     if args.only:
         names = [BASELINE] + [n for n in args.only.split(",") if n != BASELINE]
-    print(f"CPU: {cpu_line()}; torch {torch.__version__}, {args.threads} thread(s)", flush=True)
+    unit = "CPU-second" if args.threads == 1 else "wall-clock second"
+    print(f"CPU: {cpu_line()}; torch {torch.__version__}, {args.threads} thread(s); "
+          f"speeds in tokens per {unit}", flush=True)  # fmt: skip
     best: dict[str, dict[str, float]] = {}
     with tempfile.TemporaryDirectory() as tmp:
         data = str(write_synthetic(Path(tmp) / "data", 20000))
