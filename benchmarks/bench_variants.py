@@ -1,0 +1,235 @@
+"""Which Transformer variants help MT: the `make demo` budget for every variant (issue 13).
+
+Each variant of benchmarks/variants.py is trained on the shipped Multi30k en-de with exactly the
+`make demo` set-up (the recipe's spm and prepare stages, recipes/multi30k/demo.yaml: 480 s of
+training on 2 threads) plus its `--set model.*` overrides, then test_2016_flickr is translated
+with beam 5 and scored. Per variant and seed one JSON line goes to ``--results`` (default
+benchmarks/results/variants.jsonl, committed), so the whole table can be built over several
+sittings: a (variant, seed) already in the file is skipped, and a run directory left by an
+interrupted sitting resumes where it stopped (`mtkit train` resumes exactly).
+
+A row holds: parameters; updates reached; training target tokens/s (the mean of the run's
+logged rates); beam-5 decoding target tokens/s of `mtkit translate` on the test set (wall
+clock, EOS included); decoding state per sentence (30 source tokens, 30 steps, beam 5); BLEU
+and chrF with sacrebleu's signatures; and the same scores at the baseline's update count
+(``equal_updates``): each non-baseline run saves a checkpoint at that update (``save_every``),
+and a run that did not reach it within the budget is resumed without a time limit until it
+does, so speed and sample-efficiency are told apart. The CPU, its flags and the load average
+are recorded with every row (timings are only comparable within one sitting: the report gives
+ratios to the baseline of the same seed).
+
+    .venv/bin/python benchmarks/bench_variants.py                      # every variant, seed 1
+    .venv/bin/python benchmarks/bench_variants.py --only rope,alibi --seeds 1,2,3
+    .venv/bin/python benchmarks/bench_variants.py --report             # the table so far
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from bench_variant_speed import cpu_line  # noqa: E402
+from variants import BASELINE, VARIANTS, set_args  # noqa: E402
+
+ROOT = Path(__file__).resolve().parent.parent
+RECIPE = ROOT / "recipes" / "multi30k"
+WORK = ROOT / ".bench" / "variants"
+RESULTS = Path(__file__).resolve().parent / "results" / "variants.jsonl"
+TEST = "test_2016_flickr"
+
+
+def mtkit(*args: str, **kwargs: Any) -> subprocess.CompletedProcess:
+    """Run the mtkit of this interpreter's environment, failing loudly."""
+    cmd = [sys.executable, "-m", "mtkit", *args]
+    return subprocess.run(cmd, check=True, text=True, capture_output=True, **kwargs)
+
+
+def prepare_data() -> Path:
+    """The `make demo` data (the recipe's raw, spm and prepare stages), made once."""
+    make = ["make", "-s", "-C", str(RECIPE), "prepare", f"WORK={PLACE['work'] / 'data'}",
+            f"MTKIT={sys.executable} -m mtkit"]  # fmt: skip
+    subprocess.run(make, check=True)
+    return PLACE["work"] / "data" / "en-de" / "data"
+
+
+def done(results: Path) -> dict[tuple[str, int], dict[str, Any]]:
+    if not results.is_file():
+        return {}
+    rows = [json.loads(line) for line in results.read_text().splitlines() if line.strip()]
+    return {(r["variant"], r["seed"]): r for r in rows}
+
+
+# demo.yaml's max_time, and where data and runs go; --budget and --work change them
+BUDGET = {"seconds": 480.0}
+PLACE = {"work": WORK}
+
+
+def train(name: str, seed: int, data: Path, run: Path, extra: list[str]) -> None:
+    preset, overrides = VARIANTS[name]
+    args = ["train", "--config", str(RECIPE / "demo.yaml"), "--data", str(data),
+            "--run-dir", str(run), "--preset", preset, "--set", f"seed={seed}", "-q",
+            "--set", f"max_time={BUDGET['seconds']}", *set_args(overrides), *extra]  # fmt: skip
+    mtkit(*args)
+
+
+def train_speed(run: Path) -> float | None:
+    """Mean target tokens/s of the run's train records (metrics.jsonl, every log_every updates:
+    training time only, checkpoint writes excluded)."""
+    records = [json.loads(x) for x in (run / "metrics.jsonl").read_text().splitlines() if x]
+    speeds = [r["tgt_tokens_per_s"] for r in records if "tgt_tokens_per_s" in r]
+    return sum(speeds) / len(speeds) if speeds else None
+
+
+def checkpoint_info(path: Path) -> dict[str, Any]:
+    from mtkit.checkpoint import load_checkpoint, model_from_checkpoint
+    from mtkit.model.inference import cache_bytes_per_sentence
+    from mtkit.model.transformer import build_model, count_parameters
+
+    ckpt = load_checkpoint(path)
+    model = model_from_checkpoint(ckpt, str(path)).eval()
+    state = ckpt.get("state", {})
+    return {
+        "update": int(ckpt.get("update", 0)),
+        "elapsed": float(state.get("elapsed", 0.0)),
+        "params": count_parameters(model),
+        "state_bytes": cache_bytes_per_sentence(build_model(model.cfg).eval(), 30, 30, 5),
+    }
+
+
+def score(ckpt: Path, out: Path) -> dict[str, Any]:
+    """Beam-5 translation of the test set (timed) and its BLEU/chrF with signatures."""
+    src = PLACE["work"] / "data" / "raw" / f"{TEST}.en"
+    ref = PLACE["work"] / "data" / "raw" / f"{TEST}.de"
+    start = time.perf_counter()
+    mtkit("translate", "-m", str(ckpt), "-i", str(src), "-o", str(out), "--beam", "5", "-q")
+    seconds = time.perf_counter() - start
+    from mtkit.checkpoint import load_for_inference
+
+    tgt = load_for_inference(ckpt).tgt_tokenizer
+    lines = out.read_text(encoding="utf-8").splitlines()
+    tokens = sum(len(ids) + 1 for ids in tgt.encode(lines))
+    report = json.loads(mtkit("evaluate", "-i", str(out), "-r", str(ref), "--metrics",
+                              "bleu,chrf", "--json").stdout)  # fmt: skip
+    by_name = {item["name"]: item for item in report}
+    bleu = next(v for k, v in by_name.items() if k.startswith("BLEU"))
+    chrf = next(v for k, v in by_name.items() if k.startswith("chrF"))
+    return {"bleu": bleu["score"], "chrf": chrf["score"], "bleu_signature": bleu["signature"],
+            "chrf_signature": chrf["signature"], "decode_tok_s": tokens / seconds}  # fmt: skip
+
+
+def run_variant(name: str, seed: int, data: Path, base_updates: int | None) -> dict[str, Any]:
+    run = PLACE["work"] / "runs" / f"{name}-seed{seed}"
+    extra = (
+        []
+        if base_updates is None
+        else ["--set", f"save_every={base_updates}", "--set", "keep_last=0"]
+    )  # 0: keep every one
+    if not (run / "checkpoint_last.pt").is_file() or not _finished(run):
+        train(name, seed, data, run, extra)
+    info = checkpoint_info(run / "checkpoint_last.pt")
+    row: dict[str, Any] = {"variant": name, "seed": seed, "preset": VARIANTS[name][0],
+                           "overrides": VARIANTS[name][1], **info}  # fmt: skip
+    row["train_tok_s"] = train_speed(run)
+    row.update(score(run / "checkpoint_last.pt", run / f"{TEST}.hyp.de"))
+    if base_updates is not None:
+        row["equal_updates"] = equal_updates(name, seed, data, run, base_updates, extra)
+    row.update(machine=cpu_line(), load=os.getloadavg()[0], time=time.strftime("%F %T"))
+    return row
+
+
+def _finished(run: Path) -> bool:
+    """The budget was spent (a killed sitting leaves a run that resumes instead)."""
+    info = checkpoint_info(run / "checkpoint_last.pt")
+    return info["elapsed"] >= BUDGET["seconds"] - 1
+
+
+def equal_updates(name: str, seed: int, data: Path, run: Path, updates: int, extra: list[str]):
+    """BLEU/chrF at the baseline's update count: the saved checkpoint, or the run resumed to it
+    without a time limit (in a copy, so the budget run stays as it was)."""
+    ckpt = run / f"checkpoint_{updates}.pt"
+    if not ckpt.is_file():
+        longer = run.with_name(run.name + "-to-base")
+        if not longer.exists():
+            subprocess.run(["cp", "-r", str(run), str(longer)], check=True)
+        train(name, seed, data, longer, [*extra, "--set", "max_time=0", "--set",
+                                         f"max_updates={updates}"])  # fmt: skip
+        ckpt = longer / "checkpoint_last.pt"
+    result = score(ckpt, run / f"{TEST}.hyp-at-{updates}.de")
+    return {"updates": updates, "bleu": result["bleu"], "chrf": result["chrf"]}
+
+
+def _ratio(row: dict[str, Any], base: dict[str, Any], key: str) -> float:
+    return (row[key] or 0) / base[key] if base.get(key) else float("nan")
+
+
+def report(rows: dict[tuple[str, int], dict[str, Any]]) -> str:
+    """One line per (variant, seed): the figures and their ratios to the same seed's baseline."""
+    head = (f"{'variant':<16}{'seed':>5}{'params':>11}{'updates':>8}{'train tok/s':>12}{'x':>6}"
+            f"{'beam5 tok/s':>12}{'x':>6}{'state KiB':>10}{'BLEU':>7}{'chrF':>7}"
+            f"{'BLEU@base':>10}")  # fmt: skip
+    lines = [head]
+    for (name, seed), r in sorted(rows.items(), key=lambda kv: (kv[0][1], kv[0][0] != BASELINE)):
+        base = rows.get((BASELINE, seed), r)
+        at = r.get("equal_updates", {}).get("bleu", r["bleu"] if name == BASELINE else None)
+        lines.append(
+            f"{name:<16}{seed:>5}{r['params']:>11,}{r['update']:>8}"
+            f"{(r['train_tok_s'] or 0):>12,.0f}{_ratio(r, base, 'train_tok_s'):>6.2f}"
+            f"{r['decode_tok_s']:>12,.0f}{_ratio(r, base, 'decode_tok_s'):>6.2f}"
+            f"{r['state_bytes'] / 1024:>10,.0f}{r['bleu']:>7.1f}{r['chrf']:>7.1f}"
+            f"{'' if at is None else f'{at:.1f}':>10}"
+        )
+    return "\n".join(lines)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--only", default="", help="comma-separated variant names")
+    parser.add_argument("--seeds", default="1", help="comma-separated seeds")
+    parser.add_argument("--results", type=Path, default=RESULTS)
+    parser.add_argument("--report", action="store_true", help="print the table and stop")
+    parser.add_argument(
+        "--budget",
+        type=float,
+        default=480.0,
+        help="seconds of training (480: make demo's; less only to smoke-test)",
+    )
+    parser.add_argument("--work", type=Path, default=WORK, help="data and runs (.bench/variants)")
+    args = parser.parse_args()
+    BUDGET["seconds"] = args.budget
+    PLACE["work"] = args.work
+    rows = done(args.results)
+    if args.report:
+        print(report(rows))
+        return
+    names = [n for n in (args.only.split(",") if args.only else VARIANTS) if n]
+    unknown = [n for n in names if n not in VARIANTS]
+    if unknown:
+        raise SystemExit(f"unknown variant(s) {', '.join(unknown)} (known: {', '.join(VARIANTS)})")
+    os.environ.setdefault("OMP_NUM_THREADS", "2")
+    print(f"CPU: {cpu_line()}", flush=True)
+    data = prepare_data()
+    for seed in [int(s) for s in args.seeds.split(",")]:
+        for name in [BASELINE] + [n for n in names if n != BASELINE]:
+            if (name, seed) in rows:
+                continue
+            base = rows.get((BASELINE, seed))
+            row = run_variant(name, seed, data, None if name == BASELINE else base["update"])
+            rows[(name, seed)] = row
+            args.results.parent.mkdir(parents=True, exist_ok=True)
+            with args.results.open("a", encoding="utf-8") as handle:
+                handle.write(json.dumps(row) + "\n")
+            print(f"{name} seed {seed}: {row['update']} updates, BLEU {row['bleu']:.1f}",
+                  flush=True)  # fmt: skip
+    print(report(rows))
+
+
+if __name__ == "__main__":
+    main()
