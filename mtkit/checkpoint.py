@@ -69,7 +69,7 @@ def load_checkpoint(path: str | Path, map_location: str | torch.device = "cpu") 
             warnings.simplefilter("ignore")
             ckpt = torch.load(path, map_location=map_location, weights_only=True)
     except pickle.UnpicklingError as err:
-        raise MtkitError(f"{path}: {_unpickling_problem(str(err))}") from None
+        raise MtkitError(f"{path}: {unpickling_problem(str(err))}") from None
     except Exception as err:  # torch raises many types for truncated or foreign files
         raise MtkitError(
             f"{path}: unreadable checkpoint (truncated or corrupt: {_first_sentence(err)})"
@@ -88,7 +88,7 @@ def load_checkpoint(path: str | Path, map_location: str | torch.device = "cpu") 
     return ckpt
 
 
-def _unpickling_problem(text: str) -> str:
+def unpickling_problem(text: str) -> str:
     """What ``torch.load(weights_only=True)`` refused, in a few words."""
     called = re.search(r"GLOBAL ([\w.]+)", text)
     if called:  # a pickle that imports something: exactly what a crafted file does to run code
