@@ -231,3 +231,19 @@ def test_pytorch_model_bin_of_tensors_imports(marian_joint: Path, tmp_path: Path
     import_hf(marian_joint, tmp_path / "b.pt")
     a, b = load_checkpoint(tmp_path / "a.pt"), load_checkpoint(tmp_path / "b.pt")
     assert all(torch.equal(a["model"][k], b["model"][k]) for k in b["model"])
+
+
+def test_imported_model_exports_back_to_hf(pair, tmp_path: Path) -> None:
+    """The export writes the imported vocabulary and special ids: transformers generates what
+    mtkit generates, with the original's vocab.json, ids, activation and logits bias."""
+    hf, tok, path = pair
+    export_hf(path, tmp_path / "hf")
+    back, back_tok = load_hf(tmp_path / "hf")
+    assert back_tok.encoder == tok.encoder and back_tok.decoder == tok.decoder  # vocab.json(s)
+    for key in ("pad_token_id", "eos_token_id", "decoder_start_token_id", "activation_function",
+                "scale_embedding", "share_encoder_decoder_embeddings"):  # fmt: skip
+        assert getattr(back.config, key) == getattr(hf.config, key), key
+    torch.testing.assert_close(back.final_logits_bias, hf.final_logits_bias, rtol=0, atol=0)
+    for beam in (1, 4):
+        got = hf_generate(back, back_tok, TEST_LINES, BOUND, num_beams=beam, early_stopping=True)
+        assert got == ours(path, TEST_LINES, beam, 1.0)
