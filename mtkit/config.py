@@ -100,6 +100,7 @@ class PrepareConfig:
     out_dir: str = "data-bin"
     src_spm: str = ""
     tgt_spm: str = ""  # empty: same model as src_spm (joint vocabulary)
+    tokenizer_from: str = ""  # or a checkpoint: its spm models and vocabulary (fine-tuning)
     # sources, per split: a file prefix (PREFIX.SRC/PREFIX.TGT), a .tsv file, a parquet/json(l)
     # file or save_to_disk directory in the HF translation schema, or hf:NAME[:SPLIT] (the hub)
     train: str = ""
@@ -126,6 +127,7 @@ class TrainConfig:
     data: str = ""  # binarized dataset directory (mtkit prepare)
     run_dir: str = "runs/default"
     preset: str = "transformer-small"
+    init_from: str = ""  # a checkpoint whose architecture and weights start a new run
     seed: int = 1
     device: str = "auto"  # auto | cpu | cuda | cuda:N
     precision: str = (
