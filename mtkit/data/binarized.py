@@ -59,17 +59,24 @@ def read_manifest(data_dir: str | Path) -> dict[str, Any]:
 def load_tokenizers(data_dir: str | Path) -> tuple[Tokenizer, Tokenizer]:
     """The dataset's source and target tokenizers (with its imported vocabulary, if any)."""
     data_dir = Path(data_dir)
-    src = Tokenizer.from_file(data_dir / "spm.src.model")
-    tgt = Tokenizer.from_file(data_dir / "spm.tgt.model")
     if not (data_dir / VOCAB).is_file():
-        return src, tgt
+        return (Tokenizer.from_file(data_dir / "spm.src.model"),
+                Tokenizer.from_file(data_dir / "spm.tgt.model"))  # fmt: skip
     try:
         table = json.loads((data_dir / VOCAB).read_text(encoding="utf-8"))
         vocab, ids = table["vocab"], SpecialIds.from_dict(table["special_ids"])
-        return (Tokenizer(src.proto, src.name, vocab["src"], ids),
-                Tokenizer(tgt.proto, tgt.name, vocab["tgt"], ids))  # fmt: skip
+        src, tgt = vocab["src"], vocab["tgt"]
     except (json.JSONDecodeError, UnicodeDecodeError, KeyError, TypeError) as err:
         raise MtkitError(f"{data_dir / VOCAB}: unreadable vocabulary ({err})") from None
+    return tuple(  # type: ignore[return-value]
+        Tokenizer(
+            (data_dir / f"spm.{side}.model").read_bytes(),
+            str(data_dir / f"spm.{side}.model"),
+            table_,
+            ids,
+        )  # fmt: skip
+        for side, table_ in (("src", src), ("tgt", tgt))
+    )
 
 
 class SplitWriter:
