@@ -247,3 +247,11 @@ def test_imported_model_exports_back_to_hf(pair, tmp_path: Path) -> None:
     for beam in (1, 4):
         got = hf_generate(back, back_tok, TEST_LINES, BOUND, num_beams=beam, early_stopping=True)
         assert got == ours(path, TEST_LINES, beam, 1.0)
+
+
+def test_ctranslate2_export_of_an_imported_vocabulary_is_refused(pair, tmp_path: Path) -> None:
+    _, _, path = pair
+    result = CliRunner().invoke(cli, ["export", "-m", str(path), "-f", "ctranslate2",
+                                      str(tmp_path / "ct2")])  # fmt: skip
+    assert result.exit_code == 1 and "CTranslate2" in result.output
+    assert not (tmp_path / "ct2").exists()
