@@ -9,11 +9,17 @@ A checkpoint is a dict::
     train_config      TrainConfig as a dict (the resolved config of the run)
     spm               {"src": bytes, "tgt": bytes}: the sentencepiece models themselves
     model             the model's state dict
+    vocab             optional: {"src": [piece of id 0, 1, ...], "tgt": [...]}, an imported
+                      vocabulary whose ids are not the sentencepiece ids (``mtkit import``)
+    special_ids       optional, with ``vocab``: {"pad", "unk", "bos", "eos"}, its special ids
+                      (``bos``: the first decoder input)
     ...               training state (optimizer, scheduler, RNG, data position) when saved by
                       `mtkit train`; `mtkit average` and exports keep only the above
 
 so `mtkit translate -m CKPT` needs nothing else. Loading never unpickles code: anything beyond
-tensors and plain containers is refused with a clear error.
+tensors and plain containers is refused with a clear error. Without ``vocab`` (every checkpoint
+mtkit trains from its own sentencepiece models, and every older one) ids are the sentencepiece
+ids with mtkit's fixed special ids (:mod:`mtkit.data.tokenizer`).
 """
 
 from __future__ import annotations
@@ -29,7 +35,7 @@ import torch
 
 from mtkit import __version__
 from mtkit.config import ModelConfig, from_dict
-from mtkit.data.tokenizer import Tokenizer
+from mtkit.data.tokenizer import DEFAULT_SPECIAL_IDS, SpecialIds, Tokenizer
 from mtkit.errors import MtkitError
 from mtkit.model.transformer import Transformer, build_model
 from mtkit.staging import staged_file
@@ -63,7 +69,7 @@ def load_checkpoint(path: str | Path, map_location: str | torch.device = "cpu") 
             warnings.simplefilter("ignore")
             ckpt = torch.load(path, map_location=map_location, weights_only=True)
     except pickle.UnpicklingError as err:
-        raise MtkitError(f"{path}: {_unpickling_problem(str(err))}") from None
+        raise MtkitError(f"{path}: {unpickling_problem(str(err))}") from None
     except Exception as err:  # torch raises many types for truncated or foreign files
         raise MtkitError(
             f"{path}: unreadable checkpoint (truncated or corrupt: {_first_sentence(err)})"
@@ -82,7 +88,7 @@ def load_checkpoint(path: str | Path, map_location: str | torch.device = "cpu") 
     return ckpt
 
 
-def _unpickling_problem(text: str) -> str:
+def unpickling_problem(text: str) -> str:
     """What ``torch.load(weights_only=True)`` refused, in a few words."""
     called = re.search(r"GLOBAL ([\w.]+)", text)
     if called:  # a pickle that imports something: exactly what a crafted file does to run code
@@ -114,9 +120,38 @@ class LoadedModel:
     checkpoint_path: str
 
 
+def special_ids(ckpt: dict[str, Any], where: str = "checkpoint") -> SpecialIds:
+    """The checkpoint's special ids: its ``special_ids``, else mtkit's fixed ones."""
+    if "special_ids" not in ckpt:
+        return DEFAULT_SPECIAL_IDS
+    if not ckpt.get("vocab"):
+        raise MtkitError(f"{where}: special_ids without a vocab")
+    return SpecialIds.from_dict(ckpt["special_ids"], f"{where}: special_ids")
+
+
+def tokenizers(ckpt: dict[str, Any], where: str = "checkpoint") -> tuple[Tokenizer, Tokenizer]:
+    """(source, target) tokenizers: the sentencepiece models, and the vocabulary if any."""
+    spm, vocab, ids = ckpt["spm"], ckpt.get("vocab") or {}, special_ids(ckpt, where)
+    if vocab and not (isinstance(vocab, dict) and all(
+            isinstance(vocab.get(side), list) for side in ("src", "tgt"))):  # fmt: skip
+        raise MtkitError(f"{where}: vocab must hold 'src' and 'tgt' lists of pieces")
+    return (
+        Tokenizer(spm["src"], f"{where}: source spm", vocab.get("src"), ids),
+        Tokenizer(spm["tgt"], f"{where}: target spm", vocab.get("tgt"), ids),
+    )
+
+
+def vocab_fields(src: Tokenizer, tgt: Tokenizer) -> dict[str, Any]:
+    """The checkpoint fields that carry an imported vocabulary; {} for mtkit's own ids."""
+    if src.vocab is None and tgt.vocab is None:
+        return {}
+    return {"vocab": {"src": src.pieces_by_id(), "tgt": tgt.pieces_by_id()},
+            "special_ids": tgt.specials.to_dict()}  # fmt: skip
+
+
 def model_from_checkpoint(ckpt: dict[str, Any], where: str = "checkpoint") -> Transformer:
     cfg = from_dict(ModelConfig, ckpt["model_config"], where=f"{where}: model_config")
-    model = build_model(cfg)
+    model = build_model(cfg, special_ids(ckpt, where))
     try:
         model.load_state_dict(ckpt["model"])
     except RuntimeError as err:  # one problem per line after a heading: name the first
@@ -131,11 +166,11 @@ def load_for_inference(path: str | Path, device: str | torch.device = "cpu") -> 
     """Load a checkpoint's model (in eval mode, on ``device``) and its sentencepiece models."""
     ckpt = load_checkpoint(path)
     model = model_from_checkpoint(ckpt, str(path)).to(device).eval()
-    spm = ckpt["spm"]
+    src, tgt = tokenizers(ckpt, str(path))
     return LoadedModel(
         model=model,
-        src_tokenizer=Tokenizer(spm["src"], name=f"{path}: source spm"),
-        tgt_tokenizer=Tokenizer(spm["tgt"], name=f"{path}: target spm"),
+        src_tokenizer=src,
+        tgt_tokenizer=tgt,
         config=model.cfg,
         checkpoint_path=str(path),
     )

@@ -45,10 +45,13 @@ class ModelConfig:
     positions: str = "sinusoidal"  # sinusoidal | learned | relative | rope | alibi
     max_relative_position: int = 16  # positions=relative: clip distance k (Shaw et al. 2018)
     kv_heads: int = 0  # key/value heads: 0 = heads; 1 = multi-query; else grouped-query
-    ffn_activation: str = "relu"  # relu | gelu | swiglu | geglu (gated: hidden 2/3 ffn_dim)
+    ffn_activation: str = "relu"  # relu | gelu | silu | swiglu | geglu (gated: hidden 2/3 ffn_dim)
     bias: bool = True  # False: no biases in linear layers and norms
     decoder_self_attention: str = "attention"  # attention | average (Zhang et al. 2018)
     share_layers: bool = False  # one encoder and one decoder layer applied *_layers times
+    # imported models (issue 15: Marian/OPUS-MT); the defaults are mtkit's own model
+    scale_embedding: bool = True  # embeddings x sqrt(d_model); False: x 1 (Marian's option)
+    output_bias: bool = False  # a fixed bias on the output logits (Marian's final_logits_bias)
 
 
 MODEL_PRESETS: dict[str, dict[str, Any]] = {
@@ -97,6 +100,7 @@ class PrepareConfig:
     out_dir: str = "data-bin"
     src_spm: str = ""
     tgt_spm: str = ""  # empty: same model as src_spm (joint vocabulary)
+    tokenizer_from: str = ""  # or a checkpoint: its spm models and vocabulary (fine-tuning)
     # sources, per split: a file prefix (PREFIX.SRC/PREFIX.TGT), a .tsv file, a parquet/json(l)
     # file or save_to_disk directory in the HF translation schema, or hf:NAME[:SPLIT] (the hub)
     train: str = ""
@@ -123,6 +127,7 @@ class TrainConfig:
     data: str = ""  # binarized dataset directory (mtkit prepare)
     run_dir: str = "runs/default"
     preset: str = "transformer-small"
+    init_from: str = ""  # a checkpoint whose architecture and weights start a new run
     seed: int = 1
     device: str = "auto"  # auto | cpu | cuda | cuda:N
     precision: str = (

@@ -24,6 +24,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "evaluate": ("evaluate", "evaluate"),
     "plot": ("plot", "plot"),
     "export": ("export", "export"),
+    "import": ("importing", "import_model"),
     "serve": ("serve", "serve"),
 }
 

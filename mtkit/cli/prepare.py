@@ -29,6 +29,11 @@ _SOURCE_HELP = ("PREFIX (reads PREFIX.SRC and PREFIX.TGT), FILE.tsv, FILE.parque
     help="Sentencepiece model (joint), or the --model-prefix of `mtkit spm train`.",
 )
 @option("--tgt-spm", help="Target model, for separate vocabularies.")
+@option(
+    "--tokenizer-from",
+    metavar="CKPT",
+    help="Encode with a checkpoint's sentencepiece models and vocabulary (to fine-tune it).",
+)
 @option("-o", "--out-dir")
 @option(
     "--format", type=click.Choice(["auto", "text", "tsv", "hf"]), help="How to read the sources."

@@ -15,6 +15,8 @@ TRAIN_OPTIONS: list[tuple[tuple[str, ...], str, Any, str]] = [
     (("--data",), "data", str, "Binarized dataset directory (mtkit prepare)."),
     (("--run-dir",), "run_dir", str, "Checkpoints, logs and config; an existing run resumes."),
     (("--preset",), "preset", str, "Model preset: transformer-small, -base or -big."),
+    (("--init-from",), "init_from", str, "Start a new run from this checkpoint's model and "
+     "weights (fine-tuning; fresh optimizer and schedule)."),
     (("--max-updates",), "max_updates", int, "Stop after this many updates (0: no limit)."),
     (("--max-epochs",), "max_epochs", int, "Stop after this many epochs (0: no limit)."),
     (("--max-time",), "max_time", float, "Wall-clock budget in seconds (0: no limit)."),

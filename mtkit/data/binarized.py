@@ -5,6 +5,9 @@ Layout of a dataset directory::
     manifest.json            languages, sources and hashes, filters, counts (see prepare)
     spm.src.model            the source sentencepiece model (bytes, as trained)
     spm.tgt.model            the target model (a copy of the source one for a joint vocabulary)
+    vocab.json               (only with an imported vocabulary, ``prepare --tokenizer-from``)
+                             {"vocab": {"src": [...], "tgt": [...]}, "special_ids": {...}}:
+                             the ids below are that table's, not the sentencepiece ids
     {split}.src.bin          all source token ids of the split, flat, dtype from the manifest
     {split}.src.idx          int64 offsets, n+1 entries: sentence i is bin[idx[i]:idx[i+1]]
     {split}.tgt.bin / .idx   the same for the target side
@@ -24,10 +27,11 @@ from typing import Any
 
 import numpy as np
 
-from mtkit.data.tokenizer import Tokenizer
+from mtkit.data.tokenizer import SpecialIds, Tokenizer
 from mtkit.errors import MtkitError
 
 MANIFEST = "manifest.json"
+VOCAB = "vocab.json"
 FORMAT_VERSION = 1
 SIDES = ("src", "tgt")
 
@@ -53,10 +57,25 @@ def read_manifest(data_dir: str | Path) -> dict[str, Any]:
 
 
 def load_tokenizers(data_dir: str | Path) -> tuple[Tokenizer, Tokenizer]:
+    """The dataset's source and target tokenizers (with its imported vocabulary, if any)."""
     data_dir = Path(data_dir)
-    return (
-        Tokenizer.from_file(data_dir / "spm.src.model"),
-        Tokenizer.from_file(data_dir / "spm.tgt.model"),
+    if not (data_dir / VOCAB).is_file():
+        return (Tokenizer.from_file(data_dir / "spm.src.model"),
+                Tokenizer.from_file(data_dir / "spm.tgt.model"))  # fmt: skip
+    try:
+        table = json.loads((data_dir / VOCAB).read_text(encoding="utf-8"))
+        vocab, ids = table["vocab"], SpecialIds.from_dict(table["special_ids"])
+        src, tgt = vocab["src"], vocab["tgt"]
+    except (json.JSONDecodeError, UnicodeDecodeError, KeyError, TypeError) as err:
+        raise MtkitError(f"{data_dir / VOCAB}: unreadable vocabulary ({err})") from None
+    return tuple(  # type: ignore[return-value]
+        Tokenizer(
+            (data_dir / f"spm.{side}.model").read_bytes(),
+            str(data_dir / f"spm.{side}.model"),
+            table_,
+            ids,
+        )  # fmt: skip
+        for side, table_ in (("src", src), ("tgt", tgt))
     )
 
 

@@ -11,6 +11,12 @@ piece   id    use
 <s>     2     BOS: the first decoder input
 </s>    3     EOS: appended to every source and target
 ======  ====  ===================================================
+
+A model imported from elsewhere (an OPUS-MT MarianMTModel, ``mtkit import``) keeps its own
+vocabulary: a table of pieces by id that is not the sentencepiece model's ids, and its own
+special ids (:class:`SpecialIds`; Marian: EOS 0, UNK 1, PAD the last id, decoding starting from
+PAD). A :class:`Tokenizer` given such a table maps text -> pieces -> ids through it (unknown
+pieces -> UNK), as Hugging Face's MarianTokenizer does, and ids -> pieces -> text back.
 """
 
 from __future__ import annotations
@@ -18,7 +24,9 @@ from __future__ import annotations
 import hashlib
 import io
 from collections.abc import Iterable, Sequence
+from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Any
 
 import sentencepiece as spm
 
@@ -29,10 +37,48 @@ MAX_SENTENCE_BYTES = 4192  # sentencepiece's default: training skips longer sent
 SPECIAL_IDS = {"pad": PAD_ID, "unk": UNK_ID, "bos": BOS_ID, "eos": EOS_ID}
 
 
-class Tokenizer:
-    """A sentencepiece model held as its serialized bytes (so checkpoints can embed it)."""
+@dataclass(frozen=True)
+class SpecialIds:
+    """The ids that batching and decoding treat specially. ``bos`` is the first decoder input
+    (Marian's ``decoder_start_token_id``, which is its PAD). mtkit's own models use the
+    defaults; a model carries its ids (``Transformer.special_ids``) and the search reads them."""
 
-    def __init__(self, model_proto: bytes, name: str = "<bytes>") -> None:
+    pad: int = PAD_ID
+    unk: int = UNK_ID
+    bos: int = BOS_ID
+    eos: int = EOS_ID
+
+    def to_dict(self) -> dict[str, int]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: Any, where: str = "special_ids") -> SpecialIds:
+        names = ("pad", "unk", "bos", "eos")
+        if not isinstance(data, dict) or sorted(data) != sorted(names):
+            raise MtkitError(f"{where}: expected a mapping of {', '.join(names)} to ids")
+        if not all(isinstance(data[k], int) and data[k] >= 0 for k in names):
+            raise MtkitError(f"{where}: special ids must be non-negative integers, got {data}")
+        return cls(**{k: data[k] for k in names})
+
+
+DEFAULT_SPECIAL_IDS = SpecialIds()
+
+
+class Tokenizer:
+    """A sentencepiece model held as its serialized bytes (so checkpoints can embed it).
+
+    ``vocab`` (pieces by id) and ``specials`` give an imported vocabulary: ids are then that
+    table's, not sentencepiece's; without them ids are sentencepiece's, with mtkit's fixed
+    special ids.
+    """
+
+    def __init__(
+        self,
+        model_proto: bytes,
+        name: str = "<bytes>",
+        vocab: Sequence[str] | None = None,
+        specials: SpecialIds | None = None,
+    ) -> None:
         self.proto = bytes(model_proto)
         self.name = name
         self.sp = spm.SentencePieceProcessor()
@@ -40,12 +86,27 @@ class Tokenizer:
             self.sp.LoadFromSerializedProto(self.proto)
         except Exception:  # sentencepiece raises RuntimeError/OSError depending on version
             raise MtkitError(f"{name}: not a sentencepiece model") from None
+        self.vocab: list[str] | None = None
+        self.specials = DEFAULT_SPECIAL_IDS
+        if vocab is not None:
+            self._use_vocab(list(vocab), specials or DEFAULT_SPECIAL_IDS)
+            return
         ids = (self.sp.pad_id(), self.sp.unk_id(), self.sp.bos_id(), self.sp.eos_id())
         if ids != (PAD_ID, UNK_ID, BOS_ID, EOS_ID):
             raise MtkitError(
                 f"{name}: special ids (pad, unk, bos, eos) are {ids}, mtkit needs "
                 f"{(PAD_ID, UNK_ID, BOS_ID, EOS_ID)}: train it with `mtkit spm train`"
             )
+
+    def _use_vocab(self, vocab: list[str], specials: SpecialIds) -> None:
+        index = {piece: i for i, piece in enumerate(vocab)}
+        if len(index) != len(vocab):
+            raise MtkitError(f"{self.name}: the vocabulary lists a piece twice")
+        for name, i in specials.to_dict().items():
+            if not 0 <= i < len(vocab):
+                raise MtkitError(f"{self.name}: special id {name}={i} outside the vocabulary "
+                                 f"of {len(vocab)}")  # fmt: skip
+        self.vocab, self.index, self.specials = vocab, index, specials
 
     @classmethod
     def from_file(cls, path: str | Path) -> Tokenizer:
@@ -59,7 +120,7 @@ class Tokenizer:
         return cls(data, name=str(path))
 
     def __len__(self) -> int:
-        return self.sp.GetPieceSize()
+        return len(self.vocab) if self.vocab is not None else self.sp.GetPieceSize()
 
     @property
     def vocab_size(self) -> int:
@@ -67,22 +128,66 @@ class Tokenizer:
 
     @property
     def sha256(self) -> str:
-        return hashlib.sha256(self.proto).hexdigest()
+        """Of the sentencepiece model, and of the vocabulary table when there is one."""
+        digest = hashlib.sha256(self.proto)
+        if self.vocab is not None:
+            digest.update("\n".join(self.vocab).encode("utf-8"))
+            digest.update(repr(self.specials).encode("utf-8"))
+        return digest.hexdigest()
 
-    def encode(self, texts: Sequence[str]) -> list[list[int]]:
+    def state(self) -> tuple[bytes, list[str] | None, dict[str, int]]:
+        """What rebuilds this tokenizer (picklable): ``Tokenizer.from_state(*state)``."""
+        return self.proto, self.vocab, self.specials.to_dict()
+
+    @classmethod
+    def from_state(
+        cls, proto: bytes, vocab: list[str] | None, specials: dict[str, int], name: str = "<bytes>"
+    ) -> Tokenizer:
+        return cls(proto, name, vocab, SpecialIds.from_dict(specials) if vocab else None)
+
+    def encode(self, texts: Sequence[str], threads: int = -1) -> list[list[int]]:
         """Pieces ids for each text, without BOS/EOS."""
-        return self.sp.Encode(list(texts), out_type=int)
+        if self.vocab is None and threads < 0:
+            return self.sp.Encode(list(texts), out_type=int)
+        if self.vocab is None:
+            return self.sp.Encode(list(texts), out_type=int, num_threads=threads)
+        return [self._table_ids(text) for text in texts]
 
     def encode_one(self, text: str) -> list[int]:
-        return self.sp.Encode(text, out_type=int)
+        if self.vocab is None:
+            return self.sp.Encode(text, out_type=int)
+        return self._table_ids(text)
+
+    def _table_ids(self, text: str) -> list[int]:
+        """Pieces -> the vocabulary's ids, unknown pieces -> UNK; a leading language code
+        (``>>de<<``) is one piece, as Hugging Face's MarianTokenizer reads it."""
+        code: list[str] = []
+        if text.startswith(">>") and (end := text.find("<<")) != -1:
+            code, text = [text[: end + 2]], text[end + 2 :]
+        unk = self.specials.unk
+        return [self.index.get(p, unk) for p in code + self.sp.EncodeAsPieces(text)]
 
     def decode(self, ids: Iterable[Sequence[int]]) -> list[str]:
         """Detokenize; special ids (pad, bos, eos) are dropped."""
-        specials = {PAD_ID, BOS_ID, EOS_ID}
-        return [self.sp.Decode([int(i) for i in seq if int(i) not in specials]) for seq in ids]
+        s = self.specials
+        drop = {s.pad, s.bos, s.eos}
+        rows = [[int(i) for i in seq if int(i) not in drop] for seq in ids]
+        if self.vocab is None:
+            return [self.sp.Decode(row) for row in rows]
+        vocab = self.vocab
+        return [self.sp.DecodePieces([vocab[i] for i in row]) for row in rows]
 
     def pieces(self, text: str) -> list[str]:
         return self.sp.EncodeAsPieces(text)
+
+    def id_to_piece(self, i: int) -> str:
+        return self.vocab[i] if self.vocab is not None else self.sp.IdToPiece(i)
+
+    def pieces_by_id(self) -> list[str]:
+        """The vocabulary: piece of id 0, 1, ..."""
+        if self.vocab is not None:
+            return list(self.vocab)
+        return [self.sp.IdToPiece(i) for i in range(len(self))]
 
 
 def train_spm(

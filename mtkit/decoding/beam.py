@@ -14,7 +14,7 @@ import torch
 from torch import Tensor
 
 from mtkit.config import LENPEN_STYLES
-from mtkit.data.tokenizer import BOS_ID, EOS_ID, PAD_ID, UNK_ID
+from mtkit.data.tokenizer import DEFAULT_SPECIAL_IDS, EOS_ID, PAD_ID, SpecialIds
 
 
 def length_penalty(length: Tensor | float, alpha: float, style: str = "fairseq") -> Tensor | float:
@@ -33,7 +33,7 @@ def length_penalty(length: Tensor | float, alpha: float, style: str = "fairseq")
     raise ValueError(f"unknown length penalty style {style!r} (known: {', '.join(LENPEN_STYLES)})")
 
 
-def ban_repeated_ngrams(lprobs: Tensor, history: Tensor, n: int) -> None:
+def ban_repeated_ngrams(lprobs: Tensor, history: Tensor, n: int, pad: int = PAD_ID) -> None:
     """In place: forbid every token that would repeat an n-gram already in ``history``.
 
     lprobs (R, V); history (R, t) the tokens generated so far (no BOS). With history
@@ -48,7 +48,7 @@ def ban_repeated_ngrams(lprobs: Tensor, history: Tensor, n: int) -> None:
     windows = history.unfold(1, n, 1)  # (R, t - n + 1, n)
     prefix = history[:, t - n + 1 :]  # (R, n - 1): the n-gram the next token would complete
     match = windows[:, :, :-1].eq(prefix[:, None, :]).all(-1)  # (R, t - n + 1)
-    banned = windows[:, :, -1].masked_fill(~match, PAD_ID)  # PAD is banned anyway
+    banned = windows[:, :, -1].masked_fill(~match, pad)  # PAD is banned anyway
     lprobs.scatter_(1, banned, -math.inf)
 
 
@@ -61,29 +61,32 @@ def constrain(
     min_len: int = 0,
     unk_penalty: float = 0.0,
     no_repeat_ngram: int = 0,
+    ids: SpecialIds = DEFAULT_SPECIAL_IDS,
 ) -> Tensor:
     """In place: apply the search rules to one step's log-probabilities (R, V); returns them.
 
     PAD and BOS are never generated; UNK loses ``unk_penalty``; EOS is banned while fewer than
     ``min_len`` tokens exist; ``no_repeat_ngram`` bans repeats (should it ban every token, EOS
     is allowed after all); a row whose ``max_lens`` (R,) is reached may only emit EOS.
-    ``force_from`` = ``min(max_lens)`` lets most steps skip that last rule.
+    ``force_from`` = ``min(max_lens)`` lets most steps skip that last rule. ``ids`` are the
+    model's special ids (PAD, BOS = the start token, UNK, EOS).
     """
-    lprobs[:, PAD_ID] = -math.inf
-    lprobs[:, BOS_ID] = -math.inf
+    end = ids.eos
+    lprobs[:, ids.pad] = -math.inf
+    lprobs[:, ids.bos] = -math.inf
     if unk_penalty:
-        lprobs[:, UNK_ID] -= unk_penalty
-    eos = lprobs[:, EOS_ID].clone()
+        lprobs[:, ids.unk] -= unk_penalty
+    eos = lprobs[:, end].clone()
     if step < min_len:
-        lprobs[:, EOS_ID] = -math.inf
+        lprobs[:, end] = -math.inf
     if no_repeat_ngram:
-        ban_repeated_ngrams(lprobs, history, no_repeat_ngram)
+        ban_repeated_ngrams(lprobs, history, no_repeat_ngram, ids.pad)
         stuck = lprobs.amax(1).eq(-math.inf)  # every token banned: allow EOS after all
-        lprobs[:, EOS_ID] = torch.where(stuck, eos, lprobs[:, EOS_ID])
+        lprobs[:, end] = torch.where(stuck, eos, lprobs[:, end])
     if step >= force_from:
         forced = max_lens.le(step)  # (R,)
         lprobs.masked_fill_(forced[:, None], -math.inf)
-        lprobs[:, EOS_ID] = torch.where(forced, eos, lprobs[:, EOS_ID])
+        lprobs[:, end] = torch.where(forced, eos, lprobs[:, end])
     return lprobs
 
 
@@ -118,29 +121,31 @@ def beam_candidates(lprobs: Tensor, scores: Tensor, count: int) -> Candidates:
     return Candidates(top, beams, tokens, beams * v + tokens)
 
 
-def finished_mask(cand: Candidates, beam: int) -> Tensor:
+def finished_mask(cand: Candidates, beam: int, eos: int = EOS_ID) -> Tensor:
     """(N, 2K) True where a candidate ends in EOS with a finite score among the top K."""
-    mask = cand.tokens.eq(EOS_ID) & cand.scores.isfinite()
+    mask = cand.tokens.eq(eos) & cand.scores.isfinite()
     mask[:, beam:] = False
     return mask
 
 
-def select_active(tokens: Tensor, beam: int) -> Tensor:
+def select_active(tokens: Tensor, beam: int, eos: int = EOS_ID) -> Tensor:
     """Positions (N, K) of the K best candidates that do not end in EOS, best first.
 
     >>> select_active(torch.tensor([[3, 7, 3, 8]]), 2).tolist()  # 3 is EOS
     [[1, 3]]
     """
     c = tokens.shape[1]
-    order = torch.arange(c, device=tokens.device) + tokens.eq(EOS_ID) * c
+    order = torch.arange(c, device=tokens.device) + tokens.eq(eos) * c
     return order.topk(beam, dim=1, largest=False).indices
 
 
-def max_target_lengths(src: Tensor, a: float, b: int, min_len: int, cap: int) -> Tensor:
+def max_target_lengths(
+    src: Tensor, a: float, b: int, min_len: int, cap: int, pad: int = PAD_ID
+) -> Tensor:
     """Per sentence (B,): at most ``a * source_pieces + b`` tokens before EOS, within [min, cap].
 
     ``source_pieces`` counts the source row's tokens without padding and without its EOS.
     """
-    pieces = src.ne(PAD_ID).sum(1) - 1
+    pieces = src.ne(pad).sum(1) - 1
     lens = torch.floor(a * pieces.double() + b).long()
     return lens.clamp(min=min_len).clamp(max=cap)

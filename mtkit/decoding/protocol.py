@@ -24,6 +24,8 @@ class StepDecoder(Protocol):
     """An encoder-decoder that decodes one token per row and step."""
 
     training: bool
+    # optional: ``special_ids`` (mtkit.data.tokenizer.SpecialIds), the start token, EOS, PAD and
+    # UNK of the model's vocabulary; the search uses mtkit's fixed ids for a model without it
 
     @property
     def max_positions(self) -> int: ...

@@ -22,7 +22,7 @@ import torch
 from torch import Tensor
 
 from mtkit.config import SearchConfig
-from mtkit.data.tokenizer import BOS_ID, EOS_ID, UNK_ID
+from mtkit.data.tokenizer import DEFAULT_SPECIAL_IDS, SpecialIds
 from mtkit.decoding.beam import (
     Candidates,
     beam_candidates,
@@ -60,6 +60,7 @@ class Ensemble:
         if len(sizes) > 1:
             raise MtkitError(f"ensembled models have different target vocabularies {sorted(sizes)}")
         self.models = models
+        self.special_ids = special_ids_of(models)
         self.max_positions = min(m.max_positions for m in models)
         self.states: list[DecodingState] = []
 
@@ -91,6 +92,14 @@ class Ensemble:
             state.reorder(rows, sources)
 
 
+def special_ids_of(models: list[StepDecoder]) -> SpecialIds:
+    """The models' special ids (mtkit's defaults for a model that names none); all must agree."""
+    found = {getattr(m, "special_ids", DEFAULT_SPECIAL_IDS) for m in models}
+    if len(found) > 1:
+        raise MtkitError(f"ensembled models have different special ids {sorted(map(str, found))}")
+    return found.pop()
+
+
 @dataclass
 class _Rows:
     """The rows being decoded (R of them) and their running sums."""
@@ -110,24 +119,26 @@ def _start(ens: Ensemble, src: Tensor, copies: int, config: SearchConfig) -> tup
     """Encode, start the caches for ``copies`` rows per input; the rows and each input's limit."""
     if config.min_len > ens.max_positions - 1:
         raise MtkitError(f"--min-len {config.min_len} exceeds the model's max_positions")
+    ids = ens.special_ids
     limits = max_target_lengths(
-        src, config.max_len_a, config.max_len_b, config.min_len, ens.max_positions - 1
+        src, config.max_len_a, config.max_len_b, config.min_len, ens.max_positions - 1, ids.pad
     )  # (B,)
     ens.start(src, copies, int(limits.max()) + 1)
     r = src.shape[0] * copies
     zeros = torch.zeros(r, device=src.device)
-    tokens = torch.full((r, 1), BOS_ID, dtype=torch.long, device=src.device)
+    tokens = torch.full((r, 1), ids.bos, dtype=torch.long, device=src.device)
     rows = _Rows(tokens, zeros, zeros.clone(), limits.repeat_interleave(copies))
     return rows, limits.tolist()
 
 
-def _constrained(lprobs: Tensor, rows: _Rows, step: int, force_from: int, cfg: SearchConfig):
+def _constrained(lprobs: Tensor, rows: _Rows, step: int, force_from: int, cfg: SearchConfig,
+                 ids: SpecialIds = DEFAULT_SPECIAL_IDS):  # fmt: skip
     """The search distribution: this step's log-probabilities (R, V), constrained in place."""
     return constrain(lprobs, step, rows.tokens[:, 1:], rows.max_lens, force_from,
-                     cfg.min_len, cfg.unk_penalty, cfg.no_repeat_ngram)  # fmt: skip
+                     cfg.min_len, cfg.unk_penalty, cfg.no_repeat_ngram, ids)  # fmt: skip
 
 
-def _model_logprob(search_lprob: Tensor, tokens: Tensor, cfg: SearchConfig) -> Tensor:
+def _model_logprob(search_lprob: Tensor, tokens: Tensor, cfg: SearchConfig, unk: int) -> Tensor:
     """The models' log-probability of chosen tokens from their search log-probability.
 
     Of the rules in :func:`constrain`, only the UNK penalty shifts a finite value; the others
@@ -135,7 +146,7 @@ def _model_logprob(search_lprob: Tensor, tokens: Tensor, cfg: SearchConfig) -> T
     """
     if not cfg.unk_penalty:
         return search_lprob
-    return search_lprob + cfg.unk_penalty * tokens.eq(UNK_ID)
+    return search_lprob + cfg.unk_penalty * tokens.eq(unk)
 
 
 def _hypothesis(tokens: Tensor, score: float, logprob: float, cfg: SearchConfig) -> Hypothesis:
@@ -164,16 +175,17 @@ def row_search(
     origin = [i // copies for i in range(len(rows.scores))]  # input row of each row
     found: list[list[Hypothesis]] = [[] for _ in limits]
     force_from = min(limits)
+    ids = ens.special_ids
     for step in range(max(limits) + 1):
-        search = _constrained(ens.step(rows.tokens[:, -1]), rows, step, force_from, cfg)  # (R, V)
+        search = _constrained(ens.step(rows.tokens[:, -1]), rows, step, force_from, cfg, ids)
         if cfg.sampling:
             picked = sample_tokens(search, generator, cfg.temperature, cfg.top_k, cfg.top_p)
         else:
             picked = greedy_tokens(search)
         chosen = search.gather(1, picked[:, None])[:, 0]  # (R,)
         scores = rows.scores + chosen
-        logprobs = rows.logprobs + _model_logprob(chosen, picked, cfg)
-        ended = picked.eq(EOS_ID) | rows.max_lens.le(step)  # (R,)
+        logprobs = rows.logprobs + _model_logprob(chosen, picked, cfg, ids.unk)
+        ended = picked.eq(ids.eos) | rows.max_lens.le(step)  # (R,)
         if not bool(ended.any()):  # the one host sync of most steps
             rows = _Rows(torch.cat([rows.tokens, picked[:, None]], 1), scores, logprobs,
                          rows.max_lens)  # fmt: skip
@@ -203,20 +215,21 @@ def beam_search(ens: Ensemble, src: Tensor, cfg: SearchConfig) -> list[list[Hypo
     rows, limits = _start(ens, src, 1, cfg)
     sents = list(range(len(limits)))
     found: list[list[Hypothesis]] = [[] for _ in limits]
+    ids = ens.special_ids
     for step in range(max(limits) + 1):
         n, w = len(sents), rows.tokens.shape[0] // len(sents)
         force_from = min(limits[s] for s in sents)
-        search = _constrained(ens.step(rows.tokens[:, -1]), rows, step, force_from, cfg)
+        search = _constrained(ens.step(rows.tokens[:, -1]), rows, step, force_from, cfg, ids)
         cand = beam_candidates(search.view(n, w, -1), rows.scores.view(n, w), 2 * k)  # (N, 2K)
         chosen = search.view(n, -1).gather(1, cand.flat)  # (N, 2K) this step's search lprob
         cand_logprobs = rows.logprobs.view(n, w).gather(1, cand.beams)
-        cand_logprobs = cand_logprobs + _model_logprob(chosen, cand.tokens, cfg)
-        _finalize(cand, cand_logprobs, rows, [found[s] for s in sents], cfg)
+        cand_logprobs = cand_logprobs + _model_logprob(chosen, cand.tokens, cfg, ids.unk)
+        _finalize(cand, cand_logprobs, rows, [found[s] for s in sents], cfg, ids.eos)
         alive = [i for i, s in enumerate(sents) if len(found[s]) < k and step < limits[s]]
         if not alive:
             break
         width = min(k, cand.tokens.shape[1] - w)  # K unless the vocabulary is tiny
-        pos = select_active(cand.tokens, width)  # (N, K) surviving candidates, best first
+        pos = select_active(cand.tokens, width, ids.eos)  # (N, K) surviving candidates, best first
         keep = torch.arange(n, device=src.device)
         if len(alive) < n:  # finished sentences leave the batch
             keep = torch.tensor(alive, device=src.device)
@@ -238,11 +251,12 @@ def _finalize(
     rows: _Rows,
     found: list[list[Hypothesis]],
     cfg: SearchConfig,
+    eos: int,
 ) -> None:
     """Record EOS candidates among the top K as finished hypotheses of their sentence (N lists),
     at most K per sentence (fairseq's rule: a sentence is done once it has K)."""
     k = cfg.width
-    mask = finished_mask(cand, k)  # (N, 2K)
+    mask = finished_mask(cand, k, eos)  # (N, 2K)
     if not bool(mask.any()):  # the one host sync of most steps
         return
     w = rows.tokens.shape[0] // len(found)
@@ -260,7 +274,10 @@ def generate(
     config: SearchConfig,
     generator: torch.Generator | None = None,
 ) -> list[list[Hypothesis]]:
-    """Translate src (B, S), rows = ids + EOS right-padded with PAD_ID; per row, best first.
+    """Translate src (B, S), rows = ids + EOS right-padded with PAD; per row, best first.
+
+    Special ids (start token, EOS, PAD, UNK) are the models' ``special_ids``
+    (:class:`~mtkit.data.tokenizer.SpecialIds`; mtkit's defaults for a model without them).
 
     Beam search for ``beam > 1``, greedy for ``beam == 1``, sampling with ``config.sampling``
     (``generator``, or one seeded with ``config.seed``). Returns ``config.nbest`` hypotheses per

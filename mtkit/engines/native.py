@@ -15,7 +15,7 @@ from torch import nn
 
 from mtkit.checkpoint import LoadedModel, load_for_inference
 from mtkit.config import SearchConfig, TranslateConfig
-from mtkit.data.tokenizer import EOS_ID, Tokenizer
+from mtkit.data.tokenizer import Tokenizer
 from mtkit.decoding.batching import pad_batch
 from mtkit.decoding.search import generate
 from mtkit.devices import torch_device
@@ -53,8 +53,9 @@ class NativeEngine:
         search = search or self.config.search
         sources = encode_sources(self.src_tokenizer, lines, self.max_source_pieces, first_number)
         results: list[list[Translation]] = [[] for _ in lines]
+        ids = self.src_tokenizer.specials  # the checkpoint's (an imported vocabulary's) ids
         for index in source_batches(sources, self.config.max_tokens, progress):
-            src = pad_batch([sources[i] + [EOS_ID] for i in index], self.device)
+            src = pad_batch([sources[i] + [ids.eos] for i in index], self.device, ids.pad)
             found = generate(self.models, src, search, self._generator(search))
             texts = iter(self.tgt_tokenizer.decode([h.tokens for hyps in found for h in hyps]))
             for i, hyps in zip(index, found, strict=True):

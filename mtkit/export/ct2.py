@@ -115,6 +115,9 @@ def _side_options(cfg: ModelConfig) -> dict[str, Any]:
 def ct2_spec(model: Any, src: Tokenizer, tgt: Tokenizer) -> Any:
     """A CTranslate2 TransformerSpec holding ``model``'s weights and our vocabularies."""
     check_supported(model.cfg, "CTranslate2", SUPPORTS, WHY)
+    if src.vocab is not None or tgt.vocab is not None:  # ids not the spm ids: not written yet
+        raise MtkitError("an imported vocabulary (mtkit import) cannot be exported to "
+                         "CTranslate2 yet; export it to Hugging Face (--format hf)")  # fmt: skip
     ctranslate2_module()
     from ctranslate2.specs import transformer_spec
 

@@ -1,6 +1,7 @@
 """Position-wise feed-forward networks: the Transformer's ReLU FFN (Vaswani et al., 2017), GELU
-(Hendrycks & Gimpel, 2016), and the gated SwiGLU / GEGLU (Shazeer, 2020, "GLU Variants Improve
-Transformer").
+(Hendrycks & Gimpel, 2016), SiLU (Swish with beta 1, Ramachandran et al., 2017: what OPUS-MT's
+Marian models call ``swish``), and the gated SwiGLU / GEGLU (Shazeer, 2020, "GLU Variants
+Improve Transformer").
 
 Module names are fixed for checkpoints and exporters: ``fc1`` (d_model -> hidden), ``fc2``
 (hidden -> d_model), ``gate`` (d_model -> hidden, gated kinds only) and ``activation_dropout``.
@@ -19,6 +20,7 @@ from torch import Tensor, nn
 ACTIVATIONS: dict[str, Callable[[Tensor], Tensor]] = {
     "relu": F.relu,
     "gelu": F.gelu,  # exact (erf) GELU, CTranslate2's Activation.GELU
+    "silu": F.silu,  # x * sigmoid(x), ungated: Marian's "swish", CTranslate2's Activation.SWISH
     "swiglu": F.silu,  # Swish with beta = 1, CTranslate2's Activation.SWISH
     "geglu": F.gelu,
 }
@@ -39,7 +41,7 @@ def gated_hidden_size(ffn_dim: int) -> int:
 
 
 class FeedForward(nn.Module):
-    """fc2(dropout(act(fc1(x)))) for relu/gelu; fc2(dropout(act(gate(x)) * fc1(x))) for the
+    """fc2(dropout(act(fc1(x)))) for relu/gelu/silu; fc2(dropout(act(gate(x)) * fc1(x))) for the
     gated kinds (Shazeer 2020, eq. 6: SwiGLU with act = Swish_1 = SiLU, GEGLU with GELU), whose
     hidden width is ``gated_hidden_size(ffn_dim)``. x (..., D) -> (..., D)."""
 

@@ -10,6 +10,12 @@ activations, biases, average attention) arrive as built parts (:mod:`mtkit.model
 ``share_layers`` stores one layer per side and applies it at every depth (Universal Transformer
 weight sharing, Dehghani et al., 2019, without adaptive halting): its parameters are
 ``encoder.0.*`` and ``decoder.0.*``, and each application keeps its own decoding state.
+
+Two switches exist for imported Marian models (``mtkit import``): ``scale_embedding: false``
+(embeddings not multiplied by sqrt(d_model)) and ``output_bias`` (a fixed buffer
+``output_bias`` (V,) added to the logits, Marian's ``final_logits_bias``; absent by default, so
+default models keep their state dict). ``special_ids`` (:class:`~mtkit.data.tokenizer.SpecialIds`)
+name the padding id the encoder masks and the ids the search starts from, ends at and bans.
 """
 
 from __future__ import annotations
@@ -17,11 +23,12 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+import torch
 from torch import Tensor, nn
 from torch.nn import functional as F
 
 from mtkit.config import MODEL_PRESETS, ModelConfig
-from mtkit.data.tokenizer import PAD_ID
+from mtkit.data.tokenizer import DEFAULT_SPECIAL_IDS, SpecialIds
 from mtkit.errors import MtkitError
 from mtkit.model.average_attention import AverageAttention
 from mtkit.model.builders import ModelParts, check_model_config
@@ -103,20 +110,24 @@ def decoder_layer(parts: ModelParts) -> DecoderLayer:
 class Transformer(nn.Module):
     """Encoder-decoder with scaled, optionally shared embeddings and a tied output projection."""
 
-    def __init__(self, cfg: ModelConfig) -> None:
+    def __init__(self, cfg: ModelConfig, special_ids: SpecialIds = DEFAULT_SPECIAL_IDS) -> None:
         super().__init__()
         check_model_config(cfg)
         parts = ModelParts(cfg)
         self.cfg = cfg
-        self.embed_scale = math.sqrt(cfg.d_model)
-        self.src_embed = nn.Embedding(cfg.src_vocab_size, cfg.d_model, padding_idx=PAD_ID)
+        self.special_ids = special_ids
+        pad = special_ids.pad
+        self.embed_scale = math.sqrt(cfg.d_model) if cfg.scale_embedding else 1.0
+        self.src_embed = nn.Embedding(cfg.src_vocab_size, cfg.d_model, padding_idx=pad)
         if cfg.share_all_embeddings:
             self.tgt_embed = self.src_embed
         else:
-            self.tgt_embed = nn.Embedding(cfg.tgt_vocab_size, cfg.d_model, padding_idx=PAD_ID)
+            self.tgt_embed = nn.Embedding(cfg.tgt_vocab_size, cfg.d_model, padding_idx=pad)
         self.output = None
         if not (cfg.tie_output or cfg.share_all_embeddings):
             self.output = nn.Linear(cfg.d_model, cfg.tgt_vocab_size, bias=False)
+        bias = torch.zeros(cfg.tgt_vocab_size) if cfg.output_bias else None
+        self.register_buffer("output_bias", bias)  # not trained (as Marian's final_logits_bias)
         self.src_positions, self.tgt_positions = parts.embedding_positions()
         self.embed_dropout = nn.Dropout(cfg.dropout)
         stored = (1, 1) if cfg.share_layers else (cfg.encoder_layers, cfg.decoder_layers)
@@ -136,7 +147,7 @@ class Transformer(nn.Module):
         shared = self.tgt_embed is self.src_embed
         for embed in [self.src_embed] if shared else [self.src_embed, self.tgt_embed]:  # in order
             nn.init.normal_(embed.weight, mean=0.0, std=self.cfg.d_model**-0.5)
-            nn.init.zeros_(embed.weight[PAD_ID])
+            nn.init.zeros_(embed.weight[self.special_ids.pad])
 
     def encoder_stack(self) -> list[EncoderLayer]:
         """The encoder's layers in order of application (one layer repeated with
@@ -161,8 +172,8 @@ class Transformer(nn.Module):
         return self.embed_dropout(x)
 
     def encode(self, src: Tensor) -> EncoderOut:
-        """src (B, S) token ids, right-padded with PAD_ID."""
-        pad = src.eq(PAD_ID)
+        """src (B, S) token ids, right-padded with ``special_ids.pad``."""
+        pad = src.eq(self.special_ids.pad)
         keep = (~pad)[:, None, None, :] if bool(pad.any()) else None
         x = self._embed(self.src_embed, self.src_positions, src)
         for layer in self.encoder_stack():
@@ -170,9 +181,8 @@ class Transformer(nn.Module):
         return EncoderOut(self.encoder_norm(x), keep)
 
     def logits(self, x: Tensor) -> Tensor:
-        if self.output is not None:
-            return self.output(x)
-        return F.linear(x, self.tgt_embed.weight)
+        out = self.output(x) if self.output is not None else F.linear(x, self.tgt_embed.weight)
+        return out if self.output_bias is None else out + self.output_bias
 
     def decode(self, tgt_in: Tensor, enc: EncoderOut) -> Tensor:
         """Teacher forcing: tgt_in (B, T) = BOS + target[:-1]; returns logits (B, T, V)."""
@@ -221,9 +231,9 @@ def resolve_model_config(
     return from_dict(ModelConfig, values, where="model")
 
 
-def build_model(cfg: ModelConfig) -> Transformer:
+def build_model(cfg: ModelConfig, special_ids: SpecialIds = DEFAULT_SPECIAL_IDS) -> Transformer:
     """The model of ``cfg``, checked first (:func:`mtkit.model.builders.check_model_config`)."""
-    return Transformer(cfg)
+    return Transformer(cfg, special_ids)
 
 
 def count_parameters(model: nn.Module) -> int:

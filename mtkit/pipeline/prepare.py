@@ -29,7 +29,7 @@ import numpy as np
 
 from mtkit import __version__
 from mtkit.config import PrepareConfig
-from mtkit.data.binarized import FORMAT_VERSION, MANIFEST, SplitWriter, token_dtype
+from mtkit.data.binarized import FORMAT_VERSION, MANIFEST, VOCAB, SplitWriter, token_dtype
 from mtkit.data.cleaning import REASONS, PairFilter, length_mask, normalize_all
 from mtkit.data.corpus import Source, open_source
 from mtkit.data.tokenizer import Tokenizer
@@ -58,14 +58,14 @@ class ChunkEncoder:
     """Encodes chunks of pairs with the source and target models; applies the length filters."""
 
     def __init__(
-        self, src_model: bytes, tgt_model: bytes, max_tokens: int, max_ratio: float, dtype: str
+        self, src_state: tuple, tgt_state: tuple, max_tokens: int, max_ratio: float, dtype: str
     ) -> None:
-        self.src = Tokenizer(src_model).sp
-        self.tgt = Tokenizer(tgt_model).sp
+        self.src = Tokenizer.from_state(*src_state)  # Tokenizer.state(): picklable for workers
+        self.tgt = Tokenizer.from_state(*tgt_state)
         self.max_tokens, self.max_ratio, self.dtype = max_tokens, max_ratio, np.dtype(dtype)
 
-    def _encode(self, sp: Any, lines: list[str]) -> tuple[list[list[int]], np.ndarray]:
-        ids = sp.Encode(lines, out_type=int, num_threads=1)
+    def _encode(self, tok: Tokenizer, lines: list[str]) -> tuple[list[list[int]], np.ndarray]:
+        ids = tok.encode(lines, threads=1)
         return ids, np.fromiter(map(len, ids), dtype=np.int64, count=len(ids))
 
     def _flat(self, ids: list[list[int]], total: int) -> np.ndarray:
@@ -200,6 +200,20 @@ def _write_split(
     }
 
 
+def resolve_tokenizers(cfg: PrepareConfig) -> tuple[Tokenizer, Tokenizer, Path, Path]:
+    """(source, target, source path, target path): the spm models, or a checkpoint's models
+    and vocabulary (``--tokenizer-from``)."""
+    if cfg.tokenizer_from and (cfg.src_spm or cfg.tgt_spm):
+        raise MtkitError("give --spm (--src-spm/--tgt-spm) or --tokenizer-from, not both")
+    if cfg.tokenizer_from:
+        from mtkit.checkpoint import load_checkpoint, tokenizers
+
+        path = Path(cfg.tokenizer_from)
+        return (*tokenizers(load_checkpoint(path), str(path)), path, path)
+    src_path, tgt_path = resolve_spm(cfg)
+    return Tokenizer.from_file(src_path), Tokenizer.from_file(tgt_path), src_path, tgt_path
+
+
 def resolve_spm(cfg: PrepareConfig) -> tuple[Path, Path]:
     """The source and target model paths; ``--spm PREFIX`` finds `mtkit spm train` outputs."""
     if not cfg.src_spm:
@@ -246,8 +260,7 @@ def prepare(cfg: PrepareConfig) -> dict[str, Any]:
     _check_config(cfg)
     out = Path(cfg.out_dir)
     check_out_dir(out, cfg.force)
-    src_path, tgt_path = resolve_spm(cfg)
-    src_tok, tgt_tok = Tokenizer.from_file(src_path), Tokenizer.from_file(tgt_path)
+    src_tok, tgt_tok, src_path, tgt_path = resolve_tokenizers(cfg)
     sources = {
         split: open_source(
             getattr(cfg, split), cfg.src_lang, cfg.tgt_lang, split, cfg.format, cfg.hf_config
@@ -256,10 +269,14 @@ def prepare(cfg: PrepareConfig) -> dict[str, Any]:
         if getattr(cfg, split)
     }
     dtype = token_dtype(max(len(src_tok), len(tgt_tok)))
-    args = (src_tok.proto, tgt_tok.proto, cfg.max_tokens, cfg.max_ratio, dtype.name)
+    args = (src_tok.state(), tgt_tok.state(), cfg.max_tokens, cfg.max_ratio, dtype.name)
     with interruptible(), staged_dir(out, cfg.force) as tmp, naming_output(str(out)):
         (tmp / "spm.src.model").write_bytes(src_tok.proto)
         (tmp / "spm.tgt.model").write_bytes(tgt_tok.proto)
+        if src_tok.vocab is not None:  # ids are the checkpoint's table (data.binarized.VOCAB)
+            table = {"vocab": {"src": src_tok.vocab, "tgt": tgt_tok.pieces_by_id()},
+                     "special_ids": tgt_tok.specials.to_dict()}  # fmt: skip
+            (tmp / VOCAB).write_text(json.dumps(table, ensure_ascii=False), encoding="utf-8")
         with EncoderPool(args, cfg.workers) as encoder:
             splits = {s: _write_split(s, src, cfg, encoder, tmp) for s, src in sources.items()}
         _check_counts(cfg, splits)
@@ -269,7 +286,11 @@ def prepare(cfg: PrepareConfig) -> dict[str, Any]:
             "src_lang": cfg.src_lang,
             "tgt_lang": cfg.tgt_lang,
             "dtype": dtype.name,
-            "joint": src_tok.sha256 == tgt_tok.sha256,
+            "joint": (
+                src_tok.sha256 == tgt_tok.sha256
+                if src_tok.vocab is None
+                else src_tok.vocab == tgt_tok.vocab
+            ),
             "spm": {
                 side: {"path": str(path), "sha256": tok.sha256, "vocab_size": len(tok)}
                 for side, path, tok in (("src", src_path, src_tok), ("tgt", tgt_path, tgt_tok))

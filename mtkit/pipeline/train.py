@@ -9,6 +9,13 @@ a joint vocabulary, then the ``model`` overrides.
 
 Running `mtkit train` again on a run directory continues from ``checkpoint_last.pt``. Only the
 fields in ``CHANGEABLE_ON_RESUME`` may differ from the saved config; anything else is refused.
+
+``init_from`` (``--init-from CKPT``, fine-tuning) starts a new run from another checkpoint's
+architecture and weights, with a fresh optimizer and schedule. The data should be encoded with
+that checkpoint's tokenizers (``mtkit prepare --tokenizer-from CKPT``): other sentencepiece
+models or vocabularies of the same sizes are trained on with a warning (the ids then mean other
+pieces than the weights learnt), other sizes are refused. Only the dropout fields of the model
+may be set; the rest is the checkpoint's.
 """
 
 from __future__ import annotations
@@ -37,6 +44,7 @@ CHANGEABLE_ON_RESUME = frozenset({
     "valid_max_sentences", "nan_policy", "max_skipped_batches", "run_dir",
 })  # fmt: skip
 FROM_DATA = ("src_vocab_size", "tgt_vocab_size")
+VOCAB_FIELDS = ("vocab", "special_ids")  # checkpoint fields of an imported vocabulary
 
 
 @dataclasses.dataclass
@@ -56,6 +64,9 @@ class Settings:
 
     def model_keys(self) -> set[str]:
         return set(self.yaml_model) | set(self.cli_model)
+
+
+INIT_CHANGEABLE = frozenset({"dropout", "attention_dropout", "activation_dropout"})
 
 
 def read_settings(
@@ -238,9 +249,13 @@ def run_training(
     check_train_config(cfg)
     train_split, valid, src_tok, tgt_tok, joint = _open_data(cfg)
     spm = {"src": src_tok.proto, "tgt": tgt_tok.proto}
-    if ckpt is None:
+    vocab = _vocab_fields(src_tok, tgt_tok)
+    init = None
+    if ckpt is None and cfg.init_from:
+        model, init = init_model(settings, cfg, src_tok, tgt_tok)
+    elif ckpt is None:
         model = model_config(settings, cfg, (len(src_tok), len(tgt_tok)), joint)
-    elif ckpt["spm"] != spm:
+    elif ckpt["spm"] != spm or {k: ckpt[k] for k in VOCAB_FIELDS if k in ckpt} != vocab:
         raise MtkitError(f"{cfg.data}: its sentencepiece models differ from those {cfg.run_dir} "
                          "was trained with")  # fmt: skip
     run_dir = Path(cfg.run_dir)
@@ -257,11 +272,51 @@ def run_training(
              f"model {cfg.preset} d={model.d_model} layers={model.encoder_layers}+"
              f"{model.decoder_layers}; config in {run_dir / CONFIG_FILE}", quiet)  # fmt: skip
         warn_long_valid_pairs(valid, cfg, model)
-        data = TrainData(train_split, valid, tgt_tok, spm)
+        data = TrainData(train_split, valid, tgt_tok, spm, vocab, init)
         return describe(train(cfg, model, data, ckpt, quiet), cfg)
     except BaseException:
         _remove_unstarted(run_dir, made)
         raise
+
+
+def _vocab_fields(src: Any, tgt: Any) -> dict[str, Any]:
+    """The checkpoint fields of an imported vocabulary (mtkit.checkpoint.vocab_fields)."""
+    from mtkit.checkpoint import vocab_fields
+
+    return vocab_fields(src, tgt)
+
+
+def init_model(
+    settings: Settings, cfg: TrainConfig, src: Any, tgt: Any
+) -> tuple[ModelConfig, dict[str, Any]]:
+    """``--init-from``: the checkpoint's model config (dropouts may change) and weights, checked
+    against the data's vocabularies: other sizes are refused, other pieces warned about."""
+    from mtkit.checkpoint import load_checkpoint, tokenizers
+
+    where = cfg.init_from
+    ckpt = load_checkpoint(where)
+    saved = from_dict(ModelConfig, ckpt["model_config"], where=f"{where}: model_config")
+    fixed = sorted(settings.model_keys() - INIT_CHANGEABLE)
+    if fixed:
+        raise MtkitError(f"--init-from {where}: the model is the checkpoint's; model.{fixed[0]} "
+                         f"cannot be set (only {', '.join(sorted(INIT_CHANGEABLE))})")  # fmt: skip
+    model = _layer(saved, settings.yaml_model, f"{settings.yaml_path}: model")
+    model = _layer(model, settings.cli_model, "--set model.*")
+    theirs = tokenizers(ckpt, where)
+    for side, ours, other in (("source", src, theirs[0]), ("target", tgt, theirs[1])):
+        if len(ours) != len(other):
+            raise MtkitError(
+                f"{cfg.data}: {side} vocabulary of {len(ours)} pieces, {where} has "
+                f"{len(other)}: prepare the data with --tokenizer-from {where}"
+            )
+        if ours.sha256 != other.sha256:
+            note(
+                f"mtkit train: warning: {cfg.data}: its {side} vocabulary differs from "
+                f"{where}'s (same size, so its ids train {where}'s embeddings for other "
+                f"pieces); prepare the data with --tokenizer-from {where}",
+                quiet=False,
+            )
+    return model, ckpt["model"]
 
 
 def _remove_unstarted(run_dir: Path, made: list[Path]) -> None:

@@ -2,7 +2,8 @@
 
 Floating-point parameters are averaged in float64 and cast back to their dtype; integer
 tensors must agree across checkpoints and are copied. The output keeps ``model_config``,
-``train_config`` and ``spm`` of the first checkpoint and drops the optimizer and other training
+``train_config``, ``spm`` (and an imported ``vocab`` with its ``special_ids``) of the first
+checkpoint and drops the optimizer and other training
 state, so it is an inference checkpoint (and not a point to resume training from).
 """
 
@@ -16,6 +17,8 @@ import torch
 
 from mtkit.checkpoint import load_checkpoint, save_checkpoint
 from mtkit.errors import MtkitError
+
+VOCAB_FIELDS = ("vocab", "special_ids")  # an imported vocabulary (mtkit.checkpoint)
 
 
 def average_state_dicts(states: Sequence[dict[str, torch.Tensor]]) -> dict[str, torch.Tensor]:
@@ -54,6 +57,9 @@ def average_checkpoints(paths: Sequence[str | Path], output: str | Path) -> dict
                 f"{path}: model config differs from {paths[0]} ({', '.join(diff)}); "
                 "only checkpoints of the same model can be averaged"
             )
+        for key in VOCAB_FIELDS:
+            if ckpt.get(key) != first.get(key):
+                raise MtkitError(f"{path}: its {key} differs from {paths[0]}'s")
         if ckpt["model"].keys() != first["model"].keys():
             raise MtkitError(f"{path}: parameters differ from {paths[0]}")
         states.append(ckpt["model"])
@@ -61,6 +67,7 @@ def average_checkpoints(paths: Sequence[str | Path], output: str | Path) -> dict
         "model_config": first["model_config"],
         "train_config": first.get("train_config", {}),
         "spm": first["spm"],
+        **{key: first[key] for key in VOCAB_FIELDS if key in first},
         "model": average_state_dicts(states),
         "averaged_from": [str(p) for p in paths],
     }

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass
+from functools import partial
 from typing import NamedTuple
 
 import numpy as np
@@ -29,7 +30,7 @@ from torch.utils.data import DataLoader, Dataset
 
 from mtkit.data.batching import cut_batches
 from mtkit.data.binarized import ParallelData
-from mtkit.data.tokenizer import BOS_ID, EOS_ID, PAD_ID
+from mtkit.data.tokenizer import DEFAULT_SPECIAL_IDS, SpecialIds
 
 
 def sentence_sizes(src_lengths: np.ndarray, tgt_lengths: np.ndarray) -> Tensor:
@@ -64,7 +65,7 @@ def epoch_batches(sizes: Tensor, max_tokens: int, seed: int, epoch: int) -> list
 
 
 class Batch(NamedTuple):
-    src: Tensor  # (B, S) ids + EOS, right-padded with PAD_ID
+    src: Tensor  # (B, S) ids + EOS, right-padded with PAD
     tgt_in: Tensor  # (B, T) BOS + ids
     tgt_out: Tensor  # (B, T) ids + EOS
 
@@ -86,13 +87,14 @@ class PairDataset(Dataset):
         return torch.from_numpy(src), torch.from_numpy(tgt)
 
 
-def collate(pairs: list[tuple[Tensor, Tensor]]) -> Batch:
-    """Teacher forcing: source + EOS; decoder reads BOS + target and predicts target + EOS."""
-    eos, bos = torch.tensor([EOS_ID]), torch.tensor([BOS_ID])
+def collate(pairs: list[tuple[Tensor, Tensor]], ids: SpecialIds = DEFAULT_SPECIAL_IDS) -> Batch:
+    """Teacher forcing: source + EOS; decoder reads BOS + target and predicts target + EOS
+    (``ids``: the vocabulary's special ids; an imported Marian model starts from PAD)."""
+    eos, bos = torch.tensor([ids.eos]), torch.tensor([ids.bos])
     src = [torch.cat([s, eos]) for s, _ in pairs]
     tgt_in = [torch.cat([bos, t]) for _, t in pairs]
     tgt_out = [torch.cat([t, eos]) for _, t in pairs]
-    pad = dict(batch_first=True, padding_value=PAD_ID)
+    pad = dict(batch_first=True, padding_value=ids.pad)
     return Batch(
         pad_sequence(src, **pad), pad_sequence(tgt_in, **pad), pad_sequence(tgt_out, **pad)
     )
@@ -133,13 +135,15 @@ def iterate_groups(
     world_size: int,
     update_freq: int,
     loader_args: dict,
+    ids: SpecialIds = DEFAULT_SPECIAL_IDS,
 ) -> Iterator[Group]:
     """Yield the update groups of ``batches[start:]`` with this rank's tensors loaded."""
     per_group = world_size * update_freq
     groups = [batches[i : i + per_group] for i in range(start, len(batches), per_group)]
     slots = [rank_slots(g, rank, world_size, update_freq) for g in groups]
     sampler = [idx.tolist() for rank_slots_ in slots for idx, _ in rank_slots_]
-    loader = DataLoader(PairDataset(data), batch_sampler=sampler, collate_fn=collate, **loader_args)
+    loader = DataLoader(PairDataset(data), batch_sampler=sampler,
+                        collate_fn=partial(collate, ids=ids), **loader_args)  # fmt: skip
     stream = iter(loader)
     tgt_lengths = torch.as_tensor(data.tgt_lengths)
     consumed = start

@@ -27,7 +27,7 @@ import math
 import signal
 import threading
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import torch
@@ -58,6 +58,8 @@ class TrainData:
     valid: ParallelData | None  # None: no validation
     tgt_tokenizer: Tokenizer
     spm: dict[str, bytes]  # {"src": bytes, "tgt": bytes}, stored in every checkpoint
+    vocab: dict[str, Any] = field(default_factory=dict)  # checkpoint.vocab_fields (imported ids)
+    init: dict[str, Any] | None = None  # --init-from: the weights a new run starts from
 
 
 @dataclass
@@ -101,7 +103,7 @@ class Trainer:
         self, cfg: TrainConfig, model_cfg: ModelConfig, data: TrainData, quiet: bool = False
     ) -> None:
         self.cfg, self.model_cfg, self.data, self.quiet = cfg, model_cfg, data, quiet
-        self.step = Stepper(cfg, model_cfg)
+        self.step = Stepper(cfg, model_cfg, data.tgt_tokenizer.specials, data.init)
         self.where, self.device = self.step.where, self.step.device
         self.state = TrainState()
         self.sizes = sentence_sizes(data.train.src_lengths, data.train.tgt_lengths)
@@ -127,6 +129,7 @@ class Trainer:
             "model_config": asdict(self.model_cfg),
             "train_config": asdict(self.cfg),
             "spm": self.data.spm,
+            **self.data.vocab,
             **self.step.state_dicts(),
             "rng": rngs,
             "state": self.state.to_dict(),
@@ -229,7 +232,8 @@ class Trainer:
                 raise MtkitError("the training split is empty")
             groups = iterate_groups(self.data.train, batches, self.state.consumed,
                                     self.where.rank, self.where.world_size,
-                                    self.cfg.update_freq, self._loader_args())  # fmt: skip
+                                    self.cfg.update_freq, self._loader_args(),
+                                    self.step.model.special_ids)  # fmt: skip
             for group in groups:
                 reason = self._update(group, len(batches))
                 if reason is not None:

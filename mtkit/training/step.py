@@ -20,6 +20,7 @@ import torch
 from torch.nn.utils import clip_grad_norm_
 
 from mtkit.config import ModelConfig, TrainConfig
+from mtkit.data.tokenizer import DEFAULT_SPECIAL_IDS, SpecialIds
 from mtkit.model.transformer import build_model
 from mtkit.training import distributed as D
 from mtkit.training.batching import Group
@@ -29,16 +30,26 @@ from mtkit.training.state import seed_everything
 
 
 class Stepper:
-    """Builds the model on this process's device (seeded), wraps it in DDP under torchrun."""
+    """Builds the model on this process's device (seeded; or with the weights ``init`` of
+    another run, ``--init-from``), wraps it in DDP under torchrun."""
 
-    def __init__(self, cfg: TrainConfig, model_cfg: ModelConfig) -> None:
+    def __init__(
+        self,
+        cfg: TrainConfig,
+        model_cfg: ModelConfig,
+        ids: SpecialIds = DEFAULT_SPECIAL_IDS,
+        init: dict[str, torch.Tensor] | None = None,
+    ) -> None:
         self.cfg = cfg
         self.where = D.env_dist()
         self.device = D.resolve_device(cfg.device, self.where)
         self.amp_dtype = D.resolve_precision(cfg.precision, self.device)
         D.init_group(self.where, self.device)
         seed_everything(cfg.seed + self.where.rank)
-        self.model = build_model(model_cfg).to(self.device)
+        self.model = build_model(model_cfg, ids)
+        if init is not None:
+            self.model.load_state_dict(init)
+        self.model = self.model.to(self.device)
         self.net = D.wrap_model(self.model, self.where, self.device)
         self.optimizer = build_optimizer(self.model, cfg)
         self.scheduler = build_scheduler(self.optimizer, cfg)
@@ -85,7 +96,8 @@ class Stepper:
                 with D.autocast(self.device, self.amp_dtype):
                     logits = self.net(batch.src, batch.tgt_in)  # (B, T, V)
                 eps = self.cfg.label_smoothing
-                loss, nll = label_smoothed_nll_loss(logits, batch.tgt_out, eps)
+                pad = self.model.special_ids.pad
+                loss, nll = label_smoothed_nll_loss(logits, batch.tgt_out, eps, pad)
                 self.scaler.scale(loss * (weight * scale)).backward()
             if weight:
                 totals[0] += loss.detach()

@@ -32,7 +32,7 @@ from torch.nn.utils.rnn import pad_sequence
 from mtkit.config import SearchConfig, TrainConfig
 from mtkit.data.batching import cut_batches
 from mtkit.data.binarized import ParallelData
-from mtkit.data.tokenizer import EOS_ID, PAD_ID, Tokenizer
+from mtkit.data.tokenizer import DEFAULT_SPECIAL_IDS, Tokenizer
 from mtkit.model.transformer import Transformer
 from mtkit.training.batching import collate
 from mtkit.training.distributed import autocast
@@ -112,17 +112,18 @@ def valid_loss(
 ) -> dict[str, float]:
     """Smoothed loss and NLL per target token, and perplexity, over the pairs in the loss."""
     plan = plan_validation(data, model.cfg.max_positions, cfg.max_tokens)
+    ids = getattr(model, "special_ids", DEFAULT_SPECIAL_IDS)  # the vocabulary's (imported) ids
     order = np.flatnonzero(plan.in_loss)
     order = order[np.argsort(plan.sizes[order], kind="stable")].tolist()  # ascending
     loss_sum = nll_sum = 0.0
     ntokens = 0
     for indices in cut_batches(order, plan.sizes.tolist(), cfg.max_tokens, oversize="alone"):
-        batch = collate([_pair(data, plan, i) for i in indices]).to(device)
+        batch = collate([_pair(data, plan, i) for i in indices], ids).to(device)
         with autocast(device, amp_dtype):
             logits = model(batch.src, batch.tgt_in)  # (B, T, V)
-        loss, nll = label_smoothed_nll_loss(logits, batch.tgt_out, cfg.label_smoothing)
+        loss, nll = label_smoothed_nll_loss(logits, batch.tgt_out, cfg.label_smoothing, ids.pad)
         loss_sum, nll_sum = loss_sum + loss.item(), nll_sum + nll.item()
-        ntokens += int(batch.tgt_out.ne(PAD_ID).sum())
+        ntokens += int(batch.tgt_out.ne(ids.pad).sum())
     ntokens = max(ntokens, 1)
     nll_mean = nll_sum / ntokens
     return {
@@ -154,10 +155,12 @@ def valid_bleu(
     hyps: list[str] = [""] * n
     for indices in cut_batches(order, sizes, per_batch, oversize="alone"):
         rows = [_source(data, i, int(src_lengths[i])) for i in indices]
+        ids = getattr(model, "special_ids", DEFAULT_SPECIAL_IDS)
+        eos, pad = ids.eos, ids.pad
         src = pad_sequence(
-            [torch.cat([r, torch.tensor([EOS_ID])]) for r in rows],
+            [torch.cat([r, torch.tensor([eos])]) for r in rows],
             batch_first=True,
-            padding_value=PAD_ID,
+            padding_value=pad,
         )  # (B, S)
         results = generate([model], src.to(device), search)
         texts = tokenizer.decode([best[0].tokens for best in results])

@@ -29,8 +29,8 @@ CONFIGURED: dict[tuple[str, ...], tuple[Any, set[str], bool]] = {
     ("serve",): (None, {"models"}, False),
 }
 # no config behind them: export (--quantization's default belongs to mtkit.export.ct2, too
-# heavy to import for --help), average
-UNCONFIGURED = {("export",), ("average",)}
+# heavy to import for --help), import (like export: --format, --force), average
+UNCONFIGURED = {("export",), ("import",), ("average",)}
 
 
 def field_default(config: Any, name: str) -> Any:

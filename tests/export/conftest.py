@@ -56,3 +56,20 @@ def one_torch_thread():
     torch.set_num_threads(1)
     yield
     torch.set_num_threads(threads)
+
+
+@pytest.fixture(scope="session")
+def marian_joint(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """An OPUS-MT-like MarianMTModel directory: one vocab.json, shared embeddings (see
+    marian_helpers)."""
+    from marian_helpers import make_marian_dir
+
+    return make_marian_dir(tmp_path_factory.mktemp("marian") / "joint")
+
+
+@pytest.fixture(scope="session")
+def marian_separate(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The same with separate source and target vocabularies and embeddings."""
+    from marian_helpers import make_marian_dir
+
+    return make_marian_dir(tmp_path_factory.mktemp("marian") / "separate", separate=True)

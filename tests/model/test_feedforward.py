@@ -30,7 +30,7 @@ def _relu(v: float) -> float:
     return max(v, 0.0)
 
 
-@pytest.mark.parametrize("activation, act", [("relu", _relu), ("gelu", _gelu)])
+@pytest.mark.parametrize("activation, act", [("relu", _relu), ("gelu", _gelu), ("silu", _silu)])
 def test_ungated_equals_hand_computation(activation: str, act) -> None:
     ffn = FeedForward(2, 2, activation, bias=True)
     _set(ffn.fc1, [[1.0, -1.0], [0.5, 2.0]], [0.1, -3.0])
@@ -109,7 +109,7 @@ def test_relu_kind_loads_the_old_feedforward() -> None:
     torch.testing.assert_close(new(x), old(x), rtol=0, atol=0)
 
 
-@pytest.mark.parametrize("activation", ["relu", "gelu", "swiglu", "geglu"])
+@pytest.mark.parametrize("activation", ["relu", "gelu", "silu", "swiglu", "geglu"])
 def test_bias_false_leaves_no_bias_and_every_weight_is_a_linear(activation: str) -> None:
     ffn = FeedForward(8, 32, activation, bias=False)
     assert all(name.endswith("weight") for name, _ in ffn.named_parameters())
@@ -119,7 +119,7 @@ def test_bias_false_leaves_no_bias_and_every_weight_is_a_linear(activation: str)
 
 
 def test_unknown_activation_names_the_known_ones() -> None:
-    with pytest.raises(ValueError, match="known: relu, gelu, swiglu, geglu"):
+    with pytest.raises(ValueError, match="known: relu, gelu, silu, swiglu, geglu"):
         FeedForward(8, 32, "tanh")
 
 

@@ -86,8 +86,8 @@ def test_workers_write_the_same_bytes(
 
 
 def encoder_args(spm: Path) -> tuple:
-    proto = spm.read_bytes()
-    return (proto, proto, 0, 0.0, "uint16")
+    state = Tokenizer(spm.read_bytes()).state()
+    return (state, state, 0, 0.0, "uint16")
 
 
 def test_encoder_pool_uses_workers_in_order(corpus_pairs, corpus_spm: Path) -> None:

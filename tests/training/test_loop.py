@@ -123,9 +123,9 @@ def nan_at(calls: set[int], monkeypatch) -> None:
     real = step.label_smoothed_nll_loss
     count = {"n": 0}
 
-    def patched(logits, target, eps):
+    def patched(logits, target, eps, *pad):
         count["n"] += 1
-        loss, nll = real(logits, target, eps)
+        loss, nll = real(logits, target, eps, *pad)
         if count["n"] in calls:
             return loss * math.nan, nll
         return loss, nll

@@ -33,9 +33,9 @@ def overflow_at(calls: set[int], monkeypatch) -> None:
     monkeypatch.setattr(torch.amp, "GradScaler", lambda device, enabled: REAL_SCALER("cpu"))
     real, count = step.label_smoothed_nll_loss, [0]
 
-    def patched(logits, target, eps):
+    def patched(logits, target, eps, *pad):
         count[0] += 1
-        loss, nll = real(logits, target, eps)
+        loss, nll = real(logits, target, eps, *pad)
         return (InfiniteGradient.apply(loss) if count[0] in calls else loss), nll
 
     monkeypatch.setattr(step, "label_smoothed_nll_loss", patched)

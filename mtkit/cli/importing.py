@@ -1,0 +1,42 @@
+"""`mtkit import --format hf DIR -o model.pt`: a Hugging Face Marian (OPUS-MT) model, imported."""
+
+from __future__ import annotations
+
+import click
+
+from mtkit.cli.common import user_errors
+
+FORMATS = ("hf",)
+
+
+@click.command("import")
+@click.argument("model_dir", type=click.Path())
+@click.option(
+    "-f",
+    "--format",
+    "fmt",
+    type=click.Choice(FORMATS),
+    default="hf",
+    show_default=True,
+    help="hf: a transformers MarianMTModel directory (an OPUS-MT model, save_pretrained).",
+)
+@click.option("-o", "--output", required=True, type=click.Path(), help="Checkpoint to write.")
+@click.option("--force", is_flag=True, help="Replace OUTPUT if it exists.")
+def import_model(model_dir: str, fmt: str, output: str, force: bool) -> None:
+    """Import MODEL_DIR as an mtkit checkpoint (translate, evaluate, fine-tune, export it).
+
+    The checkpoint keeps the model's own vocabulary (vocab.json's ids) and special ids; anything
+    mtkit cannot represent exactly is refused, naming it, and nothing is written.
+    """
+    with user_errors():
+        from mtkit.export.hf_import import import_hf
+
+        result = import_hf(model_dir, output, force=force)
+        cfg, ids = result.config, result.special_ids
+        vocab = "one vocabulary" if result.joint_vocab else "separate vocabularies"
+        click.echo(
+            f"{result.output}: MarianMTModel d={cfg.d_model} layers={cfg.encoder_layers}+"
+            f"{cfg.decoder_layers} {cfg.ffn_activation}, {vocab} "
+            f"{cfg.src_vocab_size}/{cfg.tgt_vocab_size}, pad {ids.pad} eos {ids.eos} "
+            f"unk {ids.unk} start {ids.bos}"
+        )
