@@ -183,6 +183,12 @@ class Tokenizer:
     def id_to_piece(self, i: int) -> str:
         return self.vocab[i] if self.vocab is not None else self.sp.IdToPiece(i)
 
+    def piece_to_id(self, piece: str) -> int:
+        """The id of ``piece`` (UNK's for a piece the vocabulary lacks)."""
+        if self.vocab is not None:
+            return self.index.get(piece, self.specials.unk)
+        return self.sp.PieceToId(piece)
+
     def pieces_by_id(self) -> list[str]:
         """The vocabulary: piece of id 0, 1, ..."""
         if self.vocab is not None:

@@ -46,15 +46,18 @@ SUPPORTS = {
     "positions": frozenset({"sinusoidal", "learned", "relative", "rope"}),
     "max_relative_position": ANY,
     "kv_heads": ANY,
-    "ffn_activation": frozenset({"relu", "gelu", "swiglu", "geglu"}),
+    "ffn_activation": frozenset({"relu", "gelu", "silu", "swiglu", "geglu"}),
     "bias": ANY,
     "share_layers": ANY,
+    "scale_embedding": ANY,  # imported Marian models
+    "output_bias": ANY,  # Marian's final_logits_bias: the projection's bias
 }
 WHY = {
     "positions": "CTranslate2 has ALiBi in the decoder only, and mtkit's acts in the encoder too",
     "decoder_self_attention": "CTranslate2 has no average attention layer",
 }
 GATED = {"swiglu": "SWISH", "geglu": "GELU"}  # the activation of the gated half (ffn.gate)
+PLAIN = {"relu": "RELU", "gelu": "GELU", "silu": "SWISH"}  # CTranslate2's names
 
 
 def _linear(spec: Any, w: dict[str, np.ndarray], *names: str) -> None:
@@ -98,7 +101,7 @@ def _side_options(cfg: ModelConfig) -> dict[str, Any]:
     """Constructor options shared by CTranslate2's encoder and decoder specs."""
     from ctranslate2.specs import common_spec
 
-    activation = GATED.get(cfg.ffn_activation, cfg.ffn_activation.upper())
+    activation = GATED.get(cfg.ffn_activation) or PLAIN[cfg.ffn_activation]
     kv_heads = cfg.kv_heads or cfg.heads
     return dict(
         pre_norm=cfg.pre_norm,
@@ -115,9 +118,6 @@ def _side_options(cfg: ModelConfig) -> dict[str, Any]:
 def ct2_spec(model: Any, src: Tokenizer, tgt: Tokenizer) -> Any:
     """A CTranslate2 TransformerSpec holding ``model``'s weights and our vocabularies."""
     check_supported(model.cfg, "CTranslate2", SUPPORTS, WHY)
-    if src.vocab is not None or tgt.vocab is not None:  # ids not the spm ids: not written yet
-        raise MtkitError("an imported vocabulary (mtkit import) cannot be exported to "
-                         "CTranslate2 yet; export it to Hugging Face (--format hf)")  # fmt: skip
     ctranslate2_module()
     from ctranslate2.specs import transformer_spec
 
@@ -130,8 +130,10 @@ def ct2_spec(model: Any, src: Tokenizer, tgt: Tokenizer) -> Any:
     enc.embeddings[0].weight = w["src_embed.weight"]
     dec.embeddings.weight = w["tgt_embed.weight"]
     dec.projection.weight = w.get("output.weight", w["tgt_embed.weight"])
+    if model.output_bias is not None:
+        dec.projection.bias = model.output_bias.detach().float().cpu().numpy()
     for part, positions in ((enc, model.src_positions), (dec, model.tgt_positions)):
-        part.scale_embeddings = True  # sqrt(d_model)
+        part.scale_embeddings = cfg.scale_embedding  # True: sqrt(d_model)
         if positions is not None:  # sinusoidal or learned: row t is position t, from 0
             table = positions(cfg.max_positions, 0).detach().float().cpu().numpy()
             part.position_encodings.encodings = table
@@ -152,17 +154,30 @@ def ct2_spec(model: Any, src: Tokenizer, tgt: Tokenizer) -> Any:
     if cfg.pre_norm:
         _norm(enc.layer_norm, w, "encoder_norm")
         _norm(dec.layer_norm, w, "decoder_norm")
-    spec.register_source_vocabulary([src.sp.IdToPiece(i) for i in range(len(src))])
-    spec.register_target_vocabulary([tgt.sp.IdToPiece(i) for i in range(len(tgt))])
+    spec.register_source_vocabulary(src.pieces_by_id())  # an imported table, or the spm's
+    spec.register_target_vocabulary(tgt.pieces_by_id())
+    ids, piece = tgt.specials, tgt.id_to_piece
     config = spec.config
-    config.unk_token, config.bos_token, config.eos_token = "<unk>", "<s>", "</s>"
-    config.decoder_start_token = "<s>"  # BOS_ID: our first decoder input
+    config.unk_token, config.eos_token = piece(ids.unk), piece(ids.eos)
+    config.bos_token = piece(ids.bos)
+    config.decoder_start_token = piece(ids.bos)  # our first decoder input (Marian: its PAD)
     config.add_source_bos, config.add_source_eos = False, True  # our source = pieces + EOS
     config.layer_norm_epsilon = cfg.norm_eps
     return spec
 
 
 PROBE_STEPS = 12  # greedy tokens compared per probe sentence
+
+
+def vocabularies(src: Tokenizer, tgt: Tokenizer) -> dict[str, Any]:
+    """What mtkit.json keeps of an imported vocabulary (ids that are not the spm's), so that
+    the engine encodes and decodes with it; nothing for mtkit's own models."""
+    out: dict[str, Any] = {}
+    for side, tok in (("source", src), ("target", tgt)):
+        if tok.vocab is not None:
+            out[f"{side}_vocab"] = list(tok.vocab)
+            out[f"{side}_special_ids"] = tok.specials.to_dict()
+    return out
 
 
 def _convert(ct2: Any, spec: Any, out: Path, quantization: str) -> None:
@@ -176,6 +191,12 @@ def _convert(ct2: Any, spec: Any, out: Path, quantization: str) -> None:
         raise MtkitError(f"CTranslate2 conversion failed: {err}") from None
 
 
+def suppressed(tgt: Tokenizer) -> list[list[str]]:
+    """The pieces mtkit never generates (PAD and the decoder's start token), for CTranslate2."""
+    ids = tgt.specials
+    return [[tgt.id_to_piece(i)] for i in sorted({ids.pad, ids.bos})]
+
+
 def probe_sources(vocab_size: int, count: int = 8) -> list[list[int]]:
     """A fixed probe batch of source ids (no EOS): varied lengths, ids past the specials."""
     span = max(vocab_size - 4, 1)
@@ -186,24 +207,25 @@ def greedy_mismatch(model: Any, src: Tokenizer, tgt: Tokenizer, model_dir: Path)
     """Greedy outputs of the float32 CTranslate2 model in ``model_dir`` against mtkit's on the
     probe batch; a description of the first difference, or None when all agree."""
     from mtkit.config import SearchConfig
-    from mtkit.data.tokenizer import EOS_ID
     from mtkit.decoding.batching import pad_batch
     from mtkit.decoding.search import generate
 
-    sources = probe_sources(len(src))
+    s_ids, t_ids = src.specials, tgt.specials
+    sources = [[t for t in row if t not in set(s_ids.to_dict().values())]
+               for row in probe_sources(len(src))]  # fmt: skip
     search = SearchConfig(beam=1, max_len_a=0.0, max_len_b=PROBE_STEPS, min_len=0)
-    found = generate([model], pad_batch([ids + [EOS_ID] for ids in sources]), search)
-    ours = [hyps[0].tokens for hyps in found]
+    batch = pad_batch([ids + [s_ids.eos] for ids in sources], pad=s_ids.pad)
+    ours = [hyps[0].tokens for hyps in generate([model], batch, search)]
     translator = ctranslate2_module().Translator(str(model_dir), device="cpu",
                                                  compute_type="float32")  # fmt: skip
-    pieces = [[src.sp.IdToPiece(t) for t in ids] for ids in sources]
+    pieces = [[src.id_to_piece(t) for t in ids] for ids in sources]
     results = translator.translate_batch(
         pieces, beam_size=1, max_decoding_length=PROBE_STEPS + 1, min_decoding_length=0,
-        max_input_length=0, return_end_token=True, suppress_sequences=[["<pad>"], ["<s>"]],
+        max_input_length=0, return_end_token=True, suppress_sequences=suppressed(tgt),
     )  # fmt: skip
     for i, (want, result) in enumerate(zip(ours, results, strict=True)):
-        got = [tgt.sp.PieceToId(p) for p in result.hypotheses[0]]
-        got = got[: got.index(EOS_ID)] if EOS_ID in got else got
+        got = [tgt.piece_to_id(p) for p in result.hypotheses[0]]
+        got = got[: got.index(t_ids.eos)] if t_ids.eos in got else got
         if got[:PROBE_STEPS] != want:
             return f"probe sentence {i}: CTranslate2 {got[:PROBE_STEPS]} vs mtkit {want}"
     return None
@@ -242,6 +264,7 @@ def export_ct2(
         meta = {"format": "mtkit-ctranslate2", "mtkit_version": __version__,
                 "ctranslate2_version": ct2.__version__, "checkpoint": str(checkpoint),
                 "quantization": quantization,
-                "max_positions": loaded.config.max_positions}  # fmt: skip
+                "max_positions": loaded.config.max_positions,
+                **vocabularies(src, tgt)}  # fmt: skip
         (tmp / METADATA).write_text(json.dumps(meta, indent=2) + "\n", encoding="utf-8")
     return Path(out_dir)

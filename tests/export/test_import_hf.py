@@ -249,9 +249,21 @@ def test_imported_model_exports_back_to_hf(pair, tmp_path: Path) -> None:
         assert got == ours(path, TEST_LINES, beam, 1.0)
 
 
-def test_ctranslate2_export_of_an_imported_vocabulary_is_refused(pair, tmp_path: Path) -> None:
+@pytest.mark.parametrize("beam", [1, 4])
+def test_imported_model_exports_to_ctranslate2_and_decodes_as_mtkit(
+    pair, tmp_path: Path, beam: int
+) -> None:
+    """CTranslate2 gets the imported vocabulary and special ids (decoding starts from PAD,
+    swish, the logits bias), and the engine encodes and decodes with them: same tokens."""
+    pytest.importorskip("ctranslate2")
+    from mtkit.config import TranslateConfig
+    from mtkit.engines import load_engine
+    from mtkit.export.ct2 import export_ct2
+
     _, _, path = pair
-    result = CliRunner().invoke(cli, ["export", "-m", str(path), "-f", "ctranslate2",
-                                      str(tmp_path / "ct2")])  # fmt: skip
-    assert result.exit_code == 1 and "CTranslate2" in result.output
-    assert not (tmp_path / "ct2").exists()
+    out = export_ct2(path, tmp_path / "ct2")  # checked on a probe batch before it is written
+    search = SearchConfig(beam=beam, max_len_a=0, max_len_b=BOUND, min_len=1)
+    engine = load_engine([str(out)], TranslateConfig(search, engine="ctranslate2", device="cpu"))
+    got = [hyps[0].text for hyps in engine.translate(TEST_LINES)]
+    tgt = load_for_inference(path).tgt_tokenizer
+    assert got == tgt.decode(ours(path, TEST_LINES, beam, 1.0))
