@@ -1,5 +1,5 @@
 """Imports flow one way: cli -> pipeline -> {engines, export, training} -> {checkpoint, decoding,
-model, data} -> {config, devices, errors, staging}. Every import counts, lazy ones inside
+model, data} -> {config, cpu, devices, errors, staging}. Every import counts, lazy ones inside
 functions too (read from the source, not from what happens to be loaded)."""
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ CORE = {"decoding", "model", "data"}
 FORBIDDEN: dict[str, set[str]] = {
     "config": {"cli", "pipeline", "engines", "export", "training", "checkpoint", *CORE},
     "devices": {"cli", "pipeline", "engines", "export", "training", "checkpoint", *CORE},
+    "cpu": {"cli", "pipeline", "engines", "export", "training", "checkpoint", *CORE},
     "errors": {"cli", "pipeline", "engines", "export", "training", "checkpoint", *CORE},
     "data": {"cli", "pipeline", "engines", "export", "training", "checkpoint", "decoding", "model"},
     "model": {"cli", "pipeline", "engines", "export", "training", "checkpoint", "decoding"},
