@@ -38,8 +38,16 @@ class Verdict(NamedTuple):
 
 
 USES = ("train", "decode")
-# per use and bf16 hardware, from benchmarks/README.md ("bf16 ablation"); unmeasured: absent
-ABLATION: dict[str, dict[str, Verdict]] = {"train": {}, "decode": {}}
+# per use and bf16 hardware, from benchmarks/README.md ("bf16 ablation"); unmeasured: absent.
+# Training on AMD Zen 4 (avx512_bf16, no AMX), 2 cores: autocast bf16 computed the same losses
+# per update but ran 0.58x fp32's tokens/s, so the 480 s make-demo budget ended at 52 updates
+# instead of 87 and BLEU fell from 2.8 to 2.2 (a busy machine: few updates either way).
+ABLATION: dict[str, dict[str, Verdict]] = {
+    "train": {
+        "avx512_bf16": Verdict(False, "make demo, 480 s: BLEU 2.2 vs fp32 2.8, 0.60x the updates")
+    },  # fmt: skip
+    "decode": {},
+}
 
 
 class Choice(NamedTuple):
