@@ -39,23 +39,30 @@ class Verdict(NamedTuple):
 
 USES = ("train", "decode")
 # per use and bf16 hardware, from benchmarks/README.md ("bf16 ablation"); unmeasured: absent.
-# Training on AMD Zen 4 (avx512_bf16, no AMX), 2 cores: autocast bf16 computed the same losses
-# per update but ran 0.58x fp32's tokens/s, so the 480 s make-demo budget ended at 52 updates
-# instead of 87 and BLEU fell from 2.8 to 2.2 (a busy machine: few updates either way).
-# Decoding the fp32 model of that run (beam 5): bf16 linear layers gave the same BLEU and 69%
-# of the outputs identical to fp32's (an undertrained model, whose looping outputs are full of
-# near ties), 1.24-1.30x faster at 1 thread.
+# Training on AMD Zen 4 (avx512_bf16, no AMX), 2 cores shared with other work (load 4-7): with
+# the demo's 2 threads, bf16 autocast computed the same per-update losses as fp32 but ran at
+# 0.58x its tokens/s (more small parallel regions, each stalled by the load), so the 480 s
+# budget ended at 52 updates instead of 87: BLEU 2.2 vs 2.8. With 1 thread each, the two runs
+# side by side, bf16 made 126 updates to fp32's 85: BLEU 4.0 vs 2.5. One of the two lost, so
+# auto keeps fp32 here until an ablation on an idle machine says otherwise.
+# Decoding the fp32 model of the first run (beam 5): bf16 linear layers gave the same BLEU and
+# 69% of the outputs identical to fp32's (an undertrained model, whose looping outputs are
+# full of near ties), 1.24-1.30x faster at 1 thread.
 ABLATION: dict[str, dict[str, Verdict]] = {
     "train": {
-        "avx512_bf16": Verdict(False, "make demo, 480 s: BLEU 2.2 vs fp32 2.8, 0.60x the updates")
-    },  # fmt: skip
+        "avx512_bf16": Verdict(
+            False,
+            "make demo, 480 s, 2 threads: BLEU 2.2 vs fp32 2.8, 0.60x the updates; "
+            "1 thread: 4.0 vs 2.5",
+        )
+    },
     "decode": {
         "avx512_bf16": Verdict(
             True,
             "BLEU 2.8 = 2.8, chrF 20.5 vs 20.6 on test_2016_flickr, "
             "1.24-1.30x fp32's tokens/s at 1 thread",
         )
-    },  # fmt: skip
+    },
 }
 
 
