@@ -4,10 +4,18 @@ One checkpoint is decoded by these engines on Multi30k test_2016_flickr (en, 1,0
 5, on CPU, in batches of 32 sentences:
 
 - mtkit native fp32 (weights packed for oneDNN, the default), fp32 with torch's default matmul
-  (``--cpu-matmul default``), and int8 (``--quantize int8``: dynamic int8 Linear layers);
+  (``--cpu-matmul default``), bf16 (``--dtype bf16``: bf16 linear layers, packed for oneDNN)
+  and int8 (``--quantize int8``: dynamic int8 Linear layers);
 - HF transformers ``generate`` on ``mtkit export --format hf`` (MarianMTModel);
-- CTranslate2 float32 and int8 on ``mtkit export --format ctranslate2``;
+- CTranslate2 float32 and int8 on ``mtkit export --format ctranslate2``; with more than one
+  thread also split into inter_threads=T, intra_threads=1 (T batches decoded at once, one
+  thread each) beside its default of one batch at a time on T intra-op threads;
 - mtkit ``--engine ctranslate2`` on those two exports (mtkit's tokenization and batching).
+
+Every engine runs at each thread count of ``--threads`` (default 1,2: a per-core figure and the
+whole of a 2-core machine); the report gives a table per thread count, each engine's best
+thread setting, and the ratios between engines at equal threads and at their bests. The output
+starts with the CPU and its flags (avx2, avx512f, avx512_bf16, amx_bf16, amx_int8).
 
 Every engine runs in a fresh process of its own (a subprocess of this very file), so no engine
 inherits another's thread pools: mtkit's in this venv, the peers in theirs.
@@ -31,7 +39,7 @@ Without a checkpoint, a random transformer-small (d=256, 3+3 layers, joint 8k sp
 Multi30k train) is built, and every engine is forced to emit exactly ``--random-len`` tokens
 (min_len = max_len): raw speed only, BLEU meaningless.
 
-    .venv/bin/python benchmarks/bench_engines.py [CKPT] [--limit N] [--threads T]
+    .venv/bin/python benchmarks/bench_engines.py [CKPT] [--limit N] [--threads 1,2]
 """
 
 from __future__ import annotations
@@ -116,36 +124,62 @@ def peer_ct2(model_dir: str, batches: list[list[str]], opts: dict) -> tuple[list
 
     src = spm.SentencePieceProcessor(model_file=f"{model_dir}/source.spm")
     tgt = spm.SentencePieceProcessor(model_file=f"{model_dir}/target.spm")
+    inter = opts.get("inter", 1)  # batches decoded at once, intra_threads each
     translator = ctranslate2.Translator(model_dir, device="cpu", compute_type="default",
-                                        inter_threads=1, intra_threads=opts["threads"])  # fmt: skip
+                                        inter_threads=inter,
+                                        intra_threads=opts["threads"] // inter)  # fmt: skip
 
-    def run(batch: list[str]) -> tuple[list[str], int]:
+    def submit(batch: list[str]):
         pieces = [p[: opts["max_positions"] - 1] for p in src.encode(batch, out_type=str)]
         bound = _bound([len(p) for p in pieces], opts)
-        results = translator.translate_batch(
+        return translator.translate_batch(
             pieces, beam_size=opts["beam"], length_penalty=opts["lenpen"],
             max_decoding_length=bound + 1, min_decoding_length=opts["min_len"],
             return_end_token=True, max_input_length=0, suppress_sequences=[["<pad>"], ["<s>"]],
+            asynchronous=inter > 1,
         )  # fmt: skip
+
+    def texts_tokens(results) -> tuple[list[str], int]:
         hyps = [r.hypotheses[0] for r in results]
         texts = [tgt.decode([p for p in h if p != "</s>"]) for h in hyps]
         return texts, sum(len(h) for h in hyps)
 
-    return _timed(run, batches, opts["repeat"])
+    def run_all(todo: list[list[str]]) -> tuple[list[str], int]:
+        """Every batch submitted at once, so the ``inter`` workers each take one."""
+        outputs, tokens = [], 0
+        for pending in [submit(batch) for batch in todo]:
+            texts, n = texts_tokens([r.result() for r in pending])
+            outputs.extend(texts)
+            tokens += n
+        return outputs, tokens
+
+    if inter > 1:
+        return _timed_all(run_all, batches, opts["repeat"])
+    return _timed(lambda batch: texts_tokens(submit(batch)), batches, opts["repeat"])
 
 
 def _timed(run, batches: list[list[str]], repeat: int) -> tuple[list[str], int, list[float]]:
     """Outputs, generated tokens, and the seconds of each of ``repeat`` passes of ``run`` over
     all batches, after one warm-up batch. (The machine may be shared: report the best pass.)"""
-    run(batches[0][:4])
-    seconds = []
-    for _ in range(repeat):
+
+    def run_all(todo: list[list[str]]) -> tuple[list[str], int]:
         outputs, tokens = [], 0
-        start = time.perf_counter()
-        for batch in batches:
+        for batch in todo:
             texts, n = run(batch)
             outputs.extend(texts)
             tokens += n
+        return outputs, tokens
+
+    return _timed_all(run_all, batches, repeat)
+
+
+def _timed_all(run_all, batches: list[list[str]], repeat: int):
+    """``run_all`` (all batches in one call) timed ``repeat`` times after a warm-up batch."""
+    run_all([batches[0][:4]])
+    seconds = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        outputs, tokens = run_all(batches)
         seconds.append(time.perf_counter() - start)
     return outputs, tokens, seconds
 
@@ -159,6 +193,7 @@ def peer_main(args: argparse.Namespace) -> None:
         "ct2": lambda: peer_ct2(model_dir, batches, opts),
         "mtkit": lambda: run_mtkit(ckpt, batches, opts, "", "onednn"),
         "mtkit-torch-matmul": lambda: run_mtkit(ckpt, batches, opts, "", "default"),
+        "mtkit-bf16": lambda: run_mtkit(ckpt, batches, opts, "", "onednn", "bf16"),
         "mtkit-int8": lambda: run_mtkit(ckpt, batches, opts, "int8", "onednn"),
         "mtkit-ct2": lambda: run_mtkit_ct2(ckpt, Path(model_dir), batches, opts),
     }
@@ -258,10 +293,12 @@ def run_engine(engine, batches: list[list[str]], opts: dict):
     return _timed(run, batches, opts["repeat"])
 
 
-def run_mtkit(ckpt: Path, batches: list[list[str]], opts: dict, quantize: str, matmul: str):
+def run_mtkit(
+    ckpt: Path, batches: list[list[str]], opts: dict, quantize: str, matmul: str, dtype="fp32"
+):
     from mtkit.engines import load_engine
 
-    cfg = engine_config(opts, quantize=quantize, cpu_matmul=matmul)
+    cfg = engine_config(opts, quantize=quantize, cpu_matmul=matmul, dtype=dtype)
     return run_engine(load_engine([str(ckpt)], cfg), batches, opts)
 
 
@@ -276,7 +313,8 @@ def run_mtkit_ct2(ckpt: Path, model_dir: Path, batches: list[list[str]], opts: d
 
 def run_peer(python: Path, engine: str, model_dir: Path | None, batches, opts: dict, ckpt: Path):
     """One engine in a fresh process: ``python`` runs this file in ``--peer engine`` mode."""
-    job, result = WORK / f"job-{engine}.json", WORK / f"result-{engine}.json"
+    tag = f"{engine}-{opts['threads']}x{opts.get('inter', 1)}"
+    job, result = WORK / f"job-{tag}.json", WORK / f"result-{tag}.json"
     job.write_text(json.dumps({"model_dir": str(model_dir), "batches": batches, "opts": opts,
                                "checkpoint": str(ckpt)}))  # fmt: skip
     env = dict(os.environ, HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1",
@@ -287,38 +325,102 @@ def run_peer(python: Path, engine: str, model_dir: Path | None, batches, opts: d
     return data["outputs"], data["tokens"], data["seconds"]
 
 
-def report(rows: list[dict], random_model: bool) -> str:
-    lines = [f"{'engine':<22} {'sent/s':>8} {'tok/s':>8} {'BLEU':>6}  {'seconds':>7}  passes"]
+OURS = ("mtkit fp32", "mtkit bf16", "mtkit int8")
+PEERS = ("CTranslate2 float32", "CTranslate2 int8", "HF transformers")
+
+
+def _table(rows: list[dict]) -> list[str]:
+    lines = [f"{'engine':<24} {'threads':<8} {'sent/s':>8} {'tok/s':>8} {'BLEU':>6}  "
+             f"{'seconds':>7}  passes"]  # fmt: skip
     for r in rows:
         passes = " ".join(f"{s:.1f}" for s in r["passes"])
-        lines.append(f"{r['engine']:<22} {r['sent_s']:8.1f} {r['tok_s']:8.0f} "
+        lines.append(f"{r['engine']:<24} {r['setting']:<8} {r['sent_s']:8.1f} {r['tok_s']:8.0f} "
                      f"{r['bleu']:6.1f}  {r['seconds']:7.1f}  {passes}")  # fmt: skip
-    rate = {r["engine"]: r["tok_s"] for r in rows}
-    if "mtkit fp32" in rate and "mtkit fp32 torch matmul" in rate:
-        lines.append(
-            "mtkit fp32 / mtkit fp32 torch matmul: "
-            f"{rate['mtkit fp32'] / rate['mtkit fp32 torch matmul']:.2f}x (target tok/s)"
-        )
-    for ours in ("mtkit fp32", "mtkit int8"):
-        for peer in ("HF transformers", "CTranslate2 float32", "CTranslate2 int8"):
-            if ours in rate and peer in rate:
-                lines.append(f"{ours} / {peer}: {rate[ours] / rate[peer]:.2f}x (target tok/s)")
-    for q in ("float32", "int8"):
-        ours, peer = f"mtkit ct2 {q}", f"CTranslate2 {q}"
+    return lines
+
+
+def best_rates(rows: list[dict], threads: int | None = None) -> dict[str, dict]:
+    """Each engine's fastest row (at ``threads`` total threads only, when given)."""
+    best: dict[str, dict] = {}
+    for r in rows:
+        if threads is not None and r["threads"] != threads:
+            continue
+        if r["engine"] not in best or r["tok_s"] > best[r["engine"]]["tok_s"]:
+            best[r["engine"]] = r
+    return best
+
+
+def _ratios(best: dict[str, dict], label: str) -> list[str]:
+    lines = []
+    rate = {name: r["tok_s"] for name, r in best.items()}
+    pairs = [(a, b) for a in OURS for b in PEERS]
+    pairs += [("mtkit bf16", "mtkit fp32"), ("mtkit fp32", "mtkit fp32 torch matmul")]
+    pairs += [(f"mtkit ct2 {q}", f"CTranslate2 {q}") for q in ("float32", "int8")]
+    for ours, peer in pairs:
         if ours in rate and peer in rate:
-            lines.append(f"{ours} / {peer}: {rate[ours] / rate[peer]:.2f}x (target tok/s)")
+            how = "" if label else f" ({best[ours]['setting']} vs {best[peer]['setting']})"
+            lines.append(f"  {ours} / {peer}: {rate[ours] / rate[peer]:.2f}x{how}")
+    return [f"ratios {label or 'at each engine best'} (target tok/s):", *lines]
+
+
+def report(rows: list[dict], random_model: bool) -> str:
+    """A table per thread count, each engine's best setting, and ratios at equal threads (the
+    peer at its better split of those threads) and between bests."""
+    lines: list[str] = []
+    counts = sorted({r["threads"] for r in rows})
+    for t in counts:
+        title = f"-- {t} thread{'s' if t > 1 else ''}"
+        lines += [title, *_table([r for r in rows if r["threads"] == t])]
+    best = best_rates(rows)
+    lines += ["-- each engine at its best thread setting", *_table(list(best.values()))]
+    for t in counts:
+        lines += _ratios(best_rates(rows, t), f"at {t} thread{'s' if t > 1 else ''}")
+    lines += _ratios(best, "")
     bleu = {r["engine"]: r["bleu"] for r in rows}
-    if "mtkit ct2 int8" in bleu and "mtkit fp32" in bleu:
-        change = bleu["mtkit ct2 int8"] - bleu["mtkit fp32"]
-        lines.append(f"BLEU of mtkit ct2 int8 - mtkit fp32: {change:+.2f}")
+    for other in ("mtkit bf16", "mtkit ct2 int8"):
+        if other in bleu and "mtkit fp32" in bleu:
+            lines.append(f"BLEU of {other} - mtkit fp32: {bleu[other] - bleu['mtkit fp32']:+.2f}")
     if random_model:
         lines.append("random model, outputs forced to equal length: BLEU is meaningless")
     return "\n".join(lines)
 
 
+def agreement(rows: list[dict], a: str, b: str) -> str | None:
+    """How many outputs of engines ``a`` and ``b`` are equal (first row of each)."""
+    first = {}
+    for r in rows:
+        first.setdefault(r["engine"], r["hyps"])
+    if a not in first or b not in first:
+        return None
+    same = sum(x == y for x, y in zip(first[a], first[b], strict=True))
+    return f"{a} and {b}: {same}/{len(first[a])} outputs equal ({same / len(first[a]):.1%})"
+
+
+def jobs_for(threads: int, python: Path, dirs: dict[str, Path]) -> list[tuple]:
+    """(row name, interpreter, engine, exported model, inter_threads) at ``threads`` threads."""
+    ours = Path(sys.executable)
+    jobs = [
+        ("mtkit fp32", ours, "mtkit", None, 1),
+        ("mtkit fp32 torch matmul", ours, "mtkit-torch-matmul", None, 1),
+        ("mtkit bf16", ours, "mtkit-bf16", None, 1),
+        ("mtkit int8", ours, "mtkit-int8", None, 1),
+        ("HF transformers", python, "hf", dirs["hf"], 1),
+        ("CTranslate2 float32", python, "ct2", dirs["ct2-float32"], 1),
+        ("CTranslate2 int8", python, "ct2", dirs["ct2-int8"], 1),
+        ("mtkit ct2 float32", ours, "mtkit-ct2", dirs["ct2-float32"], 1),
+        ("mtkit ct2 int8", ours, "mtkit-ct2", dirs["ct2-int8"], 1),
+    ]
+    if threads > 1:  # CTranslate2's other use of T threads: T batches at once, one thread each
+        jobs += [(f"CTranslate2 {q}", python, "ct2", dirs[f"ct2-{q}"], threads)
+                 for q in ("float32", "int8")]  # fmt: skip
+    return jobs
+
+
 def main(args: argparse.Namespace) -> None:
     import sacrebleu
+    from machine import print_machine  # mtkit's CPU reading: never in peer processes
 
+    print_machine()
     random_model = args.checkpoint is None
     ckpt = Path(args.checkpoint) if args.checkpoint else random_checkpoint(WORK)
     lines, refs = read_text("test_2016_flickr", "en"), read_text("test_2016_flickr", "de")
@@ -327,53 +429,54 @@ def main(args: argparse.Namespace) -> None:
 
     max_positions = load_checkpoint(ckpt)["model_config"].get("max_positions", 1024)
     forced = dict(max_len_a=0.0, max_len_b=args.random_len, min_len=args.random_len)
-    opts = dict(
+    base = dict(
         repeat=args.repeat,
         beam=args.beam,
         lenpen=args.lenpen,
-        threads=args.threads,
         max_positions=max_positions,
         **(forced if random_model else dict(max_len_a=1.2, max_len_b=10, min_len=1)),
     )
     dirs = export_all(ckpt)
     python = ensure_venv()
     batches, order = make_batches(lines, ckpt, args.batch)
-    ours = Path(sys.executable)
-    jobs = {  # row: (interpreter, engine, exported model)
-        "mtkit fp32": (ours, "mtkit", None),
-        "mtkit fp32 torch matmul": (ours, "mtkit-torch-matmul", None),
-        "mtkit int8": (ours, "mtkit-int8", None),
-        "HF transformers": (python, "hf", dirs["hf"]),
-        "CTranslate2 float32": (python, "ct2", dirs["ct2-float32"]),
-        "CTranslate2 int8": (python, "ct2", dirs["ct2-int8"]),
-        "mtkit ct2 float32": (ours, "mtkit-ct2", dirs["ct2-float32"]),
-        "mtkit ct2 int8": (ours, "mtkit-ct2", dirs["ct2-int8"]),
-    }
-    load = os.getloadavg()[0]
-    print(f"{ckpt}: {len(lines)} lines, batches of {args.batch}, beam {args.beam}, "
-          f"{args.threads} threads, load average {load:.1f}", flush=True)  # fmt: skip
-    if args.threads > 1 and load + args.threads > (os.cpu_count() or 1) + 0.5:
-        print(
-            "  warning: the CPU is busy with other work, and multi-threaded timings suffer "
-            "most from that (OpenMP threads wait on each other): try --threads 1",
-            flush=True,
-        )
+    print(f"{ckpt}: {len(lines)} lines, batches of {args.batch}, beam {args.beam}, threads "
+          f"{', '.join(map(str, args.threads))}", flush=True)  # fmt: skip
     rows = []
-    for name, (interpreter, engine, model_dir) in jobs.items():
-        if args.engines and not any(e in name.lower() for e in args.engines):
-            continue
-        outputs, tokens, passes = run_peer(interpreter, engine, model_dir, batches, opts, ckpt)
-        seconds = min(passes)
-        hyps = [""] * len(lines)
-        for i, text in zip(order, outputs, strict=True):
-            hyps[i] = text
-        bleu = sacrebleu.corpus_bleu(hyps, [refs]).score
-        rows.append(dict(engine=name, sent_s=len(lines) / seconds, tok_s=tokens / seconds,
-                         bleu=bleu, seconds=seconds, passes=passes, tokens=tokens))  # fmt: skip
-        print(f"  {name}: {tokens / seconds:.0f} tok/s, BLEU {bleu:.1f}", flush=True)
+    for threads in args.threads:
+        for name, interpreter, engine, model_dir, inter in jobs_for(threads, python, dirs):
+            if args.engines and not any(e in name.lower() for e in args.engines):
+                continue
+            opts = dict(base, threads=threads, inter=inter)
+            load = os.getloadavg()[0]
+            out, tokens, passes = run_peer(interpreter, engine, model_dir, batches, opts, ckpt)
+            seconds = min(passes)
+            hyps = [""] * len(lines)
+            for i, text in zip(order, out, strict=True):
+                hyps[i] = text
+            bleu = sacrebleu.corpus_bleu(hyps, [refs]).score
+            setting = f"{threads}" if inter == 1 else f"{inter}x{threads // inter}"
+            rows.append(dict(engine=name, threads=threads, setting=setting, inter=inter,
+                             sent_s=len(lines) / seconds, tok_s=tokens / seconds, bleu=bleu,
+                             seconds=seconds, passes=passes, tokens=tokens, load=load,
+                             hyps=hyps))  # fmt: skip
+            print(f"  {name} [{setting}]: {tokens / seconds:.0f} tok/s, BLEU {bleu:.1f} "
+                  f"(load average {load:.1f} at its start)", flush=True)  # fmt: skip
     print(report(rows, random_model))
-    (WORK / "results.json").write_text(json.dumps({"checkpoint": str(ckpt), "opts": opts,
+    same = agreement(rows, "mtkit fp32", "mtkit bf16")
+    if same:
+        print(same)
+    print(f"load average at the end: {os.getloadavg()[0]:.1f}")
+    for r in rows:
+        del r["hyps"]
+    (WORK / "results.json").write_text(json.dumps({"checkpoint": str(ckpt), "opts": base,
                                                    "rows": rows}, indent=2))  # fmt: skip
+
+
+def thread_counts(text: str) -> list[int]:
+    counts = [int(x) for x in text.split(",") if x.strip()]
+    if not counts or min(counts) < 1:
+        raise argparse.ArgumentTypeError(f"thread counts, e.g. 1,2 (got {text!r})")
+    return counts
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -382,7 +485,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--beam", type=int, default=5)
     p.add_argument("--lenpen", type=float, default=1.0)
     p.add_argument("--batch", type=int, default=32, help="sentences per batch")
-    p.add_argument("--threads", type=int, default=os.cpu_count() or 1)
+    p.add_argument("--threads", type=thread_counts, default=[1, 2], help="e.g. 1,2 (each)")
     p.add_argument("--limit", type=int, default=0, help="first N test lines only (0: all)")
     p.add_argument("--repeat", type=int, default=3, help="timed passes per engine (best kept)")
     p.add_argument("--random-len", type=int, default=16, help="forced output length (random)")

@@ -28,6 +28,10 @@ same threads. Model FLOPs are 3x the forward matmul FLOPs of the real (unpadded)
 averaged over the training corpus (see ``train_flops_per_target_token``), so MFU and tokens/s
 give the same ratio between tools.
 
+``mtkit bf16`` rows (in --tools by default) train the same mtkit config with ``precision:
+bf16`` (autocast on CPU; fp32 master weights) and print their ratio to mtkit fp32 of the same
+round; MFU stays against the fp32 peak. The output starts with the CPU and its bf16/AMX flags.
+
 Run: ``.venv/bin/python benchmarks/bench_train.py`` (``--quick`` for a short smoke run;
 ``--rounds 2`` alternates the tools twice).
 """
@@ -56,6 +60,7 @@ import flops  # noqa: E402
 import multi30k  # noqa: E402
 from flops import train_matmul_flops  # noqa: E402
 from joeynmt_env import BENCH_DIR, ensure_joeynmt_venv  # noqa: E402
+from machine import print_machine  # noqa: E402
 from train_configs import (  # noqa: E402
     D_MODEL,
     FFN,
@@ -278,12 +283,15 @@ def mtkit_update_tokens(data: Path, args: argparse.Namespace, seed: int) -> list
     return [(int(tgt[b].sum()), len(b) * int(tgt[b].max())) for b in batches]
 
 
-def mtkit_run(work: Path, data: Path, args: argparse.Namespace, rnd: int) -> Result:
+def mtkit_run(
+    work: Path, data: Path, args: argparse.Namespace, rnd: int, precision: str = "fp32"
+) -> Result:
     """`mtkit train`; window time from its metrics log, tokens from replaying its batches."""
     config = work.parent / f"{work.name}.yaml"
-    cfg = mtkit_config(args)
+    cfg = mtkit_config(args, precision)
     config.write_text(yaml.safe_dump(cfg, sort_keys=False))
-    print(f"[round {rnd}] mtkit", flush=True)
+    tool = "mtkit" if precision == "fp32" else f"mtkit {precision}"
+    print(f"[round {rnd}] {tool}", flush=True)
     cmd = mtkit_cmd("train", "--config", str(config), "--data", str(data), "--run-dir", str(work))
     out = run_logged(cmd, work.parent / f"{work.name}.log", args, "mtkit train")
     lines = (work / "metrics.jsonl").read_text(encoding="utf-8").splitlines()
@@ -293,7 +301,7 @@ def mtkit_run(work: Path, data: Path, args: argparse.Namespace, rnd: int) -> Res
     tokens = {u: counts[u - 1][0] for u in range(first + 1, last + 1)}
     logged = {u: r["tgt_tokens_per_s"] for u, r in records.items()}
     return Result(
-        tool="mtkit",
+        tool=tool,
         round=rnd,
         tokens=tokens,
         seconds=records[last]["elapsed"] - records[first]["elapsed"],
@@ -340,7 +348,12 @@ def report(results: list[Result], flops_per_token: float, peak: float) -> str:
     if joey and mtkit:
         total = sum(mtkit) / sum(joey.values())
         rows.append(("all", "mtkit / JoeyNMT", "", "", "", "", "", f"{total:.2f}x", ""))
-    return table(rows)
+    lines = [table(rows)]
+    fp32 = {r.round: r.tok_s for r in results if r.tool == "mtkit"}
+    for r in results:
+        if r.tool == "mtkit bf16" and r.round in fp32:
+            lines.append(f"round {r.round}: mtkit bf16 / mtkit fp32 {r.tok_s / fp32[r.round]:.2f}x")
+    return "\n".join(lines)
 
 
 NOTES = """\
@@ -368,7 +381,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--joeynmt-max-tokens", type=int, help="JoeyNMT's batch size, if different")
     p.add_argument("--threads", type=int, default=2, help="torch threads, both tools")
     p.add_argument("--rounds", type=int, default=1, help="run both tools this many times")
-    p.add_argument("--tools", default="joeynmt,mtkit", help="comma-separated subset")
+    p.add_argument("--tools", default="joeynmt,mtkit,mtkit-bf16", help="comma-separated subset")
     p.add_argument("--log-every", type=int, default=10, help="both tools' logging interval")
     p.add_argument("--timeout", type=int, default=3600, help="seconds per training run")
     p.add_argument("--json", help="also write the results to this file")
@@ -382,7 +395,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         or args.updates % args.log_every
     ):
         p.error("--warmup and --updates must be positive multiples of --log-every")
-    unknown = set(args.tools.split(",")) - {"joeynmt", "mtkit"}
+    unknown = set(args.tools.split(",")) - {"joeynmt", "mtkit", "mtkit-bf16"}
     if unknown:
         p.error(f"unknown --tools {sorted(unknown)}")
     return args
@@ -399,18 +412,22 @@ def setup(args: argparse.Namespace, work: Path) -> tuple[Path, Path, float]:
 
 def main(argv: list[str] | None = None) -> None:
     args = parse_args(argv)
+    print_machine()
     tools, work = args.tools.split(","), Path(args.work_dir)
     data, spm_model, flops_per_token = setup(args, work)
     peaks = [matmul_peak(args.threads)]  # before and after the runs; the best counts
     joey_python = ensure_joeynmt_venv() if "joeynmt" in tools else None
-    mtkit_data = prepare_mtkit(work / "mtkit-data", data, spm_model) if "mtkit" in tools else None
+    mtkit_data = None
+    if {"mtkit", "mtkit-bf16"} & set(tools):
+        mtkit_data = prepare_mtkit(work / "mtkit-data", data, spm_model)
     results = []
     for rnd in range(1, args.rounds + 1):
         for tool in tools if rnd % 2 else tools[::-1]:  # alternate which tool goes first
             if tool == "joeynmt":
                 run = joeynmt_run(joey_python, work / f"joeynmt-{rnd}", data, spm_model, args, rnd)
             else:
-                run = mtkit_run(work / f"mtkit-{rnd}", mtkit_data, args, rnd)
+                precision = "bf16" if tool == "mtkit-bf16" else "fp32"
+                run = mtkit_run(work / f"{tool}-{rnd}", mtkit_data, args, rnd, precision)
             results.append(run)
             print(f"  {run.tool}: {run.tok_s:,.0f} target tokens/s", flush=True)
     peaks.append(matmul_peak(args.threads))
@@ -419,7 +436,7 @@ def main(argv: list[str] | None = None) -> None:
     )
     peak = max(peaks)
     print(f"\nTraining throughput: Multi30k {SRC}-{TGT} ({VOCAB_SIZE} joint BPE), "
-          f"transformer-small, fp32, CPU, {args.threads} torch threads, batch {batch} "
+          f"transformer-small, CPU, {args.threads} torch threads, batch {batch} "
           f"tokens, updates {args.warmup + 1}-{args.warmup + args.updates} measured")  # fmt: skip
     print(f"machine: {platform.machine()}, {os.cpu_count()} CPUs, load average "
           f"{os.getloadavg()[0]:.1f}; torch {torch_version()}; parameters: "

@@ -25,7 +25,6 @@ shared machine hardly changes; with more threads, tokens per wall-clock second.
 from __future__ import annotations
 
 import argparse
-import platform
 import sys
 import tempfile
 import time
@@ -37,6 +36,7 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from bench_train_mtkit import bench_train_mtkit, model_config, write_synthetic  # noqa: E402
+from machine import print_machine  # noqa: E402
 from variants import BASELINE, VARIANTS  # noqa: E402
 
 from mtkit.config import SearchConfig  # noqa: E402
@@ -44,21 +44,6 @@ from mtkit.data.tokenizer import EOS_ID, PAD_ID  # noqa: E402
 from mtkit.decoding.search import generate  # noqa: E402
 from mtkit.model.inference import cache_bytes_per_sentence, prepare_for_inference  # noqa: E402
 from mtkit.model.transformer import build_model, count_parameters  # noqa: E402
-
-FLAGS = ("avx2", "avx512f", "avx512_bf16", "amx_bf16", "amx_int8")
-
-
-def cpu_line() -> str:
-    """CPU model and the flags that matter for matmuls, from /proc/cpuinfo (Linux)."""
-    try:
-        info = Path("/proc/cpuinfo").read_text()
-    except OSError:
-        return platform.processor() or "unknown CPU"
-    model = next((ln.split(":", 1)[1].strip() for ln in info.splitlines()
-                  if ln.startswith("model name")), "unknown")  # fmt: skip
-    flags = set(next((ln.split(":", 1)[1].split() for ln in info.splitlines()
-                      if ln.startswith("flags")), []))  # fmt: skip
-    return f"{model}; flags: {' '.join(f for f in FLAGS if f in flags) or 'none of ' + str(FLAGS)}"
 
 
 def sources(count: int, vocab: int, seed: int = 0) -> torch.Tensor:
@@ -135,8 +120,8 @@ def main() -> None:
     if args.only:
         names = [BASELINE] + [n for n in args.only.split(",") if n != BASELINE]
     unit = "CPU-second" if args.threads == 1 else "wall-clock second"
-    print(f"CPU: {cpu_line()}; torch {torch.__version__}, {args.threads} thread(s); "
-          f"speeds in tokens per {unit}", flush=True)  # fmt: skip
+    print_machine()
+    print(f"{args.threads} thread(s); speeds in tokens per {unit}", flush=True)
     best: dict[str, dict[str, float]] = {}
     with tempfile.TemporaryDirectory() as tmp:
         data = str(write_synthetic(Path(tmp) / "data", 20000))

@@ -36,7 +36,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from bench_variant_speed import cpu_line  # noqa: E402
+from machine import machine_lines  # noqa: E402
 from variants import BASELINE, VARIANTS, set_args  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -141,7 +141,7 @@ def run_variant(name: str, seed: int, data: Path, base_updates: int | None) -> d
     row.update(score(run / "checkpoint_last.pt", run / f"{TEST}.hyp.de"))
     if base_updates is not None:
         row["equal_updates"] = equal_updates(name, seed, data, run, base_updates, extra)
-    row.update(machine=cpu_line(), load=os.getloadavg()[0], time=time.strftime("%F %T"))
+    row.update(machine=machine_lines()[0], load=os.getloadavg()[0], time=time.strftime("%F %T"))
     return row
 
 
@@ -214,7 +214,7 @@ def main() -> None:
     if unknown:
         raise SystemExit(f"unknown variant(s) {', '.join(unknown)} (known: {', '.join(VARIANTS)})")
     os.environ.setdefault("OMP_NUM_THREADS", "2")
-    print(f"CPU: {cpu_line()}", flush=True)
+    print("\n".join(machine_lines()), flush=True)
     data = prepare_data()
     for seed in [int(s) for s in args.seeds.split(",")]:
         for name in [BASELINE] + [n for n in names if n != BASELINE]:

@@ -78,10 +78,11 @@ def joeynmt_config(work: Path, data: Path, spm_model: Path, args: argparse.Names
     }
 
 
-def mtkit_config(args: argparse.Namespace) -> dict:
-    """TrainConfig fields plus a model mapping, matched to the JoeyNMT config."""
+def mtkit_config(args: argparse.Namespace, precision: str = "fp32") -> dict:
+    """TrainConfig fields plus a model mapping, matched to the JoeyNMT config (fp32; mtkit's
+    bf16 rows differ in ``precision`` only)."""
     return {
-        "preset": "transformer-small", "device": "cpu", "precision": "fp32", "seed": 1,
+        "preset": "transformer-small", "device": "cpu", "precision": precision, "seed": 1,
         "max_tokens": args.max_tokens, "update_freq": 1, "lr": LR, "warmup_updates": WARMUP,
         "warmup_init_lr": 1e-7, "adam_betas": BETAS, "weight_decay": 0.0, "clip_norm": CLIP,
         "label_smoothing": LABEL_SMOOTHING, "max_updates": args.warmup + args.updates,

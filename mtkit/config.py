@@ -130,9 +130,8 @@ class TrainConfig:
     init_from: str = ""  # a checkpoint whose architecture and weights start a new run
     seed: int = 1
     device: str = "auto"  # auto | cpu | cuda | cuda:N
-    precision: str = (
-        "auto"  # auto (bf16 on CUDA if supported, else fp16; fp32 on CPU) | fp32 | bf16 | fp16
-    )
+    # auto (CUDA: bf16 if supported, else fp16; CPU: see mtkit/cpu.py) | fp32 | bf16 | fp16
+    precision: str = "auto"
     # per batch and process: pairs x (max(source, target) + 1) of its longest pair, padding counted
     max_tokens: int = 4096
     update_freq: int = 1  # gradient accumulation
@@ -231,7 +230,7 @@ class SearchConfig:
 
 
 ENGINES = ("mtkit", "ctranslate2")
-DTYPES = ("fp32", "bf16", "fp16")
+DTYPES = ("auto", "fp32", "bf16", "fp16")
 CPU_MATMULS = ("onednn", "default")
 
 
@@ -243,7 +242,7 @@ class TranslateConfig:
     max_tokens: int = 4096  # source tokens per batch, padding counted
     max_input_tokens: int = 1000  # longer inputs are truncated to this many pieces (documented cap)
     device: str = "auto"  # auto | cpu | cuda | cuda:N
-    dtype: str = "fp32"  # fp32 | bf16 | fp16
+    dtype: str = "fp32"  # fp32 | bf16 (CPU: bf16 linear layers) | fp16 (CUDA) | auto (mtkit/cpu.py)
     quantize: str = ""  # "" | int8
     cpu_matmul: str = "onednn"  # CPU fp32: onednn (weights packed once) | default (torch's)
     threads: int = 0  # torch CPU threads; 0: torch's default

@@ -1,6 +1,6 @@
 """Imports flow one way: cli -> pipeline -> {engines, export, training} -> {checkpoint, decoding,
-model, data} -> {config, devices, errors, staging}; serve (the HTTP server) sits between pipeline
-and engines. Every import counts, lazy ones inside
+model, data} -> {config, cpu, devices, errors, staging}; serve (the HTTP server) sits between
+pipeline and engines. Every import counts, lazy ones inside
 functions too (read from the source, not from what happens to be loaded)."""
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ UPPER = {"cli", "pipeline", "serve", "engines", "export", "training"}  # above c
 FORBIDDEN: dict[str, set[str]] = {
     "config": UPPER | {"checkpoint", *CORE},
     "devices": UPPER | {"checkpoint", *CORE},
+    "cpu": UPPER | {"checkpoint", *CORE},
     "errors": UPPER | {"checkpoint", *CORE},
     "data": UPPER | {"checkpoint", "decoding", "model"},
     "model": UPPER | {"checkpoint", "decoding"},

@@ -8,7 +8,7 @@ from typing import Any
 import click
 
 from mtkit.cli.common import CommaList, config_option, user_errors
-from mtkit.config import EvaluateConfig, SearchConfig, TranslateConfig
+from mtkit.config import DTYPES, EvaluateConfig, SearchConfig, TranslateConfig
 
 option = partial(config_option, config=EvaluateConfig)  # default and --help from EvaluateConfig
 
@@ -63,9 +63,11 @@ option = partial(config_option, config=EvaluateConfig)  # default and --help fro
 @option("-o", "--output", metavar="FILE", help="With -m: save translations.")
 @config_option("--beam", config=SearchConfig, type=click.IntRange(1), help="With -m.")
 @config_option("--device", config=TranslateConfig, help="With -m: auto, cpu, cuda or cuda:N.")
+@config_option("--dtype", config=TranslateConfig, type=click.Choice(DTYPES),
+               help="With -m: precision, as for mtkit translate.")  # fmt: skip
 @option("-w", "--width", type=click.IntRange(0, 10), help="Decimals printed.")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON instead of text.")
-def evaluate(beam: int, device: str, as_json: bool, **options: Any) -> None:
+def evaluate(beam: int, device: str, dtype: str, as_json: bool, **options: Any) -> None:
     """Score HYP (or the translation of --src by -m CKPT) against -r REF with sacrebleu.
 
     \b
@@ -77,6 +79,7 @@ def evaluate(beam: int, device: str, as_json: bool, **options: Any) -> None:
 
     with user_errors():
         report = run_evaluate(
-            EvaluateConfig(**options), TranslateConfig(SearchConfig(beam=beam), device=device)
+            EvaluateConfig(**options),
+            TranslateConfig(SearchConfig(beam=beam), device=device, dtype=dtype),
         )
     click.echo(report.to_json() if as_json else report.to_text())

@@ -28,7 +28,8 @@ TRAIN_OPTIONS: list[tuple[tuple[str, ...], str, Any, str]] = [
     (("--seed",), "seed", int, "Seed for initialisation, dropout and batch order."),
     (("--device",), "device", str, "auto, cpu, cuda or cuda:N."),
     (("--precision",), "precision", click.Choice(["auto", "fp32", "bf16", "fp16"]),
-     "Autocast dtype on CUDA (auto: bf16 if supported); fp32 on CPU."),
+     "Autocast dtype. CUDA auto: bf16 if supported, else fp16. CPU auto: bf16 where the CPU "
+     "has bf16 hardware and the ablation found no loss (mtkit/cpu.py), else fp32; fp16: CUDA."),
     (("--validate-every",), "validate_every", int, "Validate every N updates (0: never)."),
     (("--save-every",), "save_every", int, "Numbered checkpoint every N updates (0: none)."),
     (("--keep-last",), "keep_last", int, "Numbered checkpoints kept (0: all)."),

@@ -38,8 +38,9 @@ SEARCH_OPTIONS: list[tuple[tuple[str, ...], str, Any, str]] = [
     (("--max-input-tokens",), "max_input_tokens", click.IntRange(1),
      "Longer inputs are truncated to this many pieces (with a warning)."),
     (("--device",), "device", str, "auto, cpu, cuda or cuda:N."),
-    (("--dtype",), "dtype", click.Choice(["fp32", "bf16", "fp16"]),
-     "Model precision (fp16: CUDA only)."),
+    (("--dtype",), "dtype", click.Choice(["auto", "fp32", "bf16", "fp16"]),
+     "Precision. CPU bf16: linear layers in bf16 (fast with AVX512-BF16 or AMX); fp16: CUDA "
+     "only; auto: bf16 on CPUs where the ablation found no loss (mtkit/cpu.py), else fp32."),
     (("--quantize",), "quantize", click.Choice(["int8"]), "Dynamic int8 quantization (CPU)."),
     (("--cpu-matmul",), "cpu_matmul", click.Choice(["onednn", "default"]),
      "CPU fp32: pack linear weights once for oneDNN, or torch's default matmul."),

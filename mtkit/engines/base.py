@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from mtkit.config import SearchConfig, TranslateConfig
+from mtkit.cpu import Resolved
 from mtkit.data.batching import token_batches
 from mtkit.data.tokenizer import Tokenizer
 
@@ -56,6 +57,15 @@ class Engine(Protocol):
 
 def warn(message: str) -> None:
     print(f"mtkit translate: warning: {message}", file=sys.stderr, flush=True)
+
+
+def announce_dtype(asked: str, resolved: Resolved) -> None:
+    """The one line saying what ``--dtype auto`` chose and why; the bf16 emulation warning."""
+    if resolved.warning:
+        warn(resolved.warning)
+    if asked == "auto":
+        print(f"mtkit translate: dtype {resolved.name} ({resolved.reason})", file=sys.stderr,
+              flush=True)  # fmt: skip
 
 
 def encode_sources(

@@ -28,9 +28,17 @@ from typing import Any
 from mtkit.config import SearchConfig, TranslateConfig
 from mtkit.data.tokenizer import SpecialIds, Tokenizer
 from mtkit.devices import parse_device
-from mtkit.engines.base import Progress, Translation, encode_sources, one_line, source_batches
+from mtkit.engines.base import (
+    Progress,
+    Translation,
+    announce_dtype,
+    encode_sources,
+    one_line,
+    source_batches,
+)
 from mtkit.errors import MtkitError
 from mtkit.export.ct2 import METADATA, ctranslate2_module, suppressed
+from mtkit.model.inference import resolve_dtype
 
 FLOATS = {"fp32": "float32", "fp16": "float16", "bf16": "bfloat16"}
 
@@ -61,11 +69,13 @@ def _device(name: str, ct2: Any) -> tuple[str, int]:
     return kind, index or 0
 
 
-def compute_type(config: TranslateConfig) -> str:
-    """'default' keeps the exported quantization; --quantize/--dtype ask for another one."""
+def compute_type(config: TranslateConfig, dtype: str | None = None) -> str:
+    """'default' keeps the exported quantization; --quantize/--dtype ask for another one
+    (``dtype``: config.dtype resolved, as auto is)."""
+    dtype = dtype or config.dtype
     if config.quantize == "int8":
-        return "int8" if config.dtype == "fp32" else f"int8_{FLOATS[config.dtype]}"
-    return "default" if config.dtype == "fp32" else FLOATS[config.dtype]
+        return "int8" if dtype == "fp32" else f"int8_{FLOATS[dtype]}"
+    return "default" if dtype == "fp32" else FLOATS[dtype]
 
 
 @dataclass
@@ -145,10 +155,12 @@ def _translator(model_dir: Path, config: TranslateConfig) -> tuple[Any, dict]:
     meta_path = model_dir / METADATA
     meta = json.loads(meta_path.read_text(encoding="utf-8")) if meta_path.is_file() else {}
     device, index = _device(config.device, ct2)
+    dtype = resolve_dtype(device, config.dtype, config.quantize)
+    announce_dtype(config.dtype, dtype)
     threads = config.threads or os.cpu_count() or 1
     try:
         translator = ct2.Translator(str(model_dir), device=device, device_index=index,
-                                    compute_type=compute_type(config),
+                                    compute_type=compute_type(config, dtype.name),
                                     inter_threads=1, intra_threads=threads)  # fmt: skip
     except (RuntimeError, ValueError) as err:
         raise MtkitError(f"{model_dir}: cannot load CTranslate2 model ({err})") from None

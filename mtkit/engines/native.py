@@ -19,9 +19,16 @@ from mtkit.data.tokenizer import Tokenizer
 from mtkit.decoding.batching import pad_batch
 from mtkit.decoding.search import generate
 from mtkit.devices import torch_device
-from mtkit.engines.base import Progress, Translation, encode_sources, one_line, source_batches
+from mtkit.engines.base import (
+    Progress,
+    Translation,
+    announce_dtype,
+    encode_sources,
+    one_line,
+    source_batches,
+)
 from mtkit.errors import MtkitError
-from mtkit.model.inference import check_precision, prepare_for_inference
+from mtkit.model.inference import check_precision, prepare_for_inference, resolve_dtype
 
 
 @dataclass
@@ -88,13 +95,15 @@ def check_ensemble(loaded: list[LoadedModel]) -> None:
 def load(checkpoints: list[str], config: TranslateConfig) -> NativeEngine:
     """Load one checkpoint, or several as an ensemble, prepared for ``config``'s device."""
     device = torch_device(config.device)
-    check_precision(device, config.dtype, config.quantize)
+    dtype = resolve_dtype(device.type, config.dtype, config.quantize)
+    check_precision(device, dtype.name, config.quantize)
+    announce_dtype(config.dtype, dtype)
     if config.threads > 0:
         torch.set_num_threads(config.threads)
     loaded = [load_for_inference(path) for path in checkpoints]
     check_ensemble(loaded)
     models = [
-        prepare_for_inference(item.model, device, config.dtype, config.quantize, config.cpu_matmul)
+        prepare_for_inference(item.model, device, dtype.name, config.quantize, config.cpu_matmul)
         for item in loaded
     ]
     first = loaded[0]

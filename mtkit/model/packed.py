@@ -8,10 +8,18 @@ output projection over the vocabulary gains the most. On this project's 2-core A
 beam search ran 1.20x faster with packed weights (benchmarks/bench_engines.py). Results agree
 with ``F.linear`` to float32 rounding (a different summation order).
 
+With ``dtype=torch.bfloat16`` (``--dtype bf16`` on CPU) the weights are packed in bf16 and
+each layer computes as autocast would: the input is rounded to bf16, oneDNN multiplies in bf16
+and accumulates in fp32 (AVX512-BF16 or AMX instructions where the CPU has them), and the output
+comes back as float32, so everything between the linear layers (norms, softmax, attention,
+the search) stays float32. Without oneDNN, :class:`Bf16Linear` does the same with ``F.linear``.
+
 Inference only: packed layers hold no parameters and no gradients.
 """
 
 from __future__ import annotations
+
+from collections.abc import Callable
 
 import torch
 from torch import Tensor, nn
@@ -22,42 +30,81 @@ from mtkit.model.transformer import Transformer
 _BATCH_HINT = 128  # rows per call the packed layout is tuned for; any row count works
 
 
-def onednn_available() -> bool:
-    """True where this PyTorch build can pack linear weights for oneDNN and run them."""
+def onednn_available(dtype: torch.dtype = torch.float32) -> bool:
+    """True where this PyTorch build can pack linear weights of ``dtype`` for oneDNN and run
+    them (float32, or bfloat16 where oneDNN has bf16 kernels for this CPU)."""
     if not torch.backends.mkldnn.is_available():
         return False
     try:
-        weight, x = torch.randn(3, 2), torch.randn(1, 2)
-        packed = torch.ops.mkldnn._reorder_linear_weight(weight, _BATCH_HINT)
-        y = torch.ops.mkldnn._linear_pointwise(x, packed, None, "none", [], "")
+        if dtype == torch.bfloat16 and not torch.ops.mkldnn._is_mkldnn_bf16_supported():
+            return False
+        weight, x = torch.tensor([[1.0, 2.0], [3.0, -1.0], [0.5, 0.25]]), torch.ones(1, 2)
+        packed = torch.ops.mkldnn._reorder_linear_weight(weight.to(dtype), _BATCH_HINT)
+        y = torch.ops.mkldnn._linear_pointwise(x.to(dtype), packed, None, "none", [], "")
     except (AttributeError, RuntimeError):
         return False
-    return torch.allclose(y, F.linear(x, weight), atol=1e-5)
+    return torch.allclose(y.float(), F.linear(x, weight), atol=1e-5)
 
 
 class PackedLinear(nn.Module):
-    """``y = x W^T + b`` for float32 CPU inputs of any leading shape, W packed for oneDNN."""
+    """``y = x W^T + b`` for float32 CPU inputs of any leading shape, W packed for oneDNN in
+    ``dtype`` (float32, or bfloat16: input rounded to bf16, float32 output)."""
+
+    def __init__(
+        self, weight: Tensor, bias: Tensor | None, dtype: torch.dtype = torch.float32
+    ) -> None:
+        super().__init__()
+        self.out_features, self.in_features = weight.shape
+        self.dtype = dtype
+        # an opaque oneDNN tensor: a plain attribute, outside state_dict and .to()
+        weight = weight.detach().to(dtype)
+        self.packed = torch.ops.mkldnn._reorder_linear_weight(weight, _BATCH_HINT)
+        self.bias = None if bias is None else bias.detach().to(dtype).clone()
+
+    def forward(self, x: Tensor) -> Tensor:
+        if self.dtype == torch.float32:
+            return torch.ops.mkldnn._linear_pointwise(x, self.packed, self.bias, "none", [], "")
+        y = torch.ops.mkldnn._linear_pointwise(x.to(self.dtype), self.packed, self.bias,
+                                               "none", [], "")  # fmt: skip
+        return y.to(x.dtype)
+
+    def extra_repr(self) -> str:
+        kind = "onednn" if self.dtype == torch.float32 else "onednn bf16"
+        return f"in_features={self.in_features}, out_features={self.out_features}, {kind}"
+
+
+class Bf16Linear(nn.Module):
+    """``y = x W^T + b`` computed in bf16 (input rounded, W held in bf16), output in the input's
+    dtype: autocast's rule for one layer, where oneDNN cannot pack bf16 weights."""
 
     def __init__(self, weight: Tensor, bias: Tensor | None) -> None:
         super().__init__()
         self.out_features, self.in_features = weight.shape
-        # an opaque oneDNN tensor: a plain attribute, outside state_dict and .to()
-        self.packed = torch.ops.mkldnn._reorder_linear_weight(weight.detach(), _BATCH_HINT)
-        self.bias = None if bias is None else bias.detach().clone()
+        self.register_buffer("weight", weight.detach().to(torch.bfloat16))
+        self.register_buffer("bias", None if bias is None else bias.detach().to(torch.bfloat16))
 
     def forward(self, x: Tensor) -> Tensor:
-        return torch.ops.mkldnn._linear_pointwise(x, self.packed, self.bias, "none", [], "")
+        return F.linear(x.to(torch.bfloat16), self.weight, self.bias).to(x.dtype)
 
     def extra_repr(self) -> str:
-        return f"in_features={self.in_features}, out_features={self.out_features}, onednn"
+        return f"in_features={self.in_features}, out_features={self.out_features}, bf16"
 
 
-def pack_linears(model: Transformer) -> Transformer:
-    """In place, for CPU float32 inference: every nn.Linear becomes a :class:`PackedLinear`
+def pack_linears(model: Transformer, dtype: torch.dtype = torch.float32) -> Transformer:
+    """In place, for CPU inference: every nn.Linear becomes a :class:`PackedLinear` of ``dtype``
     (untie a tied output projection first to pack it too). Returns the model."""
+    return _replace_linears(model, lambda m: PackedLinear(m.weight, m.bias, dtype))
+
+
+def bf16_linears(model: Transformer) -> Transformer:
+    """In place: every nn.Linear becomes a :class:`Bf16Linear`. Returns the model."""
+    return _replace_linears(model, lambda m: Bf16Linear(m.weight, m.bias))
+
+
+def _replace_linears(model: Transformer, make: Callable[[nn.Linear], nn.Module]) -> Transformer:
     targets = [(name, m) for name, m in model.named_modules() if isinstance(m, nn.Linear)]
     for name, linear in targets:
         parent_name, _, attr = name.rpartition(".")
         parent = model.get_submodule(parent_name) if parent_name else model
-        setattr(parent, attr, PackedLinear(linear.weight, linear.bias))
+        setattr(parent, attr, make(linear))
     return model.eval()

@@ -12,13 +12,14 @@ import os
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 from datetime import timedelta
-from typing import Any
+from typing import Any, NamedTuple
 
 import torch
 import torch.distributed as dist
 from torch import nn
 from torch.nn.parallel import DistributedDataParallel
 
+from mtkit.cpu import cpu_flags, resolve_cpu_precision
 from mtkit.devices import torch_device
 from mtkit.errors import MtkitError
 
@@ -65,21 +66,46 @@ def resolve_device(name: str, where: Dist) -> torch.device:
     return device
 
 
-def resolve_precision(precision: str, device: torch.device) -> torch.dtype | None:
-    """The autocast dtype, or None for fp32. auto: bf16 where supported, else fp16, on CUDA."""
+class Precision(NamedTuple):
+    """The autocast dtype (None: fp32), why it was chosen, and a warning to print (or "")."""
+
+    dtype: torch.dtype | None
+    reason: str
+    warning: str = ""
+
+    @property
+    def name(self) -> str:
+        return {None: "fp32", torch.bfloat16: "bf16", torch.float16: "fp16"}[self.dtype]
+
+
+def resolve_precision(
+    precision: str, device: torch.device, flags: frozenset[str] | None = None
+) -> Precision:
+    """The autocast dtype for ``precision`` on ``device``. On CUDA, auto is bf16 where supported,
+    else fp16. On CPU, auto asks :func:`mtkit.cpu.choose_bf16` (the CPU's ``flags``: bf16
+    hardware and the ablation); an explicit bf16 runs everywhere, with a warning where the CPU
+    has no bf16 hardware; fp16 is CUDA only."""
     if precision not in PRECISIONS:
         raise MtkitError(f"unknown precision '{precision}' (known: {', '.join(PRECISIONS)})")
     if device.type == "cpu":
-        if precision in ("bf16", "fp16"):
-            raise MtkitError(f"precision {precision} needs a CUDA device; use fp32 on CPU")
-        return None
+        return _cpu_precision(precision, cpu_flags() if flags is None else flags)
     if precision == "auto":
-        return torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float16
-    return {"fp32": None, "bf16": torch.bfloat16, "fp16": torch.float16}[precision]
+        bf16 = torch.cuda.is_bf16_supported()
+        return Precision(torch.bfloat16 if bf16 else torch.float16,
+                         f"auto: this GPU {'supports' if bf16 else 'lacks'} bf16")  # fmt: skip
+    dtype = {"fp32": None, "bf16": torch.bfloat16, "fp16": torch.float16}[precision]
+    return Precision(dtype, "as asked")
+
+
+def _cpu_precision(precision: str, flags: frozenset[str]) -> Precision:
+    if precision == "fp16":
+        raise MtkitError("precision fp16 needs a CUDA device; use bf16 or fp32 on CPU")
+    name, reason, warning = resolve_cpu_precision(precision, "train", flags)
+    return Precision(torch.bfloat16 if name == "bf16" else None, reason, warning)
 
 
 def autocast(device: torch.device, dtype: torch.dtype | None) -> AbstractContextManager:
-    """Mixed precision on CUDA; nothing (fp32) when ``dtype`` is None."""
+    """Mixed precision (CUDA fp16/bf16, CPU bf16); nothing (fp32) when ``dtype`` is None."""
     if dtype is None:
         return nullcontext()
     return torch.autocast(device.type, dtype=dtype)

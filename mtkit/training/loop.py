@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import math
 import signal
+import sys
 import threading
 import time
 from dataclasses import asdict, dataclass, field
@@ -208,6 +209,9 @@ class Trainer:
             torch.use_deterministic_algorithms(deterministic)
 
     def _run(self) -> TrainResult:
+        if self.step.resolved.warning and self.where.is_main:  # even when quiet
+            print(f"mtkit train: warning: {self.step.resolved.warning}", file=sys.stderr)
+        self.log.message(f"precision: {self.step.precision_note}")
         self.log.message(
             f"model: {count_parameters(self.step.model):,} parameters on {self.device} "
             f"({self.step.precision}), "

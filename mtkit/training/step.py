@@ -43,7 +43,8 @@ class Stepper:
         self.cfg = cfg
         self.where = D.env_dist()
         self.device = D.resolve_device(cfg.device, self.where)
-        self.amp_dtype = D.resolve_precision(cfg.precision, self.device)
+        self.resolved = D.resolve_precision(cfg.precision, self.device)
+        self.amp_dtype = self.resolved.dtype
         D.init_group(self.where, self.device)
         seed_everything(cfg.seed + self.where.rank)
         self.model = build_model(model_cfg, ids)
@@ -59,6 +60,11 @@ class Stepper:
     @property
     def precision(self) -> str:
         return str(self.amp_dtype).removeprefix("torch.") if self.amp_dtype else "fp32"
+
+    @property
+    def precision_note(self) -> str:
+        """Which precision trains and why, e.g. 'bf16 (auto: avx512_bf16 present and ...)'."""
+        return f"{self.resolved.name} ({self.resolved.reason})"
 
     @property
     def lr(self) -> float:

@@ -1,6 +1,7 @@
 """Inference preparation over every variant: int8 quantization reaches every matmul weight and
 agrees with float32; the decoding state's size per sentence (grouped-query caches are
-kv_heads / heads of multi-head ones)."""
+kv_heads / heads of multi-head ones); what --dtype means on a device (``resolve_dtype``), from
+made-up CPU flag sets."""
 
 import pytest
 import torch
@@ -9,7 +10,7 @@ from torch import nn
 from variants import variant_params
 
 from mtkit.data.tokenizer import BOS_ID
-from mtkit.model.inference import cache_bytes_per_sentence, quantize_int8
+from mtkit.model.inference import cache_bytes_per_sentence, quantize_int8, resolve_dtype
 
 
 @pytest.fixture(autouse=True, scope="module")
@@ -54,3 +55,25 @@ def test_cache_bytes_per_sentence() -> None:
     assert measured(kv_heads=2) == expected(2)
     assert measured(kv_heads=1) == expected(1)
     assert measured(decoder_self_attention="average") == expected(4, self_per_row=32)
+
+
+AVX2 = frozenset({"avx2"})
+AMX = frozenset({"avx2", "avx512f", "avx512_bf16", "amx_bf16", "amx_int8"})
+
+
+@pytest.mark.parametrize(
+    "device, dtype, quantize, flags, name, words, warns",
+    [
+        ("cpu", "fp32", "", AVX2, "fp32", "as asked", False),
+        ("cpu", "bf16", "", AVX2, "bf16", "as asked", True),
+        ("cpu", "bf16", "", AMX, "bf16", "as asked", False),
+        ("cpu", "auto", "", AVX2, "fp32", "auto: this CPU has no bf16 hardware", False),
+        ("cpu", "auto", "int8", AMX, "fp32", "auto: int8 quantization", False),
+        ("cuda", "auto", "", AMX, "fp32", "auto: fp32 on CUDA", False),
+        ("cuda", "fp16", "", AVX2, "fp16", "as asked", False),
+    ],
+)
+def test_resolve_dtype(device, dtype, quantize, flags, name, words, warns) -> None:
+    resolved = resolve_dtype(device, dtype, quantize, flags)
+    assert resolved.name == name and words in resolved.reason
+    assert bool(resolved.warning) is warns

@@ -8,7 +8,7 @@ from variants import variant_params
 
 from mtkit.data.tokenizer import BOS_ID
 from mtkit.model.inference import untie_output
-from mtkit.model.packed import PackedLinear, onednn_available, pack_linears
+from mtkit.model.packed import Bf16Linear, PackedLinear, onednn_available, pack_linears
 
 pytestmark = pytest.mark.skipif(not onednn_available(), reason="no oneDNN in this torch build")
 
@@ -38,3 +38,24 @@ def test_packed_model_equals_the_model_full_and_cached(variant: dict) -> None:
         for t in range(tgt.shape[1]):
             step = packed.decode_step(tgt[:, t], cache)
             torch.testing.assert_close(step, full[:, t], atol=1e-5, rtol=1e-5)
+
+
+@pytest.mark.parametrize("packed", [True, False])
+def test_bf16_linears_compute_as_autocast(packed: bool) -> None:
+    """Input and weight rounded to bf16, products summed in fp32, output float32."""
+    if packed and not onednn_available(torch.bfloat16):
+        pytest.skip("no oneDNN bf16 kernels in this build")
+    torch.manual_seed(0)
+    linear = nn.Linear(64, 48)
+    x = torch.randn(2, 5, 64)
+    layer = (
+        PackedLinear(linear.weight, linear.bias, torch.bfloat16)
+        if packed
+        else Bf16Linear(linear.weight, linear.bias)
+    )
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        expected = linear(x).float()
+    y = layer(x)
+    assert y.dtype == torch.float32 and y.shape == (2, 5, 48)
+    torch.testing.assert_close(y, expected, atol=2e-2, rtol=1e-2)
+    assert (y - linear(x)).abs().max() < 0.1  # close to fp32 too

@@ -156,7 +156,13 @@ def test_a_late_answer_is_a_504(start_server: Callable) -> None:
     assert late and {reply.status for reply in replies} <= {200, 504}
     assert late[0].body == {"error": "timeout: no translation within 0.3 s (--timeout)",
                             "field": "timeout"}  # fmt: skip
-    assert server.translate({"q": "a man"}).status == 200
+    # the server goes on: once the worker is past the late batches (seconds on a loaded
+    # machine, where even a short request can miss 0.3 s), a request is answered
+    deadline = time.monotonic() + 30
+    while (reply := server.translate({"q": "a man"})).status == 504:
+        assert time.monotonic() < deadline, "still timing out 30 s after the late batches"
+        time.sleep(0.2)
+    assert reply.status == 200
     assert server.stop() == 0
 
 

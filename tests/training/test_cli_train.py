@@ -35,7 +35,6 @@ def assert_one_line_error(result, *culprits: str) -> None:
         (["--update-freq", "0"], ["update_freq"]),
         (["--max-updates", "abc"], ["--max-updates", "abc"]),
         (["--precision", "fp64"], ["--precision", "fp64"]),
-        (["--precision", "bf16"], ["bf16", "CUDA"]),
         (["--device", "tpu"], ["tpu"]),
         (["--preset", "transformer-huge"], ["transformer-huge", "transformer-small"]),
         (["--set", "nosuchkey=1"], ["nosuchkey"]),
