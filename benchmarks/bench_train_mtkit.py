@@ -1,11 +1,11 @@
 """mtkit training throughput (target tokens/s) and MFU, measured in one process.
 
 Runs real mtkit updates (``mtkit.training.step.Stepper`` over the batches `mtkit train` would
-draw: same bucketing, label-smoothed loss, Adam, clipping, autocast on CUDA) for ``warmup``
-updates, then times ``updates`` more. Model FLOPs are counted exactly per sentence pair
-(matmuls only, attention included, causal attention counted in full; training = 3 x forward;
-Kaplan et al., 2020) over non-padding tokens, and divided by a matmul peak measured in the same
-process: a large square ``torch.matmul`` in fp32 (and, on CUDA, in the training dtype too).
+draw: same bucketing, label-smoothed loss, Adam, clipping, autocast on CUDA and for CPU bf16)
+for ``warmup`` updates, then times ``updates`` more. Model FLOPs are counted exactly per
+sentence pair (matmuls only, attention included, causal attention counted in full; training =
+3 x forward; Kaplan et al., 2020) over non-padding tokens, and divided by a matmul peak measured
+in the same process: a large square ``torch.matmul`` in fp32 (and in the training dtype too).
 
     python benchmarks/bench_train_mtkit.py --data data-bin [--max-tokens 4096] [--device cuda]
     python benchmarks/bench_train_mtkit.py --synthetic 20000     # random ids, no dataset needed
