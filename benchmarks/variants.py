@@ -28,6 +28,8 @@ VARIANTS: dict[str, tuple[str, dict[str, Any]]] = {
     "average": ("transformer-small", {"decoder_self_attention": "average"}),
     "shared_layers": ("transformer-small", {"share_layers": True}),
     "deep_shallow": ("transformer-deep-shallow", {}),
+    # the tuned row: a post-LN 6-layer encoder does not train at the shared learning rate
+    "deep_shallow_pre_norm": ("transformer-deep-shallow", {"pre_norm": True}),
 }
 
 

@@ -74,6 +74,10 @@ def test_multi30k_recipe_every_target(tmp_path: Path) -> None:
     assert (exp / "curve.png").read_bytes()[:4] == b"\x89PNG"
     demo = make(recipe, ["demo"], **common)
     assert "BLEU|nrefs:1" in demo.stdout and "chrF2|nrefs:1" in demo.stdout
+    assert "echo 'A little girl is playing with a red ball.' |" in demo.stdout
+    # the example is in the source language of the direction run
+    demo_de = make(recipe, ["demo"], **common, SRC="de", TGT="en")
+    assert "echo 'Ein kleines Mädchen spielt mit einem roten Ball.' |" in demo_de.stdout
     last = tmp_path / "work" / "de-en" / "run" / "checkpoint_last.pt"
     reverse = make(recipe, ["all"], **common, SRC="de", TGT="en", CKPT=str(last))
     assert "BLEU|nrefs:1" in reverse.stdout
