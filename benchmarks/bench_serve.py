@@ -8,7 +8,9 @@ the same sentences in this run (the engine `mtkit translate` uses, same threads 
 
 Two server configurations: the default batcher (``--max-wait-ms 5``, ``--max-batch-tokens``
 2048), and one request at a time (``--max-wait-ms 0 --max-batch-tokens 1``: every sentence is
-over the budget, so each runs alone), the way a server behind a lock works.
+over the budget, so each runs alone), the way a server behind a lock works. ``--server
+NAME=OPTIONS`` (repeatable) replaces them, to compare batcher settings in one run, e.g.
+``--server "wait 5=" --server "wait 20=--max-wait-ms 20"``.
 
 Without a checkpoint, a random transformer-small (joint 8k spm trained on Multi30k train;
 cached under .bench/translate/, as bench_translate.py builds it) is used, and every output is
@@ -159,7 +161,20 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=1, help="torch threads (server, offline)")
     parser.add_argument("--beam", type=int, default=5)
     parser.add_argument("--random-len", type=int, default=20, help="forced output length")
+    parser.add_argument(
+        "--server",
+        action="append",
+        metavar="NAME=OPTIONS",
+        help="a server configuration: a name and `mtkit serve` options (repeatable)",
+    )
     args = parser.parse_args()
+    configs = dict(CONFIGS)
+    if args.server:
+        named = [item.partition("=") for item in args.server]
+        bad = [item for item in args.server if "=" not in item]
+        if bad:
+            parser.error(f"--server takes NAME=OPTIONS, got {bad[0]!r}")
+        configs = {name: options.split() for name, _, options in named}
 
     model, cpu_flags = cpu()
     print(f"CPU: {model} ({os.cpu_count()} cores)\nflags: {cpu_flags}", flush=True)
@@ -173,7 +188,7 @@ def main() -> None:
     print("| server | clients | sentences | sentences/s | p50 ms | p95 ms | p99 ms | vs offline |")
     print("|---|---:|---:|---:|---:|---:|---:|---:|")
     WORK.mkdir(parents=True, exist_ok=True)
-    for name, options in CONFIGS.items():
+    for name, options in configs.items():
         server = Server(ckpt, [*flags(search), *threads, *options], WORK / "serve.log")
         try:
             asyncio.run(load(server.port, lines[:16], 4, 60))  # warm-up

@@ -15,8 +15,10 @@ and chrF with sacrebleu's signatures; and the same scores at the baseline's upda
 (``equal_updates``): each non-baseline run saves a checkpoint at that update (``save_every``),
 and a run that did not reach it within the budget is resumed without a time limit until it
 does, so speed and sample-efficiency are told apart. The CPU, its flags and the load average
-are recorded with every row (timings are only comparable within one sitting: the report gives
-ratios to the baseline of the same seed).
+are recorded with every row, and the training process's CPU seconds over (budget x threads)
+as ``cpu_share`` (a row whose share is well below the baseline's was trained on a busy machine:
+run it again with ``--rerun``). Timings are only comparable within one sitting: the report gives
+ratios to the baseline of the same seed.
 
     .venv/bin/python benchmarks/bench_variants.py                      # every variant, seed 1
     .venv/bin/python benchmarks/bench_variants.py --only rope,alibi --seeds 1,2,3
@@ -28,6 +30,8 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
+import shutil
 import subprocess
 import sys
 import time
@@ -64,7 +68,7 @@ def done(results: Path) -> dict[tuple[str, int], dict[str, Any]]:
     if not results.is_file():
         return {}
     rows = [json.loads(line) for line in results.read_text().splitlines() if line.strip()]
-    return {(r["variant"], r["seed"]): r for r in rows}
+    return {(r["variant"], r["seed"]): r for r in rows}  # a later row (--rerun) supersedes
 
 
 # demo.yaml's max_time, and where data and runs go; --budget and --work change them
@@ -72,12 +76,17 @@ BUDGET = {"seconds": 480.0}
 PLACE = {"work": WORK}
 
 
-def train(name: str, seed: int, data: Path, run: Path, extra: list[str]) -> None:
+def train(name: str, seed: int, data: Path, run: Path, extra: list[str]) -> float:
+    """Train (or resume) one run; returns the CPU seconds the training process used, so that a
+    row trained on a busy machine shows it (cpu_share below)."""
     preset, overrides = VARIANTS[name]
     args = ["train", "--config", str(RECIPE / "demo.yaml"), "--data", str(data),
             "--run-dir", str(run), "--preset", preset, "--set", f"seed={seed}", "-q",
             "--set", f"max_time={BUDGET['seconds']}", *set_args(overrides), *extra]  # fmt: skip
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     mtkit(*args)
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
 
 
 def train_speed(run: Path) -> float | None:
@@ -132,11 +141,16 @@ def run_variant(name: str, seed: int, data: Path, base_updates: int | None) -> d
         if base_updates is None
         else ["--set", f"save_every={base_updates}", "--set", "keep_last=0"]
     )  # 0: keep every one
+    cpu = None
     if not (run / "checkpoint_last.pt").is_file() or not _finished(run):
-        train(name, seed, data, run, extra)
+        cpu = train(name, seed, data, run, extra)
     info = checkpoint_info(run / "checkpoint_last.pt")
     row: dict[str, Any] = {"variant": name, "seed": seed, "preset": VARIANTS[name][0],
                            "overrides": VARIANTS[name][1], **info}  # fmt: skip
+    # CPU seconds of training over (budget x threads): near 1 on a quiet machine, lower when
+    # other processes took the cores (then the row's wall-clock figures are not comparable)
+    threads = int(os.environ.get("OMP_NUM_THREADS", "2"))
+    row["cpu_share"] = None if cpu is None else cpu / (info["elapsed"] * threads)
     row["train_tok_s"] = train_speed(run)
     row.update(score(run / "checkpoint_last.pt", run / f"{TEST}.hyp.de"))
     if base_updates is not None:
@@ -174,17 +188,19 @@ def report(rows: dict[tuple[str, int], dict[str, Any]]) -> str:
     """One line per (variant, seed): the figures and their ratios to the same seed's baseline."""
     head = (f"{'variant':<16}{'seed':>5}{'params':>11}{'updates':>8}{'train tok/s':>12}{'x':>6}"
             f"{'beam5 tok/s':>12}{'x':>6}{'state KiB':>10}{'BLEU':>7}{'chrF':>7}"
-            f"{'BLEU@base':>10}")  # fmt: skip
+            f"{'BLEU@base':>10}{'cpu':>6}")  # fmt: skip
     lines = [head]
     for (name, seed), r in sorted(rows.items(), key=lambda kv: (kv[0][1], kv[0][0] != BASELINE)):
         base = rows.get((BASELINE, seed), r)
         at = r.get("equal_updates", {}).get("bleu", r["bleu"] if name == BASELINE else None)
+        share = r.get("cpu_share")
         lines.append(
             f"{name:<16}{seed:>5}{r['params']:>11,}{r['update']:>8}"
             f"{(r['train_tok_s'] or 0):>12,.0f}{_ratio(r, base, 'train_tok_s'):>6.2f}"
             f"{r['decode_tok_s']:>12,.0f}{_ratio(r, base, 'decode_tok_s'):>6.2f}"
             f"{r['state_bytes'] / 1024:>10,.0f}{r['bleu']:>7.1f}{r['chrf']:>7.1f}"
             f"{'' if at is None else f'{at:.1f}':>10}"
+            f"{'' if share is None else f'{share:.2f}':>6}"
         )
     return "\n".join(lines)
 
@@ -202,6 +218,11 @@ def main() -> None:
         help="seconds of training (480: make demo's; less only to smoke-test)",
     )
     parser.add_argument("--work", type=Path, default=WORK, help="data and runs (.bench/variants)")
+    parser.add_argument(
+        "--rerun",
+        action="store_true",
+        help="train the --only variants again from scratch (the new row supersedes the old)",
+    )
     args = parser.parse_args()
     BUDGET["seconds"] = args.budget
     PLACE["work"] = args.work
@@ -218,6 +239,10 @@ def main() -> None:
     data = prepare_data()
     for seed in [int(s) for s in args.seeds.split(",")]:
         for name in [BASELINE] + [n for n in names if n != BASELINE]:
+            if args.rerun and args.only and name in names:
+                rows.pop((name, seed), None)
+                for run in PLACE["work"].glob(f"runs/{name}-seed{seed}*"):
+                    shutil.rmtree(run)
             if (name, seed) in rows:
                 continue
             base = rows.get((BASELINE, seed))
