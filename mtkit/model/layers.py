@@ -87,6 +87,14 @@ def attention(
     )
 
 
+def init_like(linear: nn.Linear, fan_out: int) -> None:
+    """Have the model's Xavier-uniform initialisation draw ``linear`` as if it had ``fan_out``
+    outputs: grouped-query projections get the scale of the full-head projections they replace,
+    so that the variants differ from the baseline in the number of key/value heads only (with
+    their own, smaller fan-out, multi-query keys start ~1.8x and queries ~1.4x larger)."""
+    linear.init_fan_out = fan_out  # read by Transformer.reset_parameters
+
+
 class SelfAttention(nn.Module):
     """Multi-head self-attention with ``kv_heads`` key/value heads (= ``heads``: today's fused
     ``qkv`` projection; fewer: ``q`` and ``kv`` projections, grouped-query attention, Ainslie
@@ -113,6 +121,8 @@ class SelfAttention(nn.Module):
         else:
             self.q = nn.Linear(d_model, d_model, bias=bias)
             self.kv = nn.Linear(d_model, 2 * kv_heads * self.head_dim, bias=bias)
+            init_like(self.q, 3 * d_model)  # drawn as the fused qkv's would be
+            init_like(self.kv, 3 * d_model)
         self.out = nn.Linear(d_model, d_model, bias=bias)
         self.positions = positions
 
@@ -159,6 +169,8 @@ class CrossAttention(nn.Module):
         self.dropout = dropout
         self.q = nn.Linear(d_model, d_model, bias=bias)
         self.kv = nn.Linear(d_model, 2 * kv_heads * (d_model // heads), bias=bias)
+        if kv_heads != heads:
+            init_like(self.kv, 2 * d_model)  # drawn as the full-head kv's would be
         self.out = nn.Linear(d_model, d_model, bias=bias)
 
     def memory_kv(self, memory: Tensor) -> SourceCache:

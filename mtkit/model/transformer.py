@@ -141,7 +141,12 @@ class Transformer(nn.Module):
         """Xavier-uniform linear layers, N(0, D^-1/2) embeddings with a zero padding row."""
         for module in self.modules():
             if isinstance(module, nn.Linear):
-                nn.init.xavier_uniform_(module.weight)
+                fan_out = getattr(module, "init_fan_out", None)  # layers.init_like
+                if fan_out is None:
+                    nn.init.xavier_uniform_(module.weight)
+                else:  # torch's xavier_uniform_ bound, computed the same way
+                    bound = math.sqrt(3.0) * math.sqrt(2.0 / float(module.in_features + fan_out))
+                    nn.init.uniform_(module.weight, -bound, bound)
                 if module.bias is not None:
                     nn.init.zeros_(module.bias)
         shared = self.tgt_embed is self.src_embed

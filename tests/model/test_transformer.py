@@ -320,3 +320,24 @@ def test_old_model_configs_fill_the_new_fields_with_defaults() -> None:
 def test_deep_shallow_preset_is_one_flag() -> None:
     cfg = resolve_model_config("transformer-deep-shallow", 100, 100)
     assert (cfg.d_model, cfg.encoder_layers, cfg.decoder_layers) == (256, 6, 1)
+
+
+@pytest.mark.parametrize("kv_heads", [1, 2])
+def test_grouped_query_projections_start_at_the_full_head_scale(kv_heads: int) -> None:
+    """Multi-/grouped-query q and kv projections are drawn from the Xavier-uniform range of the
+    full-head layout they replace (fused qkv: fan-out 3D; cross-attention kv: 2D), not from
+    their own smaller fan-out, so that the variant changes the head count only."""
+    d = 128
+    cfg = ModelConfig(src_vocab_size=50, tgt_vocab_size=50, d_model=d, ffn_dim=256, heads=4,
+                      kv_heads=kv_heads, encoder_layers=1, decoder_layers=1)  # fmt: skip
+    torch.manual_seed(0)
+    model = build_model(cfg)
+    full = {"self": (6 / (4 * d)) ** 0.5, "cross": (6 / (3 * d)) ** 0.5}
+    weights = {
+        "self": [model.encoder[0].attn.q.weight, model.encoder[0].attn.kv.weight,
+                 model.decoder[0].self_attn.q.weight, model.decoder[0].self_attn.kv.weight],
+        "cross": [model.decoder[0].cross_attn.kv.weight],
+    }  # fmt: skip
+    for kind, tensors in weights.items():
+        for w in tensors:
+            assert 0.97 * full[kind] < w.abs().max().item() <= full[kind], kind
