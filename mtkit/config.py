@@ -89,6 +89,7 @@ class SpmConfig:
     joint: bool = True  # True: PREFIX.model; False: PREFIX.SRC.model and PREFIX.TGT.model
     format: str = "auto"  # auto | text | tsv | hf
     hf_config: str = ""
+    pairs: list[str] = field(default_factory=list)  # or several: SRC-TGT=SOURCE (multilingual)
 
 
 @dataclass
@@ -114,6 +115,10 @@ class PrepareConfig:
     workers: int = 2  # encoding processes; 0: encode in the main process
     chunk_size: int = 2000  # pairs per encoding job
     force: bool = False  # replace an existing out_dir
+    # multilingual (mtkit.data.tags): SRC-TGT=SOURCE per corpus, instead of train/valid/test
+    pairs: list[str] = field(default_factory=list)
+    valid_pairs: list[str] = field(default_factory=list)
+    test_pairs: list[str] = field(default_factory=list)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -175,3 +175,40 @@ def make_tiny_dataset(tmp_path: Path) -> Callable[..., Path]:
 def tiny_word_pairs() -> Callable[..., list[tuple[str, str]]]:
     """``tiny_word_pairs(n, seed, min_words=2, max_words=7)``: see :func:`word_pairs`."""
     return word_pairs
+
+
+# ---------------------------------------------------------------------------------------------
+# A multilingual corpus (issue 16): one English source, three targets that differ visibly
+
+MULTI_LANGS = ("de", "fr", "cs")
+
+
+def multi_pairs(n: int, seed: int, lang: str) -> list[tuple[str, str]]:
+    """``word_pairs`` turned into target ``lang``: de word by word, fr the same words in
+    reverse order, cs the English copied."""
+    pairs = word_pairs(n, seed, max_words=5)
+    if lang == "de":
+        return pairs
+    if lang == "fr":
+        return [(s, " ".join(reversed(t.split()))) for s, t in pairs]
+    return [(s, s) for s, _ in pairs]
+
+
+def write_multi_corpus(directory: Path, n: int, seed: int, name: str) -> dict[str, str]:
+    """Text files ``name.en-xx.{en,xx}`` per direction; returns {"en-xx": prefix}."""
+    specs = {}
+    for i, lang in enumerate(MULTI_LANGS):
+        pairs = multi_pairs(n, seed + i, lang)
+        prefix = write_corpus_files(directory, "text", pairs, f"{name}.en-{lang}", ("en", lang))
+        specs[f"en-{lang}"] = prefix
+    return specs
+
+
+@pytest.fixture
+def multi_corpus(tmp_path: Path) -> Callable[..., dict[str, str]]:
+    """``multi_corpus(n, seed, name)`` -> {"en-de": prefix, "en-fr": ..., "en-cs": ...}."""
+
+    def write(n: int, seed: int = 0, name: str = "train") -> dict[str, str]:
+        return write_multi_corpus(tmp_path, n, seed, name)
+
+    return write
