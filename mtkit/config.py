@@ -162,6 +162,8 @@ class TrainConfig:
     num_workers: int = 0
     nan_policy: str = "stop"  # stop | skip
     max_skipped_batches: int = 10
+    # multilingual data: sample directions by size ** (1 / T); 1: every pair once per epoch
+    pair_temperature: float = 1.0
 
 
 # ---------------------------------------------------------------------------------------------

@@ -129,6 +129,18 @@ class SplitWriter:
         self.close()
 
 
+def _directions(counts: dict[str, Any], n: int) -> dict[str, tuple[int, int]]:
+    """A multilingual split's directions: name -> [start, stop) of its pairs (the manifest
+    counts each under ``directions``, in the order written); {} for a one-direction split."""
+    found, start = {}, 0
+    for name, pair_counts in counts.get("directions", {}).items():
+        found[name] = (start, start + int(pair_counts["kept"]))
+        start = found[name][1]
+    if found and start != n:
+        raise MtkitError(f"the manifest counts {start} pairs in its directions, the split has {n}")
+    return found
+
+
 class ParallelData:
     """One split of a binarized dataset, memory-mapped."""
 
@@ -157,6 +169,7 @@ class ParallelData:
             raise MtkitError(f"{self.data_dir}: {split} source and target counts differ")
         self.src_lengths = np.diff(self._offsets["src"])
         self.tgt_lengths = np.diff(self._offsets["tgt"])
+        self.directions = _directions(manifest["splits"][split], len(self))
 
     def __len__(self) -> int:
         return len(self.src_lengths)

@@ -62,7 +62,7 @@ def totals(per_entry: dict[str, dict[str, Any]]) -> dict[str, Any]:
     dropped = {r: sum(c["dropped"][r] for c in rows) for r in rows[0]["dropped"]}
     tokens = {side: sum(c["tokens"][side] for c in rows) for side in ("src", "tgt")}
     return {"read": sum(c["read"] for c in rows), "kept": sum(c["kept"] for c in rows),
-            "dropped": dropped, "tokens": tokens, "pairs": per_entry}  # fmt: skip
+            "dropped": dropped, "tokens": tokens, "directions": per_entry}  # fmt: skip
 
 
 def describe(rows: list[Entry]) -> dict[str, Any]:

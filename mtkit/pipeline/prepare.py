@@ -13,7 +13,7 @@ A multilingual dataset (``--pair SRC-TGT=SOURCE`` repeated, ``--valid-pair``, ``
 writes its corpora one after the other into the same splits, each source prefixed with its
 target language's tag (:mod:`mtkit.data.tags`): the tag's id in the binaries, ``>>xx<< `` in
 the text files. Filters see the sentences without their tags. The manifest lists the
-directions and counts each one under ``splits.SPLIT.pairs``, in the order written.
+directions and counts each one under ``splits.SPLIT.directions``, in the order written.
 """
 
 from __future__ import annotations
@@ -279,7 +279,7 @@ def _check_config(cfg: PrepareConfig) -> None:
 def _check_counts(cfg: PrepareConfig, splits: dict[str, dict[str, Any]]) -> None:
     """Refuse a corpus with nothing in it: an empty one, or every pair dropped."""
     for split, split_counts in splits.items():
-        rows = split_counts.get("pairs") or {"": split_counts}
+        rows = split_counts.get("directions") or {"": split_counts}
         for name, counts in rows.items():
             _check_corpus(cfg, split, name, counts)
 
@@ -366,7 +366,7 @@ def summary(manifest: dict[str, Any], out_dir: str) -> str:
     lines = [f"prepared {out_dir}: {src}-{tgt}, {vocab}, {manifest['dtype']}"]
     for split, c in manifest["splits"].items():
         lines.append(f"  {split:<5} {_counts_line(c, src, tgt)}")
-        for name, counts in c.get("pairs", {}).items():
+        for name, counts in c.get("directions", {}).items():
             lines.append(f"    {name} {_counts_line(counts, *name.split('-'))}")
     return "\n".join(lines)
 

@@ -124,6 +124,7 @@ def check_train_config(cfg: TrainConfig) -> None:
         ("num_workers", cfg.num_workers >= 0, ">= 0"),
         ("nan_policy", cfg.nan_policy in ("stop", "skip"), "stop or skip"),
         ("max_skipped_batches", cfg.max_skipped_batches >= 0, ">= 0"),
+        ("pair_temperature", cfg.pair_temperature > 0, "> 0"),
     ]  # fmt: skip
     for name, ok, expected in rules:
         if not ok:

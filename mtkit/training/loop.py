@@ -229,9 +229,9 @@ class Trainer:
         if reason is None and 0 < self.cfg.patience <= self.state.bad_validations:
             reason = "early_stop"  # an early-stopped run, resumed with the same patience
         while reason is None:
-            batches = epoch_batches(
-                self.sizes, self.cfg.max_tokens, self.cfg.seed, self.state.epoch
-            )
+            batches = epoch_batches(self.sizes, self.cfg.max_tokens, self.cfg.seed,
+                                    self.state.epoch, list(self.data.train.directions.values()),
+                                    self.cfg.pair_temperature)  # fmt: skip
             if not batches:
                 raise MtkitError("the training split is empty")
             groups = iterate_groups(self.data.train, batches, self.state.consumed,

@@ -307,7 +307,7 @@ def test_pairs_write_one_tagged_dataset(tmp_path: Path, multi_corpus) -> None:
     assert manifest["tags"] == {"cs": ">>cs<<", "de": ">>de<<", "fr": ">>fr<<"}
     assert list(manifest["sources"]["train"]) == ["en-de", "en-fr", "en-cs"]
     valid_counts = manifest["splits"]["valid"]
-    assert [c["kept"] for c in valid_counts["pairs"].values()] == [8, 8, 8]
+    assert [c["kept"] for c in valid_counts["directions"].values()] == [8, 8, 8]
     assert valid_counts["kept"] == 24
     tok, _ = load_tokenizers(tmp_path / "bin")
     data = ParallelData(tmp_path / "bin", "valid")
@@ -319,7 +319,7 @@ def test_pairs_write_one_tagged_dataset(tmp_path: Path, multi_corpus) -> None:
         assert all(data.pair(i)[0][0] == tag_id for i in rows)
         assert all(texts[i].startswith(f">>{lang}<< ") for i in rows)
         assert all(list(data.pair(i)[0]) == tok.encode_one(texts[i]) for i in rows)
-    train_counts = manifest["splits"]["train"]["pairs"]
+    train_counts = manifest["splits"]["train"]["directions"]
     assert (
         sum(c["tokens"]["src"] for c in train_counts.values())
         == (manifest["splits"]["train"]["tokens"]["src"])
@@ -337,7 +337,7 @@ def test_tags_do_not_count_toward_the_filters(tmp_path: Path, multi_corpus) -> N
     manifest = run(tmp_path, spm, pairs=[f"en-cs={specs['en-cs']}"], max_tokens=longest,
                    max_ratio=1.0)  # fmt: skip
     counts = manifest["splits"]["train"]
-    assert counts["kept"] == 30 and counts["pairs"]["en-cs"]["kept"] == 30
+    assert counts["kept"] == 30 and counts["directions"]["en-cs"]["kept"] == 30
     assert counts["tokens"]["src"] == counts["tokens"]["tgt"] + 30
 
 
