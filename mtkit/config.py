@@ -255,6 +255,7 @@ class TranslateConfig:
     threads: int = 0  # torch CPU threads; 0: torch's default
     engine: str = "mtkit"  # mtkit | ctranslate2 (-m names an `mtkit export` directory)
     chunk_lines: int = 10000  # lines read, sorted by length and translated at a time (streaming)
+    tgt_lang: str = ""  # multilingual models: lines without a >>xx<< tag get this one
 
     def __post_init__(self) -> None:
         rules = [

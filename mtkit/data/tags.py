@@ -17,7 +17,7 @@ Direction(src='en', tgt='fr', source='data/train')
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import NamedTuple
 
 from mtkit.errors import MtkitError
@@ -86,3 +86,46 @@ def check_tags(tags: Iterable[str], known: Iterable[str], where: str) -> None:
                 f"{where}: no {piece} symbol (its tags: {', '.join(sorted(have)) or 'none'}); "
                 "train it with `mtkit spm train --pair ...`"
             )
+
+
+def known_languages(tags: Iterable[str]) -> str:
+    return ", ".join(sorted(tag_language(t) for t in tags))
+
+
+def check_target(tgt_lang: str, tags: Sequence[str]) -> None:
+    """Refuse ``--tgt-lang`` for a model without tags, or a language it does not know."""
+    if tgt_lang and not tags:
+        raise MtkitError(
+            f"--tgt-lang {tgt_lang}: this model was not trained multilingual (its vocabulary "
+            "has no >>xx<< target-language tags)"
+        )
+    if tgt_lang and tag(tgt_lang) not in tags:
+        raise MtkitError(
+            f"--tgt-lang {tgt_lang}: unknown target language (known: {known_languages(tags)})"
+        )
+
+
+def tag_lines(
+    lines: Sequence[str], tgt_lang: str, tags: Sequence[str], first_number: int = 1
+) -> list[str]:
+    """Lines as a multilingual model reads them: a line that starts with a tag the model
+    knows keeps it; any other non-blank line gets ``>>tgt_lang<<`` (without ``tgt_lang`` it
+    stays as it is, as Hugging Face's MarianTokenizer reads it). A leading tag the model does
+    not know is an error naming the line. Without ``tags`` (a bilingual model) lines are
+    returned unchanged, and a ``tgt_lang`` refused (:func:`check_target`)."""
+    check_target(tgt_lang, tags)
+    if not tags:
+        return list(lines)
+    known, out = set(tags), []
+    for number, line in enumerate(lines, start=first_number):
+        code, _ = split_tag(line.lstrip())
+        if code and TAG.match(code) and code not in known:
+            raise MtkitError(f"line {number}: unknown target-language tag {code} "
+                             f"(known: {known_languages(tags)})")  # fmt: skip
+        if code in known:
+            out.append(line.lstrip())
+        elif tgt_lang and line.strip():
+            out.append(f"{tag(tgt_lang)} {line}")
+        else:
+            out.append(line)
+    return out

@@ -177,6 +177,11 @@ class Tokenizer:
             found.append(piece)
         return found
 
+    @property
+    def tag_ids(self) -> tuple[int, ...]:
+        """The ids of :attr:`tags`."""
+        return tuple(self.piece_to_id(t) for t in self.tags)
+
     def _tagged(self, texts: Sequence[str], threads: int) -> list[list[int]]:
         """Encode lines whose leading ``>>xx<<`` is one id (see the module docstring)."""
         codes, rests = zip(*map(split_tag, texts), strict=True) if texts else ((), ())

@@ -273,7 +273,7 @@ def run_training(
              f"model {cfg.preset} d={model.d_model} layers={model.encoder_layers}+"
              f"{model.decoder_layers}; config in {run_dir / CONFIG_FILE}", quiet)  # fmt: skip
         warn_long_valid_pairs(valid, cfg, model)
-        data = TrainData(train_split, valid, tgt_tok, spm, vocab, init)
+        data = TrainData(train_split, valid, tgt_tok, spm, vocab, init, src_tok.tag_ids)
         return describe(train(cfg, model, data, ckpt, quiet), cfg)
     except BaseException:
         _remove_unstarted(run_dir, made)

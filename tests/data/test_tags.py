@@ -4,7 +4,15 @@ from __future__ import annotations
 
 import pytest
 
-from mtkit.data.tags import Direction, check_tags, parse_pair, parse_pairs, split_tag, tag
+from mtkit.data.tags import (
+    Direction,
+    check_tags,
+    parse_pair,
+    parse_pairs,
+    split_tag,
+    tag,
+    tag_lines,
+)
 from mtkit.errors import MtkitError
 
 
@@ -53,3 +61,33 @@ def test_check_tags_names_the_known_ones() -> None:
     check_tags([">>de<<"], [">>de<<", ">>fr<<"], "m.model")
     with pytest.raises(MtkitError, match=r"m.model: no >>cs<< symbol \(its tags: >>de<<, >>fr<<\)"):
         check_tags([">>cs<<"], [">>fr<<", ">>de<<"], "m.model")
+
+
+TAGS = [">>de<<", ">>fr<<"]
+
+
+def test_tag_lines() -> None:
+    lines = ["a dog", ">>fr<< a cat", " >>de<< x", "", "  ", ">>weird tag<< y"]
+    assert tag_lines(lines, "de", TAGS) == [
+        ">>de<< a dog", ">>fr<< a cat", ">>de<< x", "", "  ", ">>de<< >>weird tag<< y"
+    ]  # fmt: skip
+    assert tag_lines(lines, "", TAGS)[:3] == ["a dog", ">>fr<< a cat", ">>de<< x"]
+    assert tag_lines(lines, "", []) == lines  # a bilingual model reads lines as they are
+
+
+@pytest.mark.parametrize(
+    "lines, tgt_lang, tags, message",
+    [
+        (["a"], "de", [], "--tgt-lang de: this model was not trained multilingual"),
+        (["a"], "cs", TAGS, r"--tgt-lang cs: unknown target language \(known: de, fr\)"),
+        (
+            ["a", ">>cs<< b"],
+            "",
+            TAGS,
+            r"line 7: unknown target-language tag >>cs<< \(known: de, fr\)",
+        ),
+    ],
+)
+def test_tag_lines_errors(lines: list, tgt_lang: str, tags: list, message: str) -> None:
+    with pytest.raises(MtkitError, match=message):
+        tag_lines(lines, tgt_lang, tags, first_number=6)
