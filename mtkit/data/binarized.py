@@ -11,7 +11,8 @@ Layout of a dataset directory::
     {split}.src.bin          all source token ids of the split, flat, dtype from the manifest
     {split}.src.idx          int64 offsets, n+1 entries: sentence i is bin[idx[i]:idx[i+1]]
     {split}.tgt.bin / .idx   the same for the target side
-    {split}.src.txt          (valid/test) the kept source lines, for decoding and BLEU
+    {split}.src.txt          (valid/test) the kept source lines, for decoding and BLEU (in a
+                             multilingual dataset each starts with its tag, ``>>xx<< ``)
     {split}.tgt.txt          (valid/test) the kept reference lines
 
 Token ids exclude BOS and EOS: batching adds them.
