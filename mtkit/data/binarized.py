@@ -130,11 +130,12 @@ class SplitWriter:
         self.close()
 
 
-def _directions(counts: dict[str, Any], n: int) -> dict[str, tuple[int, int]]:
+def _directions(counts: Any, n: int) -> dict[str, tuple[int, int]]:
     """A multilingual split's directions: name -> [start, stop) of its pairs (the manifest
     counts each under ``directions``, in the order written); {} for a one-direction split."""
     found, start = {}, 0
-    for name, pair_counts in counts.get("directions", {}).items():
+    directions = counts.get("directions", {}) if isinstance(counts, dict) else {}
+    for name, pair_counts in directions.items():
         found[name] = (start, start + int(pair_counts["kept"]))
         start = found[name][1]
     if found and start != n:
