@@ -167,6 +167,7 @@ def load_for_inference(path: str | Path, device: str | torch.device = "cpu") -> 
     ckpt = load_checkpoint(path)
     model = model_from_checkpoint(ckpt, str(path)).to(device).eval()
     src, tgt = tokenizers(ckpt, str(path))
+    model.tag_ids = src.tag_ids  # a leading tag does not count toward max_len_a (decoding)
     return LoadedModel(
         model=model,
         src_tokenizer=src,

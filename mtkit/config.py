@@ -89,6 +89,7 @@ class SpmConfig:
     joint: bool = True  # True: PREFIX.model; False: PREFIX.SRC.model and PREFIX.TGT.model
     format: str = "auto"  # auto | text | tsv | hf
     hf_config: str = ""
+    pairs: list[str] = field(default_factory=list)  # or several: SRC-TGT=SOURCE (multilingual)
 
 
 @dataclass
@@ -114,6 +115,10 @@ class PrepareConfig:
     workers: int = 2  # encoding processes; 0: encode in the main process
     chunk_size: int = 2000  # pairs per encoding job
     force: bool = False  # replace an existing out_dir
+    # multilingual (mtkit.data.tags): SRC-TGT=SOURCE per corpus, instead of train/valid/test
+    pairs: list[str] = field(default_factory=list)
+    valid_pairs: list[str] = field(default_factory=list)
+    test_pairs: list[str] = field(default_factory=list)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -157,6 +162,8 @@ class TrainConfig:
     num_workers: int = 0
     nan_policy: str = "stop"  # stop | skip
     max_skipped_batches: int = 10
+    # multilingual data: sample directions by size ** (1 / T); 1: every pair once per epoch
+    pair_temperature: float = 1.0
 
 
 # ---------------------------------------------------------------------------------------------
@@ -248,6 +255,7 @@ class TranslateConfig:
     threads: int = 0  # torch CPU threads; 0: torch's default
     engine: str = "mtkit"  # mtkit | ctranslate2 (-m names an `mtkit export` directory)
     chunk_lines: int = 10000  # lines read, sorted by length and translated at a time (streaming)
+    tgt_lang: str = ""  # multilingual models: lines without a >>xx<< tag get this one
 
     def __post_init__(self) -> None:
         rules = [

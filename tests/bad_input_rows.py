@@ -96,6 +96,16 @@ ROWS = [
         r"new/m\.vocab: cannot write \(No space left on device\)", patch=full_disk_in_file_output),
     Row("spm-real-terminal", [*SPM, "{t}/nope.txt"], error=r"nope\.txt: no such file",
         real=True),
+    # -- several corpora (issue 16): spm train and prepare --pair
+    Row("spm-pair-twice", [*SPM, "--pair", "en-de={t}/c", "--pair", "en-de={t}/c"], PAIR,
+        r"--pair en-de is given twice"),
+    Row("spm-pairs-of-uneven-lengths", [*SPM, "--pair", "en-de={t}/c", "--pair", "en-fr={t}/u"],
+        {**PAIR, "u.en": EN, "u.fr": b"Un homme.\n"},
+        r"line counts differ: .*u\.en has 3 lines, .*u\.fr has 1"),
+    Row("prepare-pair-twice", [*PREPARE, "--pair", "en-de={t}/c", "--valid-pair", "en-de={t}/c",
+        "--valid-pair", "en-de={t}/c"], PAIR, r"--valid-pair en-de is given twice"),
+    Row("prepare-pair-without-its-tag", [*PREPARE, "--pair", "en-de={t}/c"], PAIR,
+        r"no >>de<< symbol \(its tags: none\); train it with `mtkit spm train --pair \.\.\.`"),
     # -- mtkit prepare ----------------------------------------------------------------------
     Row("prepare-missing-corpus", [*PREPARE, "--train", "{t}/c"], error=r"c: no such corpus"),
     Row("prepare-directory-as-file", [*PREPARE, "--train", "{t}/c"], {"c.en": directory,
@@ -252,6 +262,9 @@ ROWS = [
         error=r"avg\.pt: could not write checkpoint \(No space left on device\)",
         patch=full_disk_in_checkpoint_writer),
     # -- mtkit translate --------------------------------------------------------------------
+    Row("translate-tgt-lang-of-a-bilingual-model", [*TRANSLATE, "-m", "{ckpt}", *TO_FILE,
+        "--tgt-lang", "de"], {"in.txt": EN}, r"--tgt-lang de: this model was not trained "
+        r"multilingual \(its vocabulary has no >>xx<< target-language tags\)"),
     Row("translate-missing-checkpoint", [*TRANSLATE, "-m", "{t}/x.pt", *TO_FILE],
         {"in.txt": EN}, r"x\.pt: no such checkpoint"),
     Row("translate-missing-input", [*TRANSLATE, "-m", "{ckpt}", *TO_FILE],

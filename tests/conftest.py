@@ -175,3 +175,96 @@ def make_tiny_dataset(tmp_path: Path) -> Callable[..., Path]:
 def tiny_word_pairs() -> Callable[..., list[tuple[str, str]]]:
     """``tiny_word_pairs(n, seed, min_words=2, max_words=7)``: see :func:`word_pairs`."""
     return word_pairs
+
+
+# ---------------------------------------------------------------------------------------------
+# A multilingual corpus (issue 16): one English source, three targets that differ visibly
+
+MULTI_LANGS = ("de", "fr", "cs")
+
+
+def multi_pairs(n: int, seed: int, lang: str) -> list[tuple[str, str]]:
+    """``word_pairs`` turned into target ``lang``: de word by word, fr the same words in
+    reverse order, cs the English copied."""
+    pairs = word_pairs(n, seed, max_words=5)
+    if lang == "de":
+        return pairs
+    if lang == "fr":
+        return [(s, " ".join(reversed(t.split()))) for s, t in pairs]
+    return [(s, s) for s, _ in pairs]
+
+
+def write_multi_corpus(directory: Path, n: int, seed: int, name: str) -> dict[str, str]:
+    """Text files ``name.en-xx.{en,xx}`` per direction; returns {"en-xx": prefix}."""
+    specs = {}
+    for lang in MULTI_LANGS:  # the same English sources: only the tag tells the target
+        pairs = multi_pairs(n, seed, lang)
+        prefix = write_corpus_files(directory, "text", pairs, f"{name}.en-{lang}", ("en", lang))
+        specs[f"en-{lang}"] = prefix
+    return specs
+
+
+@pytest.fixture
+def multi_corpus(tmp_path: Path) -> Callable[..., dict[str, str]]:
+    """``multi_corpus(n, seed, name)`` -> {"en-de": prefix, "en-fr": ..., "en-cs": ...}."""
+
+    def write(n: int, seed: int = 0, name: str = "train") -> dict[str, str]:
+        return write_multi_corpus(tmp_path, n, seed, name)
+
+    return write
+
+
+def prepare_multi_dataset(directory: Path, n: int = 60, n_valid: int = 8) -> Path:
+    """`mtkit spm train --pair` and `mtkit prepare --pair --valid-pair` on ``write_multi_corpus``:
+    en -> de, fr, cs in one dataset ``directory/bin`` (joint vocabulary with the three tags)."""
+    from mtkit.config import PrepareConfig, SpmConfig
+    from mtkit.pipeline.prepare import prepare
+    from mtkit.pipeline.spm import train_models
+
+    def specs(kind: str, m: int, seed: int) -> list[str]:
+        written = write_multi_corpus(directory, m, seed, kind)
+        return [f"{name}={prefix}" for name, prefix in written.items()]
+
+    train, valid = specs("train", n, 0), specs("valid", n_valid, 0)  # valid: train's first
+    prefix = str(directory / "spm")
+    train_models(SpmConfig(model_prefix=prefix, vocab_size=120, pairs=train))
+    out = directory / "bin"
+    prepare(PrepareConfig(src_spm=f"{prefix}.model", out_dir=str(out), pairs=train,
+                          valid_pairs=valid, max_ratio=0, workers=0))  # fmt: skip
+    return out
+
+
+@pytest.fixture(scope="session")
+def multi_dataset(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A prepared three-direction dataset (see :func:`prepare_multi_dataset`)."""
+    return prepare_multi_dataset(tmp_path_factory.mktemp("multi"))
+
+
+MULTI_TRAIN = ["--device", "cpu", "--max-tokens", "512", "--lr", "5e-3", "--warmup-updates", "10",
+               "--max-updates", "400", "--validate-every", "200", "--save-every", "0",
+               "--label-smoothing", "0", "-q", "--set", "model.d_model=32",
+               "--set", "model.ffn_dim=64", "--set", "model.heads=2",
+               "--set", "model.encoder_layers=2", "--set", "model.decoder_layers=2",
+               "--set", "model.dropout=0", "--set", "model.attention_dropout=0",
+               "--set", "pair_temperature=2"]  # fmt: skip
+
+
+@pytest.fixture(scope="session")
+def multi_run(multi_dataset: Path) -> Path:
+    """The run directory of a tiny model trained on ``multi_dataset`` (about 6 s on one CPU
+    thread) until it follows the tags: BLEU 100 per direction on the first training pairs."""
+    import torch
+    from click.testing import CliRunner
+
+    from mtkit.cli import cli
+
+    run = multi_dataset.parent / "run"
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        result = CliRunner().invoke(cli, ["train", "--data", str(multi_dataset), "--run-dir",
+                                          str(run), *MULTI_TRAIN])  # fmt: skip
+    finally:
+        torch.set_num_threads(threads)
+    assert result.exit_code == 0, result.output
+    return run

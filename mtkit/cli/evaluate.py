@@ -65,9 +65,13 @@ option = partial(config_option, config=EvaluateConfig)  # default and --help fro
 @config_option("--device", config=TranslateConfig, help="With -m: auto, cpu, cuda or cuda:N.")
 @config_option("--dtype", config=TranslateConfig, type=click.Choice(DTYPES),
                help="With -m: precision, as for mtkit translate.")  # fmt: skip
+@config_option("--tgt-lang", config=TranslateConfig,
+               help="With -m and a multilingual model: the target language.")  # fmt: skip
 @option("-w", "--width", type=click.IntRange(0, 10), help="Decimals printed.")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON instead of text.")
-def evaluate(beam: int, device: str, dtype: str, as_json: bool, **options: Any) -> None:
+def evaluate(
+    beam: int, device: str, dtype: str, tgt_lang: str, as_json: bool, **options: Any
+) -> None:
     """Score HYP (or the translation of --src by -m CKPT) against -r REF with sacrebleu.
 
     \b
@@ -80,6 +84,8 @@ def evaluate(beam: int, device: str, dtype: str, as_json: bool, **options: Any) 
     with user_errors():
         report = run_evaluate(
             EvaluateConfig(**options),
-            TranslateConfig(SearchConfig(beam=beam), device=device, dtype=dtype),
+            TranslateConfig(
+                SearchConfig(beam=beam), device=device, dtype=dtype, tgt_lang=tgt_lang
+            ),  # fmt: skip
         )
     click.echo(report.to_json() if as_json else report.to_text())

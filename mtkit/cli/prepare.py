@@ -23,6 +23,23 @@ _SOURCE_HELP = ("PREFIX (reads PREFIX.SRC and PREFIX.TGT), FILE.tsv, FILE.parque
 @option("--valid", "--valid-prefix", metavar="SOURCE", help="Validation corpus (same forms).")
 @option("--test", "--test-prefix", metavar="SOURCE", help="Test corpus (same forms).")
 @option(
+    "--pair",
+    field="pairs",
+    multiple=True,
+    metavar="SRC-TGT=SOURCE",
+    help="Instead of --train: one corpus of a multilingual dataset (repeat); each source "
+    "gets the tag >>TGT<<.",
+)
+@option(
+    "--valid-pair",
+    field="valid_pairs",
+    multiple=True,
+    metavar="SRC-TGT=SOURCE",
+    help="Validation corpus of one direction (repeat).",
+)
+@option("--test-pair", field="test_pairs", multiple=True, metavar="SRC-TGT=SOURCE",
+        help="Test corpus of one direction (repeat).")  # fmt: skip
+@option(
     "--spm",
     "--src-spm",
     field="src_spm",

@@ -47,6 +47,14 @@ def spm() -> None:
     "--joint/--separate",
     help="With --train: one model PREFIX.model, or PREFIX.SRC.model + PREFIX.TGT.model.",
 )
+@option(
+    "--pair",
+    field="pairs",
+    multiple=True,
+    metavar="SRC-TGT=SOURCE",
+    help="Instead: one corpus of a multilingual model (repeat); one joint model with a "
+    ">>TGT<< tag per target language.",
+)
 @option("--format", type=click.Choice(["auto", "text", "tsv", "hf"]), help="How to read --train.")
 @option("--hf-config", help="HF dataset configuration, e.g. de-en.")
 def train(inputs: tuple[str, ...], **options: Any) -> None:

@@ -45,6 +45,8 @@ SEARCH_OPTIONS: list[tuple[tuple[str, ...], str, Any, str]] = [
     (("--cpu-matmul",), "cpu_matmul", click.Choice(["onednn", "default"]),
      "CPU fp32: pack linear weights once for oneDNN, or torch's default matmul."),
     (("--threads",), "threads", click.IntRange(0), "CPU threads (0: torch's default)."),
+    (("--tgt-lang",), "tgt_lang", str, "Multilingual models: translate into this language "
+     "(adds >>TGT<< to lines without a tag)."),
     (("--engine",), "engine", click.Choice(["mtkit", "ctranslate2"]),
      "ctranslate2: decode an `mtkit export --format ctranslate2` directory given as -m."),
 ]  # fmt: skip

@@ -11,7 +11,8 @@ Layout of a dataset directory::
     {split}.src.bin          all source token ids of the split, flat, dtype from the manifest
     {split}.src.idx          int64 offsets, n+1 entries: sentence i is bin[idx[i]:idx[i+1]]
     {split}.tgt.bin / .idx   the same for the target side
-    {split}.src.txt          (valid/test) the kept source lines, for decoding and BLEU
+    {split}.src.txt          (valid/test) the kept source lines, for decoding and BLEU (in a
+                             multilingual dataset each starts with its tag, ``>>xx<< ``)
     {split}.tgt.txt          (valid/test) the kept reference lines
 
 Token ids exclude BOS and EOS: batching adds them.
@@ -129,6 +130,19 @@ class SplitWriter:
         self.close()
 
 
+def _directions(counts: Any, n: int) -> dict[str, tuple[int, int]]:
+    """A multilingual split's directions: name -> [start, stop) of its pairs (the manifest
+    counts each under ``directions``, in the order written); {} for a one-direction split."""
+    found, start = {}, 0
+    directions = counts.get("directions", {}) if isinstance(counts, dict) else {}
+    for name, pair_counts in directions.items():
+        found[name] = (start, start + int(pair_counts["kept"]))
+        start = found[name][1]
+    if found and start != n:
+        raise MtkitError(f"the manifest counts {start} pairs in its directions, the split has {n}")
+    return found
+
+
 class ParallelData:
     """One split of a binarized dataset, memory-mapped."""
 
@@ -157,6 +171,7 @@ class ParallelData:
             raise MtkitError(f"{self.data_dir}: {split} source and target counts differ")
         self.src_lengths = np.diff(self._offsets["src"])
         self.tgt_lengths = np.diff(self._offsets["tgt"])
+        self.directions = _directions(manifest["splits"][split], len(self))
 
     def __len__(self) -> int:
         return len(self.src_lengths)

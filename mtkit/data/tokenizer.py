@@ -17,10 +17,16 @@ vocabulary: a table of pieces by id that is not the sentencepiece model's ids, a
 special ids (:class:`SpecialIds`; Marian: EOS 0, UNK 1, PAD the last id, decoding starting from
 PAD). A :class:`Tokenizer` given such a table maps text -> pieces -> ids through it (unknown
 pieces -> UNK), as Hugging Face's MarianTokenizer does, and ids -> pieces -> text back.
+
+A multilingual model's sentencepiece model holds target-language tags (``>>fr<<``,
+:mod:`mtkit.data.tags`) as user-defined symbols, right after the special ids. With tags, a
+line's leading ``>>xx<<`` is encoded as MarianTokenizer does: its id (UNK's for an unknown
+tag), then the pieces of the rest; without tags a line is encoded as it is.
 """
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import io
 from collections.abc import Iterable, Sequence
@@ -30,6 +36,7 @@ from typing import Any
 
 import sentencepiece as spm
 
+from mtkit.data.tags import TAG, split_tag
 from mtkit.errors import MtkitError
 
 PAD_ID, UNK_ID, BOS_ID, EOS_ID = 0, 1, 2, 3
@@ -147,6 +154,8 @@ class Tokenizer:
 
     def encode(self, texts: Sequence[str], threads: int = -1) -> list[list[int]]:
         """Pieces ids for each text, without BOS/EOS."""
+        if self.vocab is None and self.tags:
+            return self._tagged(texts, threads)
         if self.vocab is None and threads < 0:
             return self.sp.Encode(list(texts), out_type=int)
         if self.vocab is None:
@@ -154,18 +163,41 @@ class Tokenizer:
         return [self._table_ids(text) for text in texts]
 
     def encode_one(self, text: str) -> list[int]:
-        if self.vocab is None:
-            return self.sp.Encode(text, out_type=int)
-        return self._table_ids(text)
+        return self.encode([text])[0]
+
+    @functools.cached_property
+    def tags(self) -> list[str]:
+        """The target-language tags (``>>xx<<``) of a multilingual vocabulary, by id."""
+        if self.vocab is not None:
+            return [p for p in self.vocab if TAG.match(p)]
+        found = []
+        for i in range(EOS_ID + 1, len(self)):  # user-defined symbols follow the special ids
+            if not TAG.match(piece := self.sp.IdToPiece(i)):
+                break
+            found.append(piece)
+        return found
+
+    @property
+    def tag_ids(self) -> tuple[int, ...]:
+        """The ids of :attr:`tags`."""
+        return tuple(self.piece_to_id(t) for t in self.tags)
+
+    def _tagged(self, texts: Sequence[str], threads: int) -> list[list[int]]:
+        """Encode lines whose leading ``>>xx<<`` is one id (see the module docstring)."""
+        codes, rests = zip(*map(split_tag, texts), strict=True) if texts else ((), ())
+        kwargs = {"num_threads": threads} if threads >= 0 else {}
+        ids = self.sp.Encode(list(rests), out_type=int, **kwargs)
+        return [
+            [self.sp.PieceToId(c)] + row if c else row for c, row in zip(codes, ids, strict=True)
+        ]
 
     def _table_ids(self, text: str) -> list[int]:
         """Pieces -> the vocabulary's ids, unknown pieces -> UNK; a leading language code
         (``>>de<<``) is one piece, as Hugging Face's MarianTokenizer reads it."""
-        code: list[str] = []
-        if text.startswith(">>") and (end := text.find("<<")) != -1:
-            code, text = [text[: end + 2]], text[end + 2 :]
+        code, text = split_tag(text)
         unk = self.specials.unk
-        return [self.index.get(p, unk) for p in code + self.sp.EncodeAsPieces(text)]
+        pieces = ([code] if code else []) + self.sp.EncodeAsPieces(text)
+        return [self.index.get(p, unk) for p in pieces]
 
     def decode(self, ids: Iterable[Sequence[int]]) -> list[str]:
         """Detokenize; special ids (pad, bos, eos) are dropped."""
@@ -203,11 +235,13 @@ def train_spm(
     input_sentence_size: int = 0,
     seed: int = 1,
     num_threads: int = 2,
+    user_defined_symbols: Sequence[str] = (),
 ) -> bytes:
     """Train a BPE model on an iterator of sentences; return the serialized model.
 
     Uses mtkit's fixed special ids. ``input_sentence_size`` > 0 samples that many sentences
     (sentencepiece's reservoir sampling, seeded) so huge corpora train in bounded memory.
+    ``user_defined_symbols`` (target-language tags) get the ids after the special ones.
     """
     model = io.BytesIO()
     spm.set_random_generator_seed(seed)
@@ -232,6 +266,7 @@ def train_spm(
             max_sentence_length=MAX_SENTENCE_BYTES,
             minloglevel=2,
             hard_vocab_limit=False,
+            user_defined_symbols=list(user_defined_symbols),
         )
     except RuntimeError as err:
         raise MtkitError(

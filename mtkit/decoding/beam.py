@@ -8,6 +8,7 @@ target vocabulary, t the number of tokens generated so far.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from typing import NamedTuple
 
 import torch
@@ -140,12 +141,16 @@ def select_active(tokens: Tensor, beam: int, eos: int = EOS_ID) -> Tensor:
 
 
 def max_target_lengths(
-    src: Tensor, a: float, b: int, min_len: int, cap: int, pad: int = PAD_ID
-) -> Tensor:
+    src: Tensor, a: float, b: int, min_len: int, cap: int, pad: int = PAD_ID,
+    tags: Sequence[int] = (),
+) -> Tensor:  # fmt: skip
     """Per sentence (B,): at most ``a * source_pieces + b`` tokens before EOS, within [min, cap].
 
-    ``source_pieces`` counts the source row's tokens without padding and without its EOS.
+    ``source_pieces`` counts the source row's tokens without padding and without its EOS, and
+    without a leading target-language tag (one of the ids ``tags``, issue 16).
     """
     pieces = src.ne(pad).sum(1) - 1
+    if tags:
+        pieces = pieces - torch.isin(src[:, 0], torch.tensor(tags, device=src.device)).long()
     lens = torch.floor(a * pieces.double() + b).long()
     return lens.clamp(min=min_len).clamp(max=cap)

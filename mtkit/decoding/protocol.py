@@ -26,6 +26,8 @@ class StepDecoder(Protocol):
     training: bool
     # optional: ``special_ids`` (mtkit.data.tokenizer.SpecialIds), the start token, EOS, PAD and
     # UNK of the model's vocabulary; the search uses mtkit's fixed ids for a model without it
+    # optional: ``tag_ids`` (tuple of ints), a multilingual vocabulary's target-language tags,
+    # which do not count as source pieces in the length limit (max_len_a)
 
     @property
     def max_positions(self) -> int: ...

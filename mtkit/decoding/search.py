@@ -61,6 +61,7 @@ class Ensemble:
             raise MtkitError(f"ensembled models have different target vocabularies {sorted(sizes)}")
         self.models = models
         self.special_ids = special_ids_of(models)
+        self.tag_ids: tuple[int, ...] = getattr(models[0], "tag_ids", ())  # see max_target_lengths
         self.max_positions = min(m.max_positions for m in models)
         self.states: list[DecodingState] = []
 
@@ -121,7 +122,13 @@ def _start(ens: Ensemble, src: Tensor, copies: int, config: SearchConfig) -> tup
         raise MtkitError(f"--min-len {config.min_len} exceeds the model's max_positions")
     ids = ens.special_ids
     limits = max_target_lengths(
-        src, config.max_len_a, config.max_len_b, config.min_len, ens.max_positions - 1, ids.pad
+        src,
+        config.max_len_a,
+        config.max_len_b,
+        config.min_len,
+        ens.max_positions - 1,
+        ids.pad,
+        ens.tag_ids,
     )  # (B,)
     ens.start(src, copies, int(limits.max()) + 1)
     r = src.shape[0] * copies

@@ -16,6 +16,7 @@ from typing import Protocol
 from mtkit.config import SearchConfig, TranslateConfig
 from mtkit.cpu import Resolved
 from mtkit.data.batching import token_batches
+from mtkit.data.tags import tag_lines
 from mtkit.data.tokenizer import Tokenizer
 
 
@@ -69,10 +70,13 @@ def announce_dtype(asked: str, resolved: Resolved) -> None:
 
 
 def encode_sources(
-    tokenizer: Tokenizer, lines: Sequence[str], cap: int, first_number: int = 1
-) -> list[list[int]]:
+    tokenizer: Tokenizer, lines: Sequence[str], cap: int, first_number: int = 1,
+    tgt_lang: str = "",
+) -> list[list[int]]:  # fmt: skip
     """Piece ids per line (no EOS), cut to ``cap`` pieces with a warning naming the line; []
-    for lines with nothing to translate. Unpaired surrogates become U+FFFD first."""
+    for lines with nothing to translate. Unpaired surrogates become U+FFFD first. A
+    multilingual model's lines get their target-language tag (:func:`tag_lines`)."""
+    lines = tag_lines(lines, tgt_lang, tokenizer.tags, first_number)
     texts = [line.encode("utf-8", "replace").decode("utf-8") for line in lines]
     ids = tokenizer.encode([text if text.strip() else "" for text in texts])
     for number, row in enumerate(ids, start=first_number):

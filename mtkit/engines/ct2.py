@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from mtkit.config import SearchConfig, TranslateConfig
+from mtkit.data.tags import check_target
 from mtkit.data.tokenizer import SpecialIds, Tokenizer
 from mtkit.devices import parse_device
 from mtkit.engines.base import (
@@ -101,8 +102,10 @@ class Ct2Engine:
         search = search or self.config.search
         check_search(search)
         cap = min(self.config.max_input_tokens, self.max_positions - 1)  # + EOS must fit
-        ids = encode_sources(self.src, lines, cap, first_number)
-        bounds = [max_target_len(len(row), search, self.max_positions - 1) for row in ids]
+        ids = encode_sources(self.src, lines, cap, first_number, self.config.tgt_lang)
+        tags = set(self.src.tag_ids)  # a target-language tag does not count (max_len_a)
+        bounds = [max_target_len(len(row) - bool(row and row[0] in tags), search,
+                                 self.max_positions - 1) for row in ids]  # fmt: skip
         results: list[list[Translation]] = [[] for _ in lines]
         for index in source_batches(ids, self.config.max_tokens, progress):
             pieces = [[self.src.id_to_piece(t) for t in ids[i]] for i in index]
@@ -192,9 +195,11 @@ def load(models: list[str], config: TranslateConfig) -> Ct2Engine:
     translator, meta = _translator(model_dir, config)
     if config.search.sampling:
         ct2.set_random_seed(config.search.seed)
+    src = _tokenizer(model_dir, "source", meta)
+    check_target(config.tgt_lang, src.tags)
     return Ct2Engine(
         translator,
-        _tokenizer(model_dir, "source", meta),
+        src,
         _tokenizer(model_dir, "target", meta),
         int(meta.get("max_positions", 1024)),
         config,

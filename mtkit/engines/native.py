@@ -15,6 +15,7 @@ from torch import nn
 
 from mtkit.checkpoint import LoadedModel, load_for_inference
 from mtkit.config import SearchConfig, TranslateConfig
+from mtkit.data.tags import check_target
 from mtkit.data.tokenizer import Tokenizer
 from mtkit.decoding.batching import pad_batch
 from mtkit.decoding.search import generate
@@ -58,7 +59,8 @@ class NativeEngine:
         progress: Progress | None = None,
     ) -> list[list[Translation]]:
         search = search or self.config.search
-        sources = encode_sources(self.src_tokenizer, lines, self.max_source_pieces, first_number)
+        sources = encode_sources(self.src_tokenizer, lines, self.max_source_pieces, first_number,
+                                 self.config.tgt_lang)  # fmt: skip
         results: list[list[Translation]] = [[] for _ in lines]
         ids = self.src_tokenizer.specials  # the checkpoint's (an imported vocabulary's) ids
         for index in source_batches(sources, self.config.max_tokens, progress):
@@ -102,6 +104,7 @@ def load(checkpoints: list[str], config: TranslateConfig) -> NativeEngine:
         torch.set_num_threads(config.threads)
     loaded = [load_for_inference(path) for path in checkpoints]
     check_ensemble(loaded)
+    check_target(config.tgt_lang, loaded[0].src_tokenizer.tags)
     models = [
         prepare_for_inference(item.model, device, dtype.name, config.quantize, config.cpu_matmul)
         for item in loaded

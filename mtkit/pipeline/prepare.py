@@ -8,6 +8,12 @@ temporary directory next to ``out_dir`` and renamed at the end; on any error it 
 
 Length, ratio and duplicate filters apply to the train split only: valid and test keep every
 line (stripped), so their outputs stay aligned with the original references.
+
+A multilingual dataset (``--pair SRC-TGT=SOURCE`` repeated, ``--valid-pair``, ``--test-pair``)
+writes its corpora one after the other into the same splits, each source prefixed with its
+target language's tag (:mod:`mtkit.data.tags`): the tag's id in the binaries, ``>>xx<< `` in
+the text files. Filters see the sentences without their tags. The manifest lists the
+directions and counts each one under ``splits.SPLIT.directions``, in the order written.
 """
 
 from __future__ import annotations
@@ -31,15 +37,26 @@ from mtkit import __version__
 from mtkit.config import PrepareConfig
 from mtkit.data.binarized import FORMAT_VERSION, MANIFEST, VOCAB, SplitWriter, token_dtype
 from mtkit.data.cleaning import REASONS, PairFilter, length_mask, normalize_all
-from mtkit.data.corpus import Source, open_source
+from mtkit.data.corpus import Source
+from mtkit.data.tags import check_tags, tag
 from mtkit.data.tokenizer import Tokenizer
 from mtkit.errors import MtkitError, naming_output
+from mtkit.pipeline.multilingual import (
+    Entry,
+    describe,
+    entries_of,
+    is_multilingual,
+    languages,
+    pair_option,
+    totals,
+)
 from mtkit.pipeline.signals import interruptible
 from mtkit.staging import check_out_dir, staged_dir
 
 SPLITS = ("train", "valid", "test")
 FILTERED_SPLITS = ("train",)
-Job = tuple[list[str], list[str], bool]  # source lines, target lines, apply the length filters
+# source lines, target lines, apply the length filters, the tag id to prepend (-1: none)
+Job = tuple[list[str], list[str], bool, int]
 PR_SET_PDEATHSIG = 1  # prctl(2): the signal a process gets when its parent dies
 
 
@@ -72,7 +89,7 @@ class ChunkEncoder:
         return np.fromiter(chain.from_iterable(ids), dtype=self.dtype, count=total)
 
     def __call__(self, job: Job) -> Encoded:
-        src_lines, tgt_lines, filtered = job
+        src_lines, tgt_lines, filtered, tag_id = job
         src_ids, src_len = self._encode(self.src, src_lines)
         tgt_ids, tgt_len = self._encode(self.tgt, tgt_lines)
         keep, dropped = np.ones(len(src_ids), dtype=bool), {}
@@ -81,6 +98,8 @@ class ChunkEncoder:
             if not keep.all():
                 src_ids, tgt_ids = list(compress(src_ids, keep)), list(compress(tgt_ids, keep))
                 src_len, tgt_len = src_len[keep], tgt_len[keep]
+        if tag_id >= 0:  # after the filters: a tag does not count toward them
+            src_ids, src_len = [[tag_id, *ids] for ids in src_ids], src_len + 1
         src_flat = self._flat(src_ids, int(src_len.sum()))
         tgt_flat = self._flat(tgt_ids, int(tgt_len.sum()))
         return Encoded(src_flat, src_len, tgt_flat, tgt_len, keep, dropped)
@@ -153,7 +172,9 @@ class EncoderPool:
             self.pool.join()
 
 
-def _jobs(source: Source, cfg: PrepareConfig, split: str, counts: dict[str, Any]) -> Iterator[Job]:
+def _jobs(
+    source: Source, cfg: PrepareConfig, split: str, counts: dict[str, Any], tag_id: int
+) -> Iterator[Job]:
     """Read, strip and (train) filter chunks; count the pairs read and dropped."""
     filtered = split in FILTERED_SPLITS
     pair_filter = PairFilter(dedup=cfg.dedup) if filtered else None
@@ -164,40 +185,45 @@ def _jobs(source: Source, cfg: PrepareConfig, split: str, counts: dict[str, Any]
             src, tgt = pair_filter(src, tgt)
             counts["dropped"].update(pair_filter.dropped)
         if src:
-            yield src, tgt, filtered
+            yield src, tgt, filtered, tag_id
 
 
 def _write_split(
-    split: str, source: Source, cfg: PrepareConfig, encoder: EncoderPool, out: Path
-) -> dict[str, Any]:
-    """Encode one split into ``out``; return its counts for the manifest."""
-    filtered = split in FILTERED_SPLITS
-    counts: dict[str, Any] = {"read": 0, "dropped": {}}
-    if filtered:
-        counts["dropped"] = dict.fromkeys(REASONS, 0)
+    split: str, entries: list[Entry], cfg: PrepareConfig, encoder: EncoderPool, out: Path,
+    tag_ids: dict[str, int],
+) -> dict[str, Any]:  # fmt: skip
+    """Encode one split's corpora into ``out``; return its counts for the manifest."""
     with contextlib.ExitStack() as stack:
         writer = stack.enter_context(SplitWriter(out, split, encoder.local.dtype))
         texts = None
-        if not filtered:
+        if split not in FILTERED_SPLITS:
             texts = [
                 stack.enter_context(
                     open(out / f"{split}.{side}.txt", "w", encoding="utf-8", newline="\n")
                 )
                 for side in ("src", "tgt")
             ]
-        for (src, tgt, _), enc in encoder.map(_jobs(source, cfg, split, counts)):
-            writer.add_arrays(enc.src, enc.src_lengths, enc.tgt, enc.tgt_lengths)
-            for reason, n in enc.dropped.items():
-                counts["dropped"][reason] += n
-            if texts is not None:
-                for handle, lines in zip(texts, (src, tgt), strict=True):
-                    handle.write("".join(f"{line}\n" for line in compress(lines, enc.keep)))
-    return {
-        "read": counts["read"],
-        "kept": writer.count,
-        "dropped": counts["dropped"],
-        "tokens": dict(writer.tokens),
-    }
+        per_entry = {}
+        for direction, source in entries:
+            prefix = f"{tag(direction.tgt)} " if direction else ""
+            tag_id = tag_ids[direction.tgt] if direction else -1
+            before = writer.count, dict(writer.tokens)
+            counts: dict[str, Any] = {"read": 0, "dropped": {}}
+            if split in FILTERED_SPLITS:
+                counts["dropped"] = dict.fromkeys(REASONS, 0)
+            jobs = _jobs(source, cfg, split, counts, tag_id)
+            for (src, tgt, *_), enc in encoder.map(jobs):
+                writer.add_arrays(enc.src, enc.src_lengths, enc.tgt, enc.tgt_lengths)
+                for reason, n in enc.dropped.items():
+                    counts["dropped"][reason] += n
+                if texts is not None:
+                    kept = [list(compress(lines, enc.keep)) for lines in (src, tgt)]
+                    texts[0].write("".join(f"{prefix}{line}\n" for line in kept[0]))
+                    texts[1].write("".join(f"{line}\n" for line in kept[1]))
+            counts["kept"] = writer.count - before[0]
+            counts["tokens"] = {k: v - before[1][k] for k, v in writer.tokens.items()}
+            per_entry[direction.name if direction else ""] = counts
+    return totals(per_entry)
 
 
 def resolve_tokenizers(cfg: PrepareConfig) -> tuple[Tokenizer, Tokenizer, Path, Path]:
@@ -234,9 +260,15 @@ def resolve_spm(cfg: PrepareConfig) -> tuple[Path, Path]:
 
 
 def _check_config(cfg: PrepareConfig) -> None:
-    if cfg.src_lang == cfg.tgt_lang or not cfg.src_lang or not cfg.tgt_lang:
+    if is_multilingual(cfg) and any(getattr(cfg, split) for split in SPLITS):
+        raise MtkitError(
+            "give --pair/--valid-pair/--test-pair, or --train/--valid/--test, not both"
+        )
+    if not is_multilingual(cfg) and (
+        cfg.src_lang == cfg.tgt_lang or not cfg.src_lang or not cfg.tgt_lang
+    ):
         raise MtkitError(f"need two different languages, got {cfg.src_lang!r}, {cfg.tgt_lang!r}")
-    if not any(getattr(cfg, split) for split in SPLITS):
+    if not any(getattr(cfg, split) for split in SPLITS) and not is_multilingual(cfg):
         raise MtkitError("nothing to prepare: give at least one of --train, --valid, --test")
     if cfg.workers < 0 or cfg.chunk_size < 1 or cfg.max_tokens < 0:
         raise MtkitError("--workers and --max-tokens must be >= 0, --chunk-size >= 1")
@@ -245,14 +277,22 @@ def _check_config(cfg: PrepareConfig) -> None:
 
 
 def _check_counts(cfg: PrepareConfig, splits: dict[str, dict[str, Any]]) -> None:
-    """Refuse a split with nothing in it: an empty corpus, or every pair dropped."""
-    for split, counts in splits.items():
-        where = f"--{split} {getattr(cfg, split)}"
-        if counts["read"] == 0:
-            raise MtkitError(f"{where}: empty corpus (no sentence pairs)")
-        if counts["kept"] == 0:
-            reasons = ", ".join(f"{r} {n}" for r, n in counts["dropped"].items() if n)
-            raise MtkitError(f"{where}: all {counts['read']} pairs were dropped ({reasons})")
+    """Refuse a corpus with nothing in it: an empty one, or every pair dropped."""
+    for split, split_counts in splits.items():
+        rows = split_counts.get("directions") or {"": split_counts}
+        for name, counts in rows.items():
+            _check_corpus(cfg, split, name, counts)
+
+
+def _check_corpus(cfg: PrepareConfig, split: str, name: str, counts: dict[str, Any]) -> None:
+    where = f"--{split} {getattr(cfg, split)}"
+    if name:
+        where = f"{pair_option(split)} {name}"
+    if counts["read"] == 0:
+        raise MtkitError(f"{where}: empty corpus (no sentence pairs)")
+    if counts["kept"] == 0:
+        reasons = ", ".join(f"{r} {n}" for r, n in counts["dropped"].items() if n)
+        raise MtkitError(f"{where}: all {counts['read']} pairs were dropped ({reasons})")
 
 
 def prepare(cfg: PrepareConfig) -> dict[str, Any]:
@@ -261,13 +301,10 @@ def prepare(cfg: PrepareConfig) -> dict[str, Any]:
     out = Path(cfg.out_dir)
     check_out_dir(out, cfg.force)
     src_tok, tgt_tok, src_path, tgt_path = resolve_tokenizers(cfg)
-    sources = {
-        split: open_source(
-            getattr(cfg, split), cfg.src_lang, cfg.tgt_lang, split, cfg.format, cfg.hf_config
-        )
-        for split in SPLITS
-        if getattr(cfg, split)
-    }
+    entries = entries_of(cfg)
+    tgt_langs = {d.tgt for rows in entries.values() for d, _ in rows if d is not None}
+    check_tags([tag(lang) for lang in sorted(tgt_langs)], src_tok.tags, str(src_path))
+    tag_ids = {lang: src_tok.piece_to_id(tag(lang)) for lang in tgt_langs}
     dtype = token_dtype(max(len(src_tok), len(tgt_tok)))
     args = (src_tok.state(), tgt_tok.state(), cfg.max_tokens, cfg.max_ratio, dtype.name)
     with interruptible(), staged_dir(out, cfg.force) as tmp, naming_output(str(out)):
@@ -278,13 +315,17 @@ def prepare(cfg: PrepareConfig) -> dict[str, Any]:
                      "special_ids": tgt_tok.specials.to_dict()}  # fmt: skip
             (tmp / VOCAB).write_text(json.dumps(table, ensure_ascii=False), encoding="utf-8")
         with EncoderPool(args, cfg.workers) as encoder:
-            splits = {s: _write_split(s, src, cfg, encoder, tmp) for s, src in sources.items()}
+            splits = {
+                split: _write_split(split, rows, cfg, encoder, tmp, tag_ids)
+                for split, rows in entries.items()
+            }
         _check_counts(cfg, splits)
+        src_lang, tgt_lang = languages(entries, cfg)
         manifest = {
             "format_version": FORMAT_VERSION,
             "created_by": f"mtkit {__version__}",
-            "src_lang": cfg.src_lang,
-            "tgt_lang": cfg.tgt_lang,
+            "src_lang": src_lang,
+            "tgt_lang": tgt_lang,
             "dtype": dtype.name,
             "joint": (
                 src_tok.sha256 == tgt_tok.sha256
@@ -295,7 +336,7 @@ def prepare(cfg: PrepareConfig) -> dict[str, Any]:
                 side: {"path": str(path), "sha256": tok.sha256, "vocab_size": len(tok)}
                 for side, path, tok in (("src", src_path, src_tok), ("tgt", tgt_path, tgt_tok))
             },
-            "sources": {split: source.describe() for split, source in sources.items()},
+            "sources": {split: describe(rows) for split, rows in entries.items()},
             "filters": {
                 "strip": True,
                 "empty": True,
@@ -307,6 +348,8 @@ def prepare(cfg: PrepareConfig) -> dict[str, Any]:
             "splits": splits,
             "config": asdict(cfg),
         }
+        if tag_ids:
+            manifest["tags"] = {lang: tag(lang) for lang in sorted(tag_ids)}
         (tmp / MANIFEST).write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
     return manifest
 
@@ -322,11 +365,15 @@ def summary(manifest: dict[str, Any], out_dir: str) -> str:
     )
     lines = [f"prepared {out_dir}: {src}-{tgt}, {vocab}, {manifest['dtype']}"]
     for split, c in manifest["splits"].items():
-        dropped = sum(c["dropped"].values())
-        reasons = ", ".join(f"{r} {n}" for r, n in c["dropped"].items() if n)
-        why = f" ({reasons})" if reasons else ""
-        lines.append(
-            f"  {split:<5} read {c['read']}, kept {c['kept']}, dropped {dropped}{why}; "
-            f"tokens {src} {c['tokens']['src']}, {tgt} {c['tokens']['tgt']}"
-        )
+        lines.append(f"  {split:<5} {_counts_line(c, src, tgt)}")
+        for name, counts in c.get("directions", {}).items():
+            lines.append(f"    {name} {_counts_line(counts, *name.split('-'))}")
     return "\n".join(lines)
+
+
+def _counts_line(c: dict[str, Any], src: str, tgt: str) -> str:
+    dropped = sum(c["dropped"].values())
+    reasons = ", ".join(f"{r} {n}" for r, n in c["dropped"].items() if n)
+    why = f" ({reasons})" if reasons else ""
+    return (f"read {c['read']}, kept {c['kept']}, dropped {dropped}{why}; "
+            f"tokens {src} {c['tokens']['src']}, {tgt} {c['tokens']['tgt']}")  # fmt: skip

@@ -3,9 +3,11 @@
 With text files, one model ``PREFIX.model`` learns from all their lines. With a corpus (any
 source `mtkit prepare` reads: a prefix, a TSV file, a HF dataset) it is one joint model
 ``PREFIX.model`` over both languages, or one per language: ``PREFIX.SRC.model`` and
-``PREFIX.TGT.model``. Sentences stream into sentencepiece (which samples
-``input_sentence_size`` of them when that is > 0); every model gets a ``.vocab`` listing, and
-both files are written to a temporary name and renamed.
+``PREFIX.TGT.model``. With several corpora (``--pair SRC-TGT=SOURCE``, repeated) it is one
+joint model over every side of every corpus, holding each target language's tag ``>>xx<<``
+as a user-defined symbol (:mod:`mtkit.data.tags`). Sentences stream into sentencepiece
+(which samples ``input_sentence_size`` of them when that is > 0); every model gets a ``.vocab``
+listing, and both files are written to a temporary name and renamed.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from typing import Any
 from mtkit.config import SpmConfig
 from mtkit.data.cleaning import normalize
 from mtkit.data.corpus import Source, open_source, read_lines
+from mtkit.data.tags import parse_pairs, tag
 from mtkit.data.tokenizer import MAX_SENTENCE_BYTES, Tokenizer, train_spm
 from mtkit.errors import MtkitError
 from mtkit.pipeline.textio import atomic_write_bytes, atomic_write_text
@@ -79,8 +82,11 @@ def vocab_text(proto: bytes) -> str:
     return "".join(f"{sp.IdToPiece(i)}\t{sp.GetScore(i):g}\n" for i in range(sp.GetPieceSize()))
 
 
-def train_one(cfg: SpmConfig, prefix: str, sentences: Iterator[str]) -> dict[str, Any]:
-    """Train one model on ``sentences``; write PREFIX.model and PREFIX.vocab."""
+def train_one(
+    cfg: SpmConfig, prefix: str, sentences: Iterator[str], symbols: tuple[str, ...] = ()
+) -> dict[str, Any]:
+    """Train one model on ``sentences`` (and user-defined ``symbols``); write PREFIX.model
+    and PREFIX.vocab."""
     guarded = _Guarded(sentences)
     first = next(guarded, None)
     if guarded.error is not None:
@@ -95,6 +101,7 @@ def train_one(cfg: SpmConfig, prefix: str, sentences: Iterator[str]) -> dict[str
             input_sentence_size=cfg.input_sentence_size,
             seed=cfg.seed,
             num_threads=cfg.num_threads,
+            user_defined_symbols=symbols,
         )
     except MtkitError:
         if guarded.error is None and guarded.too_long == guarded.count:
@@ -116,24 +123,49 @@ def train_one(cfg: SpmConfig, prefix: str, sentences: Iterator[str]) -> dict[str
         "vocab_size": len(tok),
         "sentences": guarded.count,
         "sha256": tok.sha256,
+        "tags": tok.tags,
     }
 
 
-def plan(cfg: SpmConfig) -> list[tuple[str, Callable[[], Iterator[str]]]]:
-    """The models to train: (prefix, a function returning its sentences)."""
+Plan = list[tuple[str, Callable[[], Iterator[str]], tuple[str, ...]]]
+
+
+def plan_pairs(cfg: SpmConfig) -> Plan:
+    """One joint model over every corpus of ``--pair``, with the target languages' tags."""
+    if cfg.inputs or cfg.train:
+        raise MtkitError("give --pair corpora, or text FILES or --train, not both")
+    if not cfg.joint:
+        raise MtkitError("--pair trains one joint model: --separate is not available with it")
+    directions = parse_pairs(cfg.pairs)
+    sources = [
+        open_source(d.source, d.src, d.tgt, "train", cfg.format, cfg.hf_config) for d in directions
+    ]
+    tags = tuple(dict.fromkeys(tag(d.tgt) for d in directions))
+
+    def sentences() -> Iterator[str]:
+        for source in sources:
+            yield from corpus_sentences(source, ("src", "tgt"))
+
+    return [(cfg.model_prefix, sentences, tags)]
+
+
+def plan(cfg: SpmConfig) -> Plan:
+    """The models to train: (prefix, a function returning its sentences, its tags)."""
+    if cfg.pairs:
+        return plan_pairs(cfg)
     if cfg.inputs and cfg.train:
         raise MtkitError("give text FILES or a corpus (--train/--train-prefix), not both")
     if cfg.inputs:
-        return [(cfg.model_prefix, lambda: file_sentences(cfg.inputs))]
+        return [(cfg.model_prefix, lambda: file_sentences(cfg.inputs), ())]
     if not cfg.train:
-        raise MtkitError("nothing to train on: give text FILES or --train/--train-prefix")
+        raise MtkitError("nothing to train on: give text FILES, --train/--train-prefix or --pair")
     if not cfg.src_lang or not cfg.tgt_lang or cfg.src_lang == cfg.tgt_lang:
         raise MtkitError("a corpus needs two different languages: --src-lang and --tgt-lang")
     source = open_source(cfg.train, cfg.src_lang, cfg.tgt_lang, "train", cfg.format, cfg.hf_config)
     if cfg.joint:
-        return [(cfg.model_prefix, lambda: corpus_sentences(source, ("src", "tgt")))]
+        return [(cfg.model_prefix, lambda: corpus_sentences(source, ("src", "tgt")), ())]
     return [
-        (f"{cfg.model_prefix}.{lang}", lambda side=side: corpus_sentences(source, (side,)))
+        (f"{cfg.model_prefix}.{lang}", lambda side=side: corpus_sentences(source, (side,)), ())
         for side, lang in (("src", cfg.src_lang), ("tgt", cfg.tgt_lang))
     ]
 
@@ -149,12 +181,12 @@ def train_models(cfg: SpmConfig) -> list[dict[str, Any]]:
             f"--input-sentence-size must be 0 (every sentence) or > 100, "
             f"got {cfg.input_sentence_size}"
         )
-    return [train_one(cfg, prefix, sentences()) for prefix, sentences in plan(cfg)]
+    return [train_one(cfg, prefix, get(), tags) for prefix, get, tags in plan(cfg)]
 
 
 def summary(results: list[dict[str, Any]]) -> str:
     return "\n".join(
         f"wrote {r['model']} and {r['vocab']}: {r['vocab_size']} pieces "
-        f"from {r['sentences']} sentences"
+        f"from {r['sentences']} sentences" + (f", tags {' '.join(r['tags'])}" if r["tags"] else "")
         for r in results
     )

@@ -124,6 +124,7 @@ def check_train_config(cfg: TrainConfig) -> None:
         ("num_workers", cfg.num_workers >= 0, ">= 0"),
         ("nan_policy", cfg.nan_policy in ("stop", "skip"), "stop or skip"),
         ("max_skipped_batches", cfg.max_skipped_batches >= 0, ">= 0"),
+        ("pair_temperature", cfg.pair_temperature > 0, "> 0"),
     ]  # fmt: skip
     for name, ok, expected in rules:
         if not ok:
@@ -272,7 +273,7 @@ def run_training(
              f"model {cfg.preset} d={model.d_model} layers={model.encoder_layers}+"
              f"{model.decoder_layers}; config in {run_dir / CONFIG_FILE}", quiet)  # fmt: skip
         warn_long_valid_pairs(valid, cfg, model)
-        data = TrainData(train_split, valid, tgt_tok, spm, vocab, init)
+        data = TrainData(train_split, valid, tgt_tok, spm, vocab, init, src_tok.tag_ids)
         return describe(train(cfg, model, data, ckpt, quiet), cfg)
     except BaseException:
         _remove_unstarted(run_dir, made)

@@ -8,6 +8,8 @@ beam per request. Unknown fields are ignored, as LibreTranslate does.
 
 Each text is split on newlines; every line is translated on its own and the translations are
 joined with ``\\n`` again (a ``\\r`` before a newline is dropped, as ``mtkit translate`` does).
+A multilingual model's server (several target languages, ``en``-``de,fr,cs``: issue 16)
+takes any of them as ``"target"`` and puts its tag ``>>xx<<`` before every line.
 
 Problems raise :class:`ApiError`: an HTTP status and a JSON body that names the field.
 """
@@ -20,6 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from mtkit.config import SearchConfig, ServeConfig
+from mtkit.data.tags import tag, tag_lines
 from mtkit.engines.base import Translation
 from mtkit.errors import MtkitError
 
@@ -154,7 +157,8 @@ def parse_request(
         raise ApiError(400, "q", f"{sum(counts)} lines, more than the limit of "
                                  f"{config.max_lines}")  # fmt: skip
     source, target = _text_field(data, "source"), _text_field(data, "target")
-    if source not in (pair[0], "auto") or target != pair[1]:
+    targets = pair[1].split(",")  # a multilingual model (issue 16): several, comma-separated
+    if source not in (pair[0], "auto") or target not in targets:
         wrong = "source" if source not in (pair[0], "auto") else "target"
         raise ApiError(400, wrong, f"this server translates {pair[0]}-{pair[1]} only, "
                                    f"not {source}-{target}")  # fmt: skip
@@ -168,6 +172,11 @@ def parse_request(
     except MtkitError as err:
         raise ApiError(400, "beam", str(err)) from None
     lines = [line for lines in per_text for line in lines]
+    if len(targets) > 1:  # each line gets the target's tag (or keeps its own)
+        try:
+            lines = tag_lines(lines, target, [tag(t) for t in targets])
+        except MtkitError as err:
+            raise ApiError(400, "q", str(err)) from None
     detected = pair[0] if source == "auto" else None
     return TranslateRequest(texts, many, lines, counts, alternatives, search, detected)
 

@@ -177,9 +177,10 @@ def create_app(service: Service) -> FastAPI:
             src, tgt = service.ready().pair
         except ApiError as err:
             return error_response(err)
+        targets = tgt.split(",")  # a multilingual model's targets (issue 16)
         return [
-            {"code": src, "name": language_name(src), "targets": [tgt]},
-            {"code": tgt, "name": language_name(tgt), "targets": []},
+            {"code": src, "name": language_name(src), "targets": targets},
+            *({"code": t, "name": language_name(t), "targets": []} for t in targets),
         ]
 
     @app.get("/health")

@@ -17,7 +17,7 @@ the same data per update as one process with update_freq W * F.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from functools import partial
 from typing import NamedTuple
@@ -31,6 +31,7 @@ from torch.utils.data import DataLoader, Dataset
 from mtkit.data.batching import cut_batches
 from mtkit.data.binarized import ParallelData
 from mtkit.data.tokenizer import DEFAULT_SPECIAL_IDS, SpecialIds
+from mtkit.training.sampling import epoch_indices
 
 
 def sentence_sizes(src_lengths: np.ndarray, tgt_lengths: np.ndarray) -> Tensor:
@@ -55,10 +56,22 @@ def epoch_generator(seed: int, epoch: int) -> torch.Generator:
     return torch.Generator().manual_seed(seed * 1_000_003 + epoch)
 
 
-def epoch_batches(sizes: Tensor, max_tokens: int, seed: int, epoch: int) -> list[Tensor]:
-    """The epoch's batches of pair indices, in training order (see the module docstring)."""
+def epoch_batches(
+    sizes: Tensor,
+    max_tokens: int,
+    seed: int,
+    epoch: int,
+    ranges: Sequence[tuple[int, int]] = (),
+    temperature: float = 1.0,
+) -> list[Tensor]:
+    """The epoch's batches of pair indices, in training order (see the module docstring).
+    ``ranges`` (each direction's pairs) and ``temperature``: which pairs the epoch samples
+    (:mod:`mtkit.training.sampling`; every pair once by default)."""
     gen = epoch_generator(seed, epoch)
+    sample = epoch_indices(ranges, temperature, gen)
     perm = torch.randperm(len(sizes), generator=gen)
+    if sample is not None:
+        perm = sample[torch.randperm(len(sample), generator=gen)]
     order = perm[torch.sort(sizes[perm], stable=True).indices]
     batches = chunk_sorted(order, sizes, max_tokens)
     return [batches[i] for i in torch.randperm(len(batches), generator=gen).tolist()]

@@ -6,7 +6,8 @@
   tgt_tokens_per_s, elapsed (training wall-clock seconds, across resumes); with fp16 also
   loss_scale and overflows (steps the gradient scaler skipped so far: not updates);
 * valid records: update, epoch, valid_loss, valid_nll, valid_ppl, valid_bleu (null without
-  BLEU), bleu_signature, elapsed.
+  BLEU), bleu_signature, elapsed; with several directions (issue 16) valid_bleu is the mean of
+  their valid_bleu_SRC-TGT, which the records also hold (and TensorBoard shows).
 
 The progress bar (tqdm, on stderr) is shown only on a terminal; otherwise, unless quiet, each
 record is echoed to stderr as one line.

@@ -61,6 +61,7 @@ class TrainData:
     spm: dict[str, bytes]  # {"src": bytes, "tgt": bytes}, stored in every checkpoint
     vocab: dict[str, Any] = field(default_factory=dict)  # checkpoint.vocab_fields (imported ids)
     init: dict[str, Any] | None = None  # --init-from: the weights a new run starts from
+    tag_ids: tuple[int, ...] = ()  # target-language tags: not counted by max_len_a (validation)
 
 
 @dataclass
@@ -105,6 +106,7 @@ class Trainer:
     ) -> None:
         self.cfg, self.model_cfg, self.data, self.quiet = cfg, model_cfg, data, quiet
         self.step = Stepper(cfg, model_cfg, data.tgt_tokenizer.specials, data.init)
+        self.step.model.tag_ids = data.tag_ids
         self.where, self.device = self.step.where, self.step.device
         self.state = TrainState()
         self.sizes = sentence_sizes(data.train.src_lengths, data.train.tgt_lengths)
@@ -229,9 +231,9 @@ class Trainer:
         if reason is None and 0 < self.cfg.patience <= self.state.bad_validations:
             reason = "early_stop"  # an early-stopped run, resumed with the same patience
         while reason is None:
-            batches = epoch_batches(
-                self.sizes, self.cfg.max_tokens, self.cfg.seed, self.state.epoch
-            )
+            batches = epoch_batches(self.sizes, self.cfg.max_tokens, self.cfg.seed,
+                                    self.state.epoch, list(self.data.train.directions.values()),
+                                    self.cfg.pair_temperature)  # fmt: skip
             if not batches:
                 raise MtkitError("the training split is empty")
             groups = iterate_groups(self.data.train, batches, self.state.consumed,

@@ -133,6 +133,13 @@ def valid_loss(
     }
 
 
+def scored_rows(data: ParallelData, cap: int) -> dict[str, range]:
+    """The pairs BLEU scores, per direction (``""``: a one-direction split): the first ``cap``
+    of each (0: all)."""
+    directions = getattr(data, "directions", {}) or {"": (0, len(data))}
+    return {name: range(a, min(b, a + cap) if cap else b) for name, (a, b) in directions.items()}
+
+
 @torch.no_grad()
 def valid_bleu(
     model: Transformer,
@@ -140,19 +147,41 @@ def valid_bleu(
     cfg: TrainConfig,
     device: torch.device,
     tokenizer: Tokenizer,
-) -> tuple[float, str]:
-    """Decode the validation sources (beam ``valid_beam``) and score them: (BLEU, signature)."""
+) -> tuple[float, str, dict[str, float]]:
+    """Decode the validation sources (beam ``valid_beam``) and score them: (BLEU, signature,
+    BLEU per direction). With several directions, BLEU is the mean of theirs."""
     from sacrebleu.metrics import BLEU
 
+    rows = scored_rows(data, cfg.valid_max_sentences)
+    hyps = _decode(model, data, cfg, device, tokenizer, [i for r in rows.values() for i in r])
+    refs = data.text("tgt")
+    bleu = BLEU()
+    scores = {
+        name: bleu.corpus_score([hyps[i] for i in r], [[refs[i] for i in r]]).score
+        for name, r in rows.items()
+    }
+    mean = sum(scores.values()) / len(scores)
+    return mean, str(bleu.get_signature()), {k: v for k, v in scores.items() if k}
+
+
+@torch.no_grad()
+def _decode(
+    model: Transformer,
+    data: ParallelData,
+    cfg: TrainConfig,
+    device: torch.device,
+    tokenizer: Tokenizer,
+    chosen: list[int],
+) -> dict[int, str]:
+    """Hypotheses for pairs ``chosen``, by index."""
     from mtkit.decoding.search import generate
 
-    n = min(len(data), cfg.valid_max_sentences or len(data))
     search = SearchConfig(beam=cfg.valid_beam)
-    src_lengths = np.minimum(data.src_lengths[:n], model.cfg.max_positions - 1)  # truncated
+    src_lengths = np.minimum(data.src_lengths, model.cfg.max_positions - 1)  # truncated
     sizes = (src_lengths + 1).tolist()  # + EOS
-    order = sorted(range(n), key=sizes.__getitem__)  # ascending, stable
+    order = sorted(chosen, key=sizes.__getitem__)  # ascending, stable
     per_batch = max(cfg.max_tokens // max(cfg.valid_beam, 1), 1)
-    hyps: list[str] = [""] * n
+    hyps: dict[int, str] = {}
     for indices in cut_batches(order, sizes, per_batch, oversize="alone"):
         rows = [_source(data, i, int(src_lengths[i])) for i in indices]
         ids = getattr(model, "special_ids", DEFAULT_SPECIAL_IDS)
@@ -166,9 +195,7 @@ def valid_bleu(
         texts = tokenizer.decode([best[0].tokens for best in results])
         for i, text in zip(indices, texts, strict=True):
             hyps[i] = text
-    refs = data.text("tgt")[:n]
-    bleu = BLEU()
-    return bleu.corpus_score(hyps, [refs]).score, str(bleu.get_signature())
+    return hyps
 
 
 def validate(
@@ -179,16 +206,19 @@ def validate(
     amp_dtype: torch.dtype | None,
     tokenizer: Tokenizer,
 ) -> dict[str, Any]:
-    """valid_loss, valid_nll, valid_ppl, valid_bleu (None when not computed), bleu_signature."""
+    """valid_loss, valid_nll, valid_ppl, valid_bleu (None when not computed), bleu_signature;
+    with several directions, valid_bleu is their mean and valid_bleu_SRC-TGT each one's."""
     was_training = model.training
     model.eval()
     try:
         record: dict[str, Any] = valid_loss(model, data, cfg, device, amp_dtype)
         record["valid_bleu"], record["bleu_signature"] = None, None
         if cfg.validate_bleu:
-            record["valid_bleu"], record["bleu_signature"] = valid_bleu(
+            bleu, record["bleu_signature"], by_direction = valid_bleu(
                 model, data, cfg, device, tokenizer
             )
+            record["valid_bleu"] = bleu
+            record.update({f"valid_bleu_{name}": score for name, score in by_direction.items()})
     finally:
         model.train(was_training)
     return record

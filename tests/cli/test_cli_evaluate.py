@@ -198,3 +198,20 @@ def test_model_end_to_end(tmp_path: Path) -> None:
     assert out.read_text(encoding="utf-8") == "".join(f"{h}\n" for h in hyps)
     expected = score([h.rstrip() for h in hyps], [sentences[5:10]], EvaluateConfig())
     assert [item["score"] for item in json.loads(result.output)] == [r.score for r in expected]
+
+
+def test_evaluate_a_multilingual_model(multi_run: Path, multi_dataset: Path, tmp_path: Path):
+    """-m with --tgt-lang, and with the tagged validation sources as they are (issue 16)."""
+    ckpt = multi_run / "checkpoint_best.pt"
+    src = (multi_dataset / "valid.src.txt").read_text().splitlines()
+    refs = (multi_dataset / "valid.tgt.txt").read_text().splitlines()
+    (tmp_path / "en").write_text("".join(line.split(" ", 1)[1] + "\n" for line in src[8:16]))
+    (tmp_path / "fr").write_text("".join(f"{line}\n" for line in refs[8:16]))
+    result = run("-m", ckpt, "--src", tmp_path / "en", "-r", tmp_path / "fr", "--tgt-lang", "fr",
+                 "--metrics", "bleu", "--json")  # fmt: skip
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.output)[0]["score"] > 99.99
+    result = run("-m", ckpt, "--src", multi_dataset / "valid.src.txt", "-r",
+                 multi_dataset / "valid.tgt.txt", "--metrics", "bleu", "--json")  # fmt: skip
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.output)[0]["score"] > 99.99

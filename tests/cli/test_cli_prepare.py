@@ -219,3 +219,53 @@ def _alive(pid: int) -> bool:
         return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
     except (FileNotFoundError, ProcessLookupError):
         return False
+
+
+def test_pairs_from_the_command_line(tmp_path: Path, multi_corpus) -> None:
+    train, valid = multi_corpus(40), multi_corpus(5, seed=9, name="valid")
+    prefix = str(tmp_path / "multi")
+    pairs = [a for name, spec in train.items() for a in ("--pair", f"{name}={spec}")]
+    code, output = invoke("spm", "train", "--model-prefix", prefix, "--vocab-size", "80", *pairs)
+    assert code == 0, output
+    assert output.endswith("from 240 sentences, tags >>de<< >>fr<< >>cs<<\n")
+    valid_pairs = [a for name, spec in valid.items() for a in ("--valid-pair", f"{name}={spec}")]
+    out = tmp_path / "bin"
+    code, output = invoke("prepare", "--spm", prefix, "-o", str(out), "--max-ratio", "0", *pairs,
+                          *valid_pairs)  # fmt: skip
+    assert code == 0, output
+    lines = output.splitlines()
+    assert lines[0] == f"prepared {out}: en-de,fr,cs, joint vocabulary 80, uint16"
+    assert lines[1].startswith("  train read 120, kept 120, dropped 0; tokens en ")
+    assert lines[2].startswith("    en-de read 40, kept 40, dropped 0; tokens en ")
+    assert lines[5].startswith("  valid read 15, kept 15, dropped 0; tokens en ")
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--pair", "en-de=c", "--pair", "en-de=c"], "Error: --pair en-de is given twice\n"),
+        (["--pair", "en-de=c", "--pair", "en-fr=u"], "Error: line counts differ: u.en has 2 lines, "
+         "u.fr has 1\n"),
+        (["--pair", "en-de"],
+         "Error: --pair en-de: expected SRC-TGT=SOURCE, e.g. en-de=data/train\n"),
+    ],
+)  # fmt: skip
+def test_pair_errors_are_one_line_and_write_nothing(
+    tmp_path: Path, monkeypatch, args: list, message: str
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    files = {"c.en": "a b\n", "c.de": "x y\n", "u.en": "a\nb\n", "u.fr": "x\n"}
+    for name, text in files.items():
+        (tmp_path / name).write_text(text)
+    for command in (["spm", "train", "--model-prefix", "m", "--vocab-size", "12"],
+                    ["prepare", "--spm", "m.model", "-o", "bin"]):  # fmt: skip
+        if command[0] == "prepare":
+            assert invoke("spm", "train", "--model-prefix", "m", "--vocab-size", "12",
+                          "--pair", "en-de=c", "--pair", "en-fr=c.tsv")[0] != 0  # fmt: skip
+            (tmp_path / "c.tsv").write_text("a\tx\n")
+            assert invoke("spm", "train", "--model-prefix", "m", "--vocab-size", "12",
+                          "--pair", "en-de=c", "--pair", "en-fr=c.tsv")[0] == 0  # fmt: skip
+        before = sorted(p.name for p in tmp_path.iterdir())
+        code, output = invoke(*command, *args)
+        assert (code, output) == (1, message)
+        assert sorted(p.name for p in tmp_path.iterdir()) == before

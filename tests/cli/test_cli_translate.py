@@ -170,3 +170,44 @@ def test_signal_keeps_whole_chunks_on_stdout_and_no_output_file(
         expected = run(["-m", ckpt, *FAST, "--beam", "1", "-q"],
                        "\n".join(lines[i] for i in sample).encode())  # fmt: skip
         assert [first[i].decode() for i in sample] == expected.stdout.splitlines(keepends=True)
+
+
+# ---------------------------------------------------------------------------------------------
+# Multilingual models: --tgt-lang and the target-language tags (issue 16)
+
+
+def test_tgt_lang_switches_the_output_language(multi_run: Path, multi_dataset: Path) -> None:
+    ckpt = str(multi_run / "checkpoint_best.pt")
+    src = (multi_dataset / "valid.src.txt").read_text().splitlines()
+    refs = (multi_dataset / "valid.tgt.txt").read_text().splitlines()
+    english = [line.split(" ", 1)[1] for line in src[:8]]  # the same 8 sources per direction
+    for k, lang in enumerate(("de", "fr", "cs")):
+        result = run(["-m", ckpt, "--tgt-lang", lang, "-q"], "\n".join(english).encode())
+        assert result.exit_code == 0, result.output
+        assert result.stdout.splitlines() == refs[8 * k : 8 * (k + 1)]
+    # a line that carries a tag keeps it; the others get --tgt-lang's
+    mixed = [f">>cs<< {english[0]}", english[0], f"  >>fr<< {english[0]}", ""]
+    result = run(["-m", ckpt, "--tgt-lang", "de", "-q"], "\n".join(mixed).encode())
+    assert result.exit_code == 0, result.output
+    assert result.stdout.split("\n")[:4] == [refs[16], refs[0], refs[8], ""]
+
+
+@pytest.mark.parametrize(
+    "multi, args, stdin, message",
+    [
+        (False, ["--tgt-lang", "de"], "a man\n", "Error: --tgt-lang de: this model was not "
+         "trained multilingual (its vocabulary has no >>xx<< target-language tags)\n"),
+        (True, ["--tgt-lang", "es"], "a man\n",
+         "Error: --tgt-lang es: unknown target language (known: cs, de, fr)\n"),
+        (True, ["--tgt-lang", "de"], "a man\n>>es<< a dog\n",
+         "Error: line 2: unknown target-language tag >>es<< (known: cs, de, fr)\n"),
+    ],
+)  # fmt: skip
+def test_target_language_errors_are_one_line_and_write_nothing(
+    tmp_path: Path, ckpt: str, multi_run: Path, multi: bool, args: list, stdin: str, message: str
+) -> None:
+    model = str(multi_run / "checkpoint_best.pt") if multi else ckpt
+    out = tmp_path / "out.txt"
+    result = run(["-m", model, "-o", str(out), "-q", *args], stdin.encode())
+    assert (result.exit_code, result.output) == (1, message)
+    assert list(tmp_path.iterdir()) == []

@@ -95,3 +95,9 @@ def test_reader_errors(tmp_path: Path) -> None:
         f.truncate(4)
     with pytest.raises(MtkitError, match="train.tgt.bin: size does not match"):
         ParallelData(tmp_path, "train")
+
+
+def test_a_multilingual_split_knows_its_directions(multi_dataset: Path) -> None:
+    valid = ParallelData(multi_dataset, "valid")
+    assert valid.directions == {"en-de": (0, 8), "en-fr": (8, 16), "en-cs": (16, 24)}
+    assert ParallelData(multi_dataset, "train").directions["en-cs"] == (120, 180)

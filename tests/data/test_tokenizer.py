@@ -59,3 +59,41 @@ def test_rejects_foreign_models(tmp_path: Path) -> None:
 
 def test_training_is_deterministic() -> None:
     assert train_spm(TEXT, vocab_size=100) == train_spm(TEXT, vocab_size=100)
+
+
+# ---------------------------------------------------------------------------------------------
+# Target-language tags (issue 16)
+
+TAGGED_LINES = ["the cat runs", "a man walks on the street"] * 20
+
+
+@pytest.fixture(scope="module")
+def tagged() -> Tokenizer:
+    return Tokenizer(
+        train_spm(TAGGED_LINES, vocab_size=40, user_defined_symbols=[">>de<<", ">>fr<<"])
+    )
+
+
+def test_tags_follow_the_special_ids(tagged: Tokenizer) -> None:
+    assert tagged.tags == [">>de<<", ">>fr<<"]
+    assert [tagged.piece_to_id(t) for t in tagged.tags] == [4, 5]
+    assert Tokenizer(train_spm(TAGGED_LINES, vocab_size=40)).tags == []
+
+
+@pytest.mark.parametrize("line", ["the cat runs", " a man", "", "cat>>de<<"])
+@pytest.mark.parametrize("code", [">>de<< ", ">>fr<<", ">>de<<  "])
+def test_a_leading_tag_is_its_id_then_the_rest(tagged: Tokenizer, code: str, line: str) -> None:
+    """As MarianTokenizer: the tag's id, then the rest of the line, no `▁` piece between."""
+    tag_id = tagged.piece_to_id(code.strip())
+    assert tagged.encode([code + line]) == [[tag_id, *tagged.encode([line])[0]]]
+    assert tagged.encode_one(code + line) == [tag_id, *tagged.encode_one(line)]
+    assert tagged.encode([code + line], threads=1) == tagged.encode([code + line])
+    assert tagged.decode([tagged.encode_one(code + line)]) == [
+        f"{code.strip()} {line.strip()}".strip()
+    ]
+
+
+def test_an_unknown_tag_is_unk_and_untagged_models_are_unchanged(tagged: Tokenizer) -> None:
+    assert tagged.encode_one(">>cs<< the cat")[0] == UNK_ID
+    plain = Tokenizer(train_spm(TAGGED_LINES, vocab_size=40))
+    assert plain.encode_one(">>de<< the cat") == plain.sp.Encode(">>de<< the cat")

@@ -166,6 +166,10 @@ def test_max_target_lengths() -> None:
     src = torch.tensor([[5, 6, 7, EOS_ID], [5, EOS_ID, PAD_ID, PAD_ID], [EOS_ID, 0, 0, 0]])
     assert max_target_lengths(src, 1.5, 2, min_len=0, cap=100).tolist() == [6, 3, 2]
     assert max_target_lengths(src, 1.5, 2, min_len=3, cap=5).tolist() == [5, 3, 3]
+    # a leading target-language tag (issue 16) is not a source piece; elsewhere it counts
+    tagged = torch.tensor([[5, 6, 7, EOS_ID], [6, 5, EOS_ID, PAD_ID]])
+    assert max_target_lengths(tagged, 2.0, 0, 0, 100, tags=(5,)).tolist() == [4, 4]
+    assert max_target_lengths(tagged, 2.0, 0, 0, 100).tolist() == [6, 4]
 
 
 def test_pad_batch() -> None:

@@ -12,7 +12,7 @@ import pytest
 from mtkit.config import PrepareConfig, SpmConfig
 from mtkit.data.binarized import FORMAT_VERSION, ParallelData, load_tokenizers, read_manifest
 from mtkit.data.corpus import Source
-from mtkit.data.tokenizer import Tokenizer
+from mtkit.data.tokenizer import Tokenizer, train_spm
 from mtkit.errors import MtkitError
 from mtkit.pipeline import prepare as prepare_module
 from mtkit.pipeline.prepare import EncoderPool, prepare
@@ -92,7 +92,7 @@ def encoder_args(spm: Path) -> tuple:
 
 def test_encoder_pool_uses_workers_in_order(corpus_pairs, corpus_spm: Path) -> None:
     chunks = [corpus_pairs[i : i + 10] for i in range(0, 240, 10)]
-    jobs = [([s for s, _ in chunk], [t for _, t in chunk], True) for chunk in chunks]
+    jobs = [([s for s, _ in chunk], [t for _, t in chunk], True, -1) for chunk in chunks]
     with EncoderPool(encoder_args(corpus_spm), workers=2) as pool:
         results = list(pool.map(iter(jobs)))
         assert pool.pool is not None and pool.jobs_in_workers == len(jobs)
@@ -109,11 +109,11 @@ def test_encoder_pool_bounds_the_chunks_in_flight(corpus_pairs, corpus_spm: Path
         nonlocal pulled
         for s, t in corpus_pairs:
             pulled += 1
-            yield [s], [t], False
+            yield [s], [t], False, -1
 
     with EncoderPool(encoder_args(corpus_spm), workers=2) as pool:
         first = next(pool.map(jobs()))
-        assert first[0] == ([corpus_pairs[0][0]], [corpus_pairs[0][1]], False)
+        assert first[0] == ([corpus_pairs[0][0]], [corpus_pairs[0][1]], False, -1)
         assert pulled <= 2 * 2 + 1
 
 
@@ -148,14 +148,14 @@ def test_a_split_streams_through_a_bounded_window(
     monkeypatch.setattr(prepare_module.SplitWriter, "add_arrays", add_arrays)
     cfg = PrepareConfig(chunk_size=5, workers=workers)
     with EncoderPool(encoder_args(corpus_spm), workers) as pool:
-        counts = prepare_module._write_split("train", source, cfg, pool, tmp_path)
+        counts = prepare_module._write_split("train", [(None, source)], cfg, pool, tmp_path, {})
     assert counts["read"] == len(corpus_pairs) and len(ahead) == source.pulled == 48
     assert max(ahead) == window  # (workers 0: the pool reads 2 chunks to decide)
 
 
 def test_one_chunk_is_encoded_in_process(corpus_pairs, corpus_spm: Path) -> None:
     with EncoderPool(encoder_args(corpus_spm), workers=2) as pool:
-        assert len(list(pool.map(iter([(["a"], ["b"], True)])))) == 1
+        assert len(list(pool.map(iter([(["a"], ["b"], True, -1)])))) == 1
         assert pool.pool is None
 
 
@@ -283,3 +283,84 @@ def test_multi30k(tmp_path: Path) -> None:
     reference = (MULTI30K / "test_2016_flickr.de").read_text("utf-8").splitlines()
     assert ParallelData(tmp_path / "bin", "test").text("tgt") == reference
     assert manifest["spm"]["src"]["vocab_size"] == 8000
+
+
+# ---------------------------------------------------------------------------------------------
+# Several corpora, each source tagged with its target language (issue 16)
+
+
+def multi_spm(tmp_path: Path, specs: dict[str, str]) -> Path:
+    pairs = [f"{name}={prefix}" for name, prefix in specs.items()]
+    cfg = SpmConfig(model_prefix=str(tmp_path / "multi"), vocab_size=80, pairs=pairs)
+    return Path(train_models(cfg)[0]["model"])
+
+
+def pair_specs(specs: dict[str, str]) -> list[str]:
+    return [f"{name}={prefix}" for name, prefix in specs.items()]
+
+
+def test_pairs_write_one_tagged_dataset(tmp_path: Path, multi_corpus) -> None:
+    train, valid = multi_corpus(60, seed=0), multi_corpus(8, seed=10, name="valid")
+    spm = multi_spm(tmp_path, train)
+    manifest = run(tmp_path, spm, pairs=pair_specs(train), valid_pairs=pair_specs(valid))
+    assert (manifest["src_lang"], manifest["tgt_lang"]) == ("en", "de,fr,cs")
+    assert manifest["tags"] == {"cs": ">>cs<<", "de": ">>de<<", "fr": ">>fr<<"}
+    assert list(manifest["sources"]["train"]) == ["en-de", "en-fr", "en-cs"]
+    valid_counts = manifest["splits"]["valid"]
+    assert [c["kept"] for c in valid_counts["directions"].values()] == [8, 8, 8]
+    assert valid_counts["kept"] == 24
+    tok, _ = load_tokenizers(tmp_path / "bin")
+    data = ParallelData(tmp_path / "bin", "valid")
+    texts = data.text("src")
+    for k, lang in enumerate(("de", "fr", "cs")):
+        tag_id = tok.piece_to_id(f">>{lang}<<")
+        assert tag_id in (4, 5, 6)
+        rows = range(8 * k, 8 * (k + 1))
+        assert all(data.pair(i)[0][0] == tag_id for i in rows)
+        assert all(texts[i].startswith(f">>{lang}<< ") for i in rows)
+        assert all(list(data.pair(i)[0]) == tok.encode_one(texts[i]) for i in rows)
+    train_counts = manifest["splits"]["train"]["directions"]
+    assert (
+        sum(c["tokens"]["src"] for c in train_counts.values())
+        == (manifest["splits"]["train"]["tokens"]["src"])
+    )
+
+
+def test_tags_do_not_count_toward_the_filters(tmp_path: Path, multi_corpus) -> None:
+    specs = multi_corpus(30)
+    spm = multi_spm(tmp_path, specs)
+    tok = Tokenizer.from_file(spm)
+    pairs = [(s, t) for s, t in zip(*(Path(f"{specs['en-cs']}.{x}").read_text().split("\n")[:-1]
+                                       for x in ("en", "cs")), strict=True)]  # fmt: skip
+    longest = max(len(tok.encode_one(s)) for s, _ in pairs)
+    # en-cs copies: ratio 1 untagged, above 1 if the tag counted
+    manifest = run(tmp_path, spm, pairs=[f"en-cs={specs['en-cs']}"], max_tokens=longest,
+                   max_ratio=1.0)  # fmt: skip
+    counts = manifest["splits"]["train"]
+    assert counts["kept"] == 30 and counts["directions"]["en-cs"]["kept"] == 30
+    assert counts["tokens"]["src"] == counts["tokens"]["tgt"] + 30
+
+
+@pytest.mark.parametrize(
+    "options, message",
+    [
+        ({"pairs": ["en-de=c", "en-de=c"]}, "^--pair en-de is given twice$"),
+        ({"valid_pairs": ["en-de=c", "en-de=c"]}, "^--valid-pair en-de is given twice$"),
+        ({"pairs": ["en-de=c", "en-fr=uneven"]}, "uneven.en has 3 lines, .*uneven.fr has 2$"),
+        ({"pairs": ["en-de=c"], "train": "c"}, "not both"),
+        ({"pairs": ["en-cs=c"]}, r"no >>cs<< symbol \(its tags: >>de<<, >>fr<<\)"),
+    ],
+)
+def test_pair_errors(tmp_path: Path, monkeypatch, options: dict, message: str) -> None:
+    monkeypatch.chdir(tmp_path)
+    for name, text in {"c.en": "a b\n", "c.de": "x y\n", "c.cs": "x\n", "uneven.en": "a\n" * 3,
+                       "uneven.fr": "b\n" * 2}.items():  # fmt: skip
+        (tmp_path / name).write_text(text)
+    spm = tmp_path / "m.model"
+    spm.write_bytes(
+        train_spm(["a b x y"] * 9, vocab_size=20, user_defined_symbols=[">>de<<", ">>fr<<"])
+    )
+    before = leftovers(tmp_path)
+    with pytest.raises(MtkitError, match=message):
+        prepare(PrepareConfig(**{"src_spm": str(spm), "out_dir": "bin", **options}))
+    assert leftovers(tmp_path) == before

@@ -9,7 +9,7 @@ import pytest
 from mtkit.config import SpmConfig
 from mtkit.data.tokenizer import SPECIAL_IDS, Tokenizer
 from mtkit.errors import MtkitError
-from mtkit.pipeline.spm import train_models, vocab_text
+from mtkit.pipeline.spm import summary, train_models, vocab_text
 
 
 def spm_cfg(tmp_path: Path, **kw: object) -> SpmConfig:
@@ -122,6 +122,43 @@ def test_errors(tmp_path: Path, monkeypatch, options: dict, message: str) -> Non
     (tmp_path / "a.txt").write_text("some text\n" * 10)
     (tmp_path / "empty.txt").write_text("\n  \n")
     (tmp_path / "bad.txt").write_bytes(b"fine\n\xc3\x28 broken\n" * 10)
+    (tmp_path / "uneven.en").write_text("a b c\n" * 30)
+    (tmp_path / "uneven.de").write_text("x y z\n" * 29)
+    with pytest.raises(MtkitError, match=message):
+        train_models(spm_cfg(tmp_path, **options))
+    assert not (tmp_path / "out").exists()
+
+
+# ---------------------------------------------------------------------------------------------
+# Several corpora, one model with the target languages' tags (issue 16)
+
+
+def test_pairs_train_one_model_with_the_tags(tmp_path: Path, multi_corpus) -> None:
+    specs = multi_corpus(40)
+    pairs = [f"{name}={prefix}" for name, prefix in specs.items()]
+    (result,) = train_models(spm_cfg(tmp_path, pairs=pairs, vocab_size=80))
+    assert result["sentences"] == 2 * 40 * 3
+    assert result["tags"] == [">>de<<", ">>fr<<", ">>cs<<"]
+    tok = check_model(Path(result["model"]), max_size=80)
+    assert [tok.piece_to_id(t) for t in result["tags"]] == [4, 5, 6]
+    assert summary([result]).endswith(", tags >>de<< >>fr<< >>cs<<")
+
+
+@pytest.mark.parametrize(
+    "options, message",
+    [
+        ({"pairs": ["en-de=c", "en-de=c"]}, "^--pair en-de is given twice$"),
+        ({"pairs": ["en-de=uneven"]}, "line counts differ: uneven.en has 30 lines"),
+        ({"pairs": ["en-fr=c"]}, "c.fr: no such file"),
+        ({"pairs": ["en-de=c"], "joint": False}, "--separate is not available"),
+        ({"pairs": ["en-de=c"], "train": "c"}, "not both"),
+        ({"pairs": ["ende=c"]}, "expected SRC-TGT=SOURCE"),
+    ],
+)
+def test_pair_errors(tmp_path: Path, monkeypatch, options: dict, message: str) -> None:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "c.en").write_text("a b c\n" * 30)
+    (tmp_path / "c.de").write_text("x y z\n" * 30)
     (tmp_path / "uneven.en").write_text("a b c\n" * 30)
     (tmp_path / "uneven.de").write_text("x y z\n" * 29)
     with pytest.raises(MtkitError, match=message):

@@ -92,3 +92,16 @@ def test_a_checkpoint_without_languages_needs_the_options(ckpt: str) -> None:
     assert "train_config" not in torch.load(ckpt, weights_only=True)
     with pytest.raises(MtkitError, match="give --source-lang and --target-lang"):
         resolve_languages(("", ""), [ckpt], "mtkit")
+
+
+def test_a_multilingual_server_tags_each_line_with_the_target() -> None:
+    pair, cfg = ("en", "de,fr,cs"), ServeConfig()
+    checked = parse_request({"q": "a b\n\n>>cs<< c", "source": "en", "target": "fr"}, pair,
+                            SearchConfig(), cfg)  # fmt: skip
+    assert checked.lines == [">>fr<< a b", "", ">>cs<< c"]
+    for target, field, says in [("es", "target", "translates en-de,fr,cs only, not en-es"),
+                                ("de", "q", "unknown target-language tag >>xx<<")]:  # fmt: skip
+        with pytest.raises(ApiError) as err:
+            parse_request({"q": ">>xx<< a", "source": "en", "target": target}, pair,
+                          SearchConfig(), cfg)  # fmt: skip
+        assert err.value.field == field and says in str(err.value), err.value
