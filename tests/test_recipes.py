@@ -18,6 +18,8 @@ WORDS = {
     "de": (
         "ein mann frau hund kind läuft geht spielt im auf der rote blaue straße park ball".split()
     ),
+    "fr": "un homme femme chien enfant court marche joue dans sur le rouge bleu rue parc balle".split(),
+    "cs": "jeden muž žena pes dítě běží jde hraje v na ten červený modrý ulice park míč".split(),
 }
 TINY_CONFIG = """\
 preset: transformer-small
@@ -32,12 +34,12 @@ model: {d_model: 16, ffn_dim: 32, heads: 2, encoder_layers: 1, decoder_layers: 1
 """
 
 
-def pairs(n: int, seed: int) -> list[tuple[str, str]]:
+def pairs(n: int, seed: int, tgt: str = "de") -> list[tuple[str, str]]:
     rng = random.Random(seed)
     out = []
     for _ in range(n):
         idx = [rng.randrange(len(WORDS["en"])) for _ in range(rng.randint(3, 8))]
-        out.append((" ".join(WORDS["en"][i] for i in idx), " ".join(WORDS["de"][i] for i in idx)))
+        out.append((" ".join(WORDS["en"][i] for i in idx), " ".join(WORDS[tgt][i] for i in idx)))
     return out
 
 
@@ -81,6 +83,39 @@ def test_multi30k_recipe_every_target(tmp_path: Path) -> None:
     last = tmp_path / "work" / "de-en" / "run" / "checkpoint_last.pt"
     reverse = make(recipe, ["all"], **common, SRC="de", TGT="en", CKPT=str(last))
     assert "BLEU|nrefs:1" in reverse.stdout
+
+
+def test_multi30k_multi_recipe_every_target(tmp_path: Path) -> None:
+    """en -> {de, fr, cs}: one tagged model (all) and the bilingual comparison (compare)."""
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    for split, n, seed in (("train", 200, 1), ("val", 8, 2), ("test_2016_flickr", 6, 3)):
+        for tgt in ("de", "fr", "cs"):
+            data = pairs(n, seed, tgt)  # the same English side for every target
+            for lang, side in (("en", 0), (tgt, 1)):
+                text = "".join(p[side] + "\n" for p in data)
+                (corpus / f"{split}.{lang}.gz").write_bytes(gzip.compress(text.encode()))
+    config = tmp_path / "tiny.yaml"
+    config.write_text(TINY_CONFIG)
+    recipe = ROOT / "recipes" / "multi30k-multi" / "Makefile"
+    common = dict(MTKIT=MTKIT, CORPUS=str(corpus), WORK=str(tmp_path / "work"), VOCAB="80",
+                  CONFIG=str(config), COMPARE_CONFIG=str(config), AVG="2", BEAM="2",
+                  UPDATES="2")  # fmt: skip
+    out = make(recipe, ["all"], **common).stdout
+    for tgt in ("de", "fr", "cs"):
+        assert f"en-{tgt}:" in out
+        hyp = tmp_path / "work" / "multi" / f"test_2016_flickr.hyp.{tgt}"
+        assert len(hyp.read_text().splitlines()) == 6
+    assert out.count("BLEU|nrefs:1") == 3 and out.count("chrF2|nrefs:1") == 3
+    compare = make(recipe, ["compare"], **common).stdout
+    assert compare.count("BLEU|nrefs:1") == 6  # three bilingual models, three directions
+    for tgt in ("de", "fr", "cs"):
+        assert f"bilingual en-{tgt}:" in compare
+    import torch
+
+    multi = torch.load(tmp_path / "work" / "multi" / "compare-run" / "checkpoint_last.pt",
+                       weights_only=True, map_location="cpu")  # fmt: skip
+    assert multi["update"] == 6  # UPDATES x 3 directions
 
 
 @pytest.mark.parametrize(
