@@ -18,7 +18,9 @@ WORDS = {
     "de": (
         "ein mann frau hund kind läuft geht spielt im auf der rote blaue straße park ball".split()
     ),
-    "fr": "un homme femme chien enfant court marche joue dans sur le rouge bleu rue parc balle".split(),
+    "fr": (
+        "un homme femme chien enfant court marche joue dans sur le rouge bleu rue parc balle"
+    ).split(),
     "cs": "jeden muž žena pes dítě běží jde hraje v na ten červený modrý ulice park míč".split(),
 }
 TINY_CONFIG = """\
