@@ -1,0 +1,43 @@
+"""One config dataclass per stage, YAML loading, and type-checked overrides."""
+
+from mtkit.config.search import (
+    CPU_MATMULS,
+    DTYPES,
+    ENGINES,
+    LENPEN_STYLES,
+    LOG_LEVELS,
+    MODEL_PRESETS,
+    EvaluateConfig,
+    ModelConfig,
+    PrepareConfig,
+    SearchConfig,
+    ServeConfig,
+    SpmConfig,
+    TrainConfig,
+    TranslateConfig,
+    apply_overrides,
+    from_dict,
+    load_yaml,
+    to_dict,
+)
+
+__all__ = [
+    "CPU_MATMULS",
+    "DTYPES",
+    "ENGINES",
+    "LENPEN_STYLES",
+    "LOG_LEVELS",
+    "MODEL_PRESETS",
+    "EvaluateConfig",
+    "ModelConfig",
+    "PrepareConfig",
+    "SearchConfig",
+    "ServeConfig",
+    "SpmConfig",
+    "TrainConfig",
+    "TranslateConfig",
+    "apply_overrides",
+    "from_dict",
+    "load_yaml",
+    "to_dict",
+]
