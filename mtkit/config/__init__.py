@@ -1,25 +1,33 @@
-"""One config dataclass per stage, YAML loading, and type-checked overrides."""
+"""One config dataclass per stage, YAML loading, and type-checked overrides.
 
+Every config is plain data (str, int, float, bool, lists of those, None) so that it round-trips
+through YAML and lives inside checkpoints that load with ``torch.load(weights_only=True)``.
+
+One module per stage, every name re-exported here (import from ``mtkit.config``):
+
+    model.py     ModelConfig, MODEL_PRESETS
+    data.py      SpmConfig, PrepareConfig (`mtkit spm`, `mtkit prepare`)
+    train.py     TrainConfig
+    search.py    SearchConfig, TranslateConfig (`mtkit translate`, and every decoder)
+    serve.py     ServeConfig
+    evaluate.py  EvaluateConfig
+    common.py    from_dict, apply_overrides, load_yaml, to_dict: mapping <-> dataclass, typed
+"""
+
+from mtkit.config.common import apply_overrides, from_dict, load_yaml, to_dict
+from mtkit.config.data import PrepareConfig, SpmConfig
+from mtkit.config.evaluate import EvaluateConfig
+from mtkit.config.model import MODEL_PRESETS, ModelConfig
 from mtkit.config.search import (
     CPU_MATMULS,
     DTYPES,
     ENGINES,
     LENPEN_STYLES,
-    LOG_LEVELS,
-    MODEL_PRESETS,
-    EvaluateConfig,
-    ModelConfig,
-    PrepareConfig,
     SearchConfig,
-    ServeConfig,
-    SpmConfig,
-    TrainConfig,
     TranslateConfig,
-    apply_overrides,
-    from_dict,
-    load_yaml,
-    to_dict,
 )
+from mtkit.config.serve import LOG_LEVELS, ServeConfig
+from mtkit.config.train import TrainConfig
 
 __all__ = [
     "CPU_MATMULS",

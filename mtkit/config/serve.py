@@ -1,0 +1,47 @@
+"""`mtkit serve`: :class:`ServeConfig`, validated when built."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from mtkit.errors import MtkitError
+
+LOG_LEVELS = ("debug", "info", "warning", "error")
+
+
+@dataclass
+class ServeConfig:
+    """`mtkit serve`: the HTTP side, the cross-request batcher and the request limits."""
+
+    host: str = "127.0.0.1"
+    port: int = 8000
+    source_lang: str = ""  # "": read from the checkpoint (error if it holds none)
+    target_lang: str = ""
+    max_batch_tokens: int = 2048  # source pieces (+EOS) per batch, over all requests in it
+    max_wait_ms: float = 5.0  # how long the oldest waiting request may wait for others
+    queue_size: int = 256  # requests waiting for the model; beyond: 503 with Retry-After
+    timeout: float = 30.0  # seconds from arrival to answer; beyond: 504
+    max_body_bytes: int = 1_000_000  # beyond: 413
+    max_chars: int = 20_000  # characters of text per request; beyond: 400
+    max_lines: int = 200  # lines per request (texts split on newlines); beyond: 400
+    api_key: str = ""  # "": no key; else required on POST /translate
+    log_level: str = "info"  # per-request lines are logged at info
+
+    def __post_init__(self) -> None:
+        rules = [
+            (0 <= self.port <= 65535, f"--port must be in 0..65535, got {self.port}"),
+            (self.max_batch_tokens >= 1, "--max-batch-tokens must be positive"),
+            (self.max_wait_ms >= 0, "--max-wait-ms must be >= 0"),
+            (self.queue_size >= 1, "--queue-size must be positive"),
+            (self.timeout > 0, "--timeout must be positive"),
+            (self.max_body_bytes >= 1, "--max-body-bytes must be positive"),
+            (self.max_chars >= 1, "--max-chars must be positive"),
+            (self.max_lines >= 1, "--max-lines must be positive"),
+            (self.log_level in LOG_LEVELS,
+             f"--log-level must be one of {', '.join(LOG_LEVELS)}, got {self.log_level!r}"),
+            (bool(self.source_lang) == bool(self.target_lang),
+             "give both --source-lang and --target-lang, or neither"),
+        ]  # fmt: skip
+        for ok, message in rules:
+            if not ok:
+                raise MtkitError(message)
