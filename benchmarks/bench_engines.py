@@ -48,143 +48,20 @@ import argparse
 import hashlib
 import json
 import os
-import shlex
 import subprocess
 import sys
-import time
 from pathlib import Path
-from typing import TYPE_CHECKING
 
+from engines_env import BENCH_DIR, ensure_venv
+from engines_report import agreement, report
+from engines_runs import peer_ct2, peer_hf, run_mtkit, run_mtkit_ct2
 from multi30k import random_checkpoint, read_text
 
-if TYPE_CHECKING:
-    from mtkit.config import TranslateConfig
-
-ROOT = Path(__file__).resolve().parent.parent
-BENCH_DIR = ROOT / ".bench"
-VENV = BENCH_DIR / "venv-engines"
 WORK = BENCH_DIR / "engines"
-PEER_PACKAGES = ("transformers", "ctranslate2", "sentencepiece", "sacrebleu")
-PAD, BOS, EOS = 0, 2, 3
-
-
-# ---------------------------------------------------------------------------------------------
-# Peer mode: one engine per process (HF and CTranslate2 inside .bench/venv-engines, mtkit in
-# its own venv); stdlib imports only at module level
-
-
-def _generated_length(row: list[int]) -> int:
-    """Tokens a sequence holds up to its first EOS, EOS included: HF's beam search pads finished
-    hypotheses with EOS (not PAD), which must not count as generated tokens."""
-    return row.index(EOS) + 1 if EOS in row else sum(1 for t in row if t != PAD)
-
-
-def _bound(lengths: list[int], opts: dict) -> int:
-    """The largest per-sentence length bound of a batch of sources of ``lengths`` pieces."""
-    longest = max(lengths)
-    bound = int(opts["max_len_a"] * longest + opts["max_len_b"])
-    return min(max(bound, opts["min_len"]), opts["max_positions"] - 1)
-
-
-def peer_hf(model_dir: str, batches: list[list[str]], opts: dict) -> tuple[list, int, float]:
-    import warnings
-
-    import torch
-    from transformers import AutoModelForSeq2SeqLM, AutoTokenizer
-    from transformers.utils import logging
-
-    logging.disable_progress_bar()
-    warnings.filterwarnings("ignore", message="Recommended: pip install sacremoses")
-    torch.set_num_threads(opts["threads"])
-    model = AutoModelForSeq2SeqLM.from_pretrained(model_dir).eval()
-    tok = AutoTokenizer.from_pretrained(model_dir)
-
-    def run(batch: list[str]) -> tuple[list[str], int]:
-        enc = tok(
-            batch,
-            return_tensors="pt",
-            padding=True,
-            truncation=True,
-            max_length=opts["max_positions"],
-        )  # as mtkit: pieces + EOS fit the positions
-        bound = _bound((enc["attention_mask"].sum(1) - 1).tolist(), opts)  # pieces, no EOS
-        with torch.inference_mode():
-            out = model.generate(**enc, num_beams=opts["beam"], length_penalty=opts["lenpen"],
-                                 early_stopping=True, max_length=bound + 2,
-                                 min_new_tokens=opts["min_len"], do_sample=False)  # fmt: skip
-        tokens = sum(_generated_length(row) for row in out[:, 1:].tolist())
-        return tok.batch_decode(out, skip_special_tokens=True), tokens
-
-    return _timed(run, batches, opts["repeat"])
-
-
-def peer_ct2(model_dir: str, batches: list[list[str]], opts: dict) -> tuple[list, int, float]:
-    import ctranslate2
-    import sentencepiece as spm
-
-    src = spm.SentencePieceProcessor(model_file=f"{model_dir}/source.spm")
-    tgt = spm.SentencePieceProcessor(model_file=f"{model_dir}/target.spm")
-    inter = opts.get("inter", 1)  # batches decoded at once, intra_threads each
-    translator = ctranslate2.Translator(model_dir, device="cpu", compute_type="default",
-                                        inter_threads=inter,
-                                        intra_threads=opts["threads"] // inter)  # fmt: skip
-
-    def submit(batch: list[str]):
-        pieces = [p[: opts["max_positions"] - 1] for p in src.encode(batch, out_type=str)]
-        bound = _bound([len(p) for p in pieces], opts)
-        return translator.translate_batch(
-            pieces, beam_size=opts["beam"], length_penalty=opts["lenpen"],
-            max_decoding_length=bound + 1, min_decoding_length=opts["min_len"],
-            return_end_token=True, max_input_length=0, suppress_sequences=[["<pad>"], ["<s>"]],
-            asynchronous=inter > 1,
-        )  # fmt: skip
-
-    def texts_tokens(results) -> tuple[list[str], int]:
-        hyps = [r.hypotheses[0] for r in results]
-        texts = [tgt.decode([p for p in h if p != "</s>"]) for h in hyps]
-        return texts, sum(len(h) for h in hyps)
-
-    def run_all(todo: list[list[str]]) -> tuple[list[str], int]:
-        """Every batch submitted at once, so the ``inter`` workers each take one."""
-        outputs, tokens = [], 0
-        for pending in [submit(batch) for batch in todo]:
-            texts, n = texts_tokens([r.result() for r in pending])
-            outputs.extend(texts)
-            tokens += n
-        return outputs, tokens
-
-    if inter > 1:
-        return _timed_all(run_all, batches, opts["repeat"])
-    return _timed(lambda batch: texts_tokens(submit(batch)), batches, opts["repeat"])
-
-
-def _timed(run, batches: list[list[str]], repeat: int) -> tuple[list[str], int, list[float]]:
-    """Outputs, generated tokens, and the seconds of each of ``repeat`` passes of ``run`` over
-    all batches, after one warm-up batch. (The machine may be shared: report the best pass.)"""
-
-    def run_all(todo: list[list[str]]) -> tuple[list[str], int]:
-        outputs, tokens = [], 0
-        for batch in todo:
-            texts, n = run(batch)
-            outputs.extend(texts)
-            tokens += n
-        return outputs, tokens
-
-    return _timed_all(run_all, batches, repeat)
-
-
-def _timed_all(run_all, batches: list[list[str]], repeat: int):
-    """``run_all`` (all batches in one call) timed ``repeat`` times after a warm-up batch."""
-    run_all([batches[0][:4]])
-    seconds = []
-    for _ in range(repeat):
-        start = time.perf_counter()
-        outputs, tokens = run_all(batches)
-        seconds.append(time.perf_counter() - start)
-    return outputs, tokens, seconds
 
 
 def peer_main(args: argparse.Namespace) -> None:
+    """``--peer`` mode: one engine of engines_runs.py in this process; its result to a file."""
     job = json.loads(Path(args.job).read_text(encoding="utf-8"))
     model_dir, batches, opts = job["model_dir"], job["batches"], job["opts"]
     ckpt = Path(job["checkpoint"])
@@ -200,47 +77,6 @@ def peer_main(args: argparse.Namespace) -> None:
     outputs, tokens, seconds = engines[args.peer]()
     result = {"outputs": outputs, "tokens": tokens, "seconds": seconds}  # seconds: per pass
     Path(args.result).write_text(json.dumps(result, ensure_ascii=False), encoding="utf-8")
-
-
-# ---------------------------------------------------------------------------------------------
-# Orchestrator: runs in mtkit's venv
-
-
-def installed_versions() -> dict[str, str]:
-    """The peer packages' versions in this venv (so both venvs decode with the same code)."""
-    from importlib.metadata import PackageNotFoundError, version
-
-    versions = {}
-    for name in ("torch", *PEER_PACKAGES):
-        try:
-            versions[name] = version(name).split("+")[0]
-        except PackageNotFoundError:
-            sys.exit(f"{name} is missing here: make install (it installs mtkit[hf,ct2])")
-    return versions
-
-
-def ensure_venv() -> Path:
-    """Create .bench/venv-engines once (a stamp records what it holds); return its python."""
-    import fcntl
-
-    python = VENV / "bin" / "python"
-    wanted = installed_versions()
-    stamp = VENV / ".bench-installed.json"
-    VENV.parent.mkdir(parents=True, exist_ok=True)
-    with open(VENV.parent / f"{VENV.name}.lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        if stamp.is_file() and python.exists() and json.loads(stamp.read_text()) == wanted:
-            return python
-        print(f"creating {VENV}: {wanted}", flush=True)
-        if not python.exists():
-            subprocess.run([sys.executable, "-m", "venv", str(VENV)], check=True)
-        pip = [str(python), "-m", "pip", "install", "-q", "--disable-pip-version-check"]
-        torch_args = shlex.split(os.environ.get("TORCH_PIP_ARGS", ""))
-        subprocess.run([*pip, *torch_args, f"torch=={wanted['torch']}"], check=True)
-        specs = [f"{name}=={wanted[name]}" for name in PEER_PACKAGES]
-        subprocess.run([*pip, *specs, f"torch=={wanted['torch']}"], check=True)
-        stamp.write_text(json.dumps(wanted))
-    return python
 
 
 def export_all(ckpt: Path) -> dict[str, Path]:
@@ -271,46 +107,6 @@ def make_batches(lines: list[str], ckpt: Path, size: int) -> tuple[list[list[str
     return [ordered[i : i + size] for i in range(0, len(ordered), size)], order
 
 
-def engine_config(opts: dict, **runtime) -> TranslateConfig:
-    """The benchmark's search options; max_tokens so large that every engine decodes the same
-    batches (no further splitting)."""
-    from mtkit.config import SearchConfig, TranslateConfig
-
-    search = SearchConfig(beam=opts["beam"], lenpen=opts["lenpen"], max_len_a=opts["max_len_a"],
-                          max_len_b=opts["max_len_b"], min_len=opts["min_len"])  # fmt: skip
-    return TranslateConfig(search, device="cpu", threads=opts["threads"], max_tokens=10**9,
-                           **runtime)  # fmt: skip
-
-
-def run_engine(engine, batches: list[list[str]], opts: dict):
-    """Time ``engine`` (mtkit's protocol) on ``batches``; tokens generated, EOS included."""
-
-    def run(batch: list[str]) -> tuple[list[str], int]:
-        results = engine.translate(batch)
-        texts = [hyps[0].text if hyps else "" for hyps in results]
-        return texts, sum(hyps[0].tokens + 1 for hyps in results if hyps)
-
-    return _timed(run, batches, opts["repeat"])
-
-
-def run_mtkit(
-    ckpt: Path, batches: list[list[str]], opts: dict, quantize: str, matmul: str, dtype="fp32"
-):
-    from mtkit.engines import load_engine
-
-    cfg = engine_config(opts, quantize=quantize, cpu_matmul=matmul, dtype=dtype)
-    return run_engine(load_engine([str(ckpt)], cfg), batches, opts)
-
-
-def run_mtkit_ct2(ckpt: Path, model_dir: Path, batches: list[list[str]], opts: dict):
-    """`mtkit translate --engine ctranslate2` (its library function) on the same batches:
-    mtkit's tokenization, length limits and batching around CTranslate2, in this process."""
-    from mtkit.engines import load_engine
-
-    cfg = engine_config(opts, engine="ctranslate2")
-    return run_engine(load_engine([str(model_dir)], cfg), batches, opts)
-
-
 def run_peer(python: Path, engine: str, model_dir: Path | None, batches, opts: dict, ckpt: Path):
     """One engine in a fresh process: ``python`` runs this file in ``--peer engine`` mode."""
     tag = f"{engine}-{opts['threads']}x{opts.get('inter', 1)}"
@@ -323,77 +119,6 @@ def run_peer(python: Path, engine: str, model_dir: Path | None, batches, opts: d
     subprocess.run(cmd, check=True, env=env)
     data = json.loads(result.read_text(encoding="utf-8"))
     return data["outputs"], data["tokens"], data["seconds"]
-
-
-OURS = ("mtkit fp32", "mtkit bf16", "mtkit int8")
-PEERS = ("CTranslate2 float32", "CTranslate2 int8", "HF transformers")
-
-
-def _table(rows: list[dict]) -> list[str]:
-    lines = [f"{'engine':<24} {'threads':<8} {'sent/s':>8} {'tok/s':>8} {'BLEU':>6}  "
-             f"{'seconds':>7}  passes"]  # fmt: skip
-    for r in rows:
-        passes = " ".join(f"{s:.1f}" for s in r["passes"])
-        lines.append(f"{r['engine']:<24} {r['setting']:<8} {r['sent_s']:8.1f} {r['tok_s']:8.0f} "
-                     f"{r['bleu']:6.1f}  {r['seconds']:7.1f}  {passes}")  # fmt: skip
-    return lines
-
-
-def best_rates(rows: list[dict], threads: int | None = None) -> dict[str, dict]:
-    """Each engine's fastest row (at ``threads`` total threads only, when given)."""
-    best: dict[str, dict] = {}
-    for r in rows:
-        if threads is not None and r["threads"] != threads:
-            continue
-        if r["engine"] not in best or r["tok_s"] > best[r["engine"]]["tok_s"]:
-            best[r["engine"]] = r
-    return best
-
-
-def _ratios(best: dict[str, dict], label: str) -> list[str]:
-    lines = []
-    rate = {name: r["tok_s"] for name, r in best.items()}
-    pairs = [(a, b) for a in OURS for b in PEERS]
-    pairs += [("mtkit bf16", "mtkit fp32"), ("mtkit fp32", "mtkit fp32 torch matmul")]
-    pairs += [(f"mtkit ct2 {q}", f"CTranslate2 {q}") for q in ("float32", "int8")]
-    for ours, peer in pairs:
-        if ours in rate and peer in rate:
-            how = "" if label else f" ({best[ours]['setting']} vs {best[peer]['setting']})"
-            lines.append(f"  {ours} / {peer}: {rate[ours] / rate[peer]:.2f}x{how}")
-    return [f"ratios {label or 'at each engine best'} (target tok/s):", *lines]
-
-
-def report(rows: list[dict], random_model: bool) -> str:
-    """A table per thread count, each engine's best setting, and ratios at equal threads (the
-    peer at its better split of those threads) and between bests."""
-    lines: list[str] = []
-    counts = sorted({r["threads"] for r in rows})
-    for t in counts:
-        title = f"-- {t} thread{'s' if t > 1 else ''}"
-        lines += [title, *_table([r for r in rows if r["threads"] == t])]
-    best = best_rates(rows)
-    lines += ["-- each engine at its best thread setting", *_table(list(best.values()))]
-    for t in counts:
-        lines += _ratios(best_rates(rows, t), f"at {t} thread{'s' if t > 1 else ''}")
-    lines += _ratios(best, "")
-    bleu = {r["engine"]: r["bleu"] for r in rows}
-    for other in ("mtkit bf16", "mtkit ct2 int8"):
-        if other in bleu and "mtkit fp32" in bleu:
-            lines.append(f"BLEU of {other} - mtkit fp32: {bleu[other] - bleu['mtkit fp32']:+.2f}")
-    if random_model:
-        lines.append("random model, outputs forced to equal length: BLEU is meaningless")
-    return "\n".join(lines)
-
-
-def agreement(rows: list[dict], a: str, b: str) -> str | None:
-    """How many outputs of engines ``a`` and ``b`` are equal (first row of each)."""
-    first = {}
-    for r in rows:
-        first.setdefault(r["engine"], r["hyps"])
-    if a not in first or b not in first:
-        return None
-    same = sum(x == y for x, y in zip(first[a], first[b], strict=True))
-    return f"{a} and {b}: {same}/{len(first[a])} outputs equal ({same / len(first[a]):.1%})"
 
 
 def jobs_for(threads: int, python: Path, dirs: dict[str, Path]) -> list[tuple]:
