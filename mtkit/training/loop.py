@@ -24,9 +24,7 @@ carries every random state, so resuming from it continues exactly where the run 
 from __future__ import annotations
 
 import math
-import signal
 import sys
-import threading
 import time
 from dataclasses import asdict, dataclass, field
 from typing import Any
@@ -41,6 +39,7 @@ from mtkit.model.transformer import count_parameters
 from mtkit.training import distributed as D
 from mtkit.training.batching import Group, epoch_batches, iterate_groups, sentence_sizes
 from mtkit.training.logs import Meter, RunLog, format_duration
+from mtkit.training.signals import StopSignal
 from mtkit.training.state import (
     LAST,
     CheckpointDir,
@@ -73,29 +72,6 @@ class TrainResult:
     best: float | None
     last_valid: dict[str, Any] | None
     signum: int | None = None  # the signal that interrupted training
-
-
-class StopSignal:
-    """SIGINT/SIGTERM ask training to stop at the next update boundary; a second one aborts."""
-
-    def __init__(self) -> None:
-        self.signum: int | None = None
-        self._old: dict[int, Any] = {}
-
-    def __enter__(self) -> StopSignal:
-        if threading.current_thread() is threading.main_thread():
-            for sig in (signal.SIGINT, signal.SIGTERM):
-                self._old[sig] = signal.signal(sig, self._handle)
-        return self
-
-    def _handle(self, signum: int, frame: Any) -> None:
-        if self.signum is not None:  # asked twice: stop now
-            raise KeyboardInterrupt
-        self.signum = signum
-
-    def __exit__(self, *exc: object) -> None:
-        for sig, old in self._old.items():
-            signal.signal(sig, old)
 
 
 class Trainer:
