@@ -20,11 +20,13 @@ speeds are tokens per CPU-second of this process (``time.process_time``), which 
 shared machine hardly changes; with more threads, tokens per wall-clock second.
 
     .venv/bin/python benchmarks/bench_variant_speed.py [--rounds 2] [--threads 1] [--only a,b]
+        [--json benchmarks/results/variant_speed.json]
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 import tempfile
 import time
@@ -36,7 +38,7 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from bench_train_mtkit import bench_train_mtkit, model_config, write_synthetic  # noqa: E402
-from machine import print_machine  # noqa: E402
+from machine import machine_lines, print_machine  # noqa: E402
 from variants import BASELINE, VARIANTS  # noqa: E402
 
 from mtkit.config import SearchConfig  # noqa: E402
@@ -114,6 +116,8 @@ def main() -> None:
     parser.add_argument("--sentences", type=int, default=48)
     parser.add_argument("--length", type=int, default=20)
     parser.add_argument("--only", default="", help="comma-separated variant names")
+    parser.add_argument("--json", type=Path, help="also write the figures here (bench_variants.py "
+                        "--speeds reads them)")  # fmt: skip
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     names = [BASELINE] + [n for n in VARIANTS if n != BASELINE]
@@ -137,6 +141,10 @@ def main() -> None:
                       f"beam5 {r['decode']:,.0f} tok/s", flush=True)  # fmt: skip
     print()
     print(report(best))
+    if args.json:
+        settings = {k: getattr(args, k) for k in ("rounds", "threads", "updates", "max_tokens")}
+        record = {"machine": machine_lines(), "unit": unit, **settings, "variants": best}
+        args.json.write_text(json.dumps(record, indent=1) + "\n")
 
 
 if __name__ == "__main__":

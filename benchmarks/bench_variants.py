@@ -20,9 +20,18 @@ as ``cpu_share`` (a row whose share is well below the baseline's was trained on 
 run it again with ``--rerun``). Timings are only comparable within one sitting: the report gives
 ratios to the baseline of the same seed.
 
+On a machine that other work shares, the clock budget is emulated instead (``--speeds``): each
+variant trains exactly the updates 480 s buy it on a quiet machine, the baseline's quiet count
+(``--base-updates``, default its seed-1 row) times the variant's training speed ratio from
+``bench_variant_speed.py --json`` (tokens per CPU-second, which load hardly changes). Those rows
+are deterministic (the same weights whatever the load) and go to results/variants-emulated.jsonl;
+their speed columns are the --speeds figures. A run trained on the clock before resumes to its
+update budget (mtkit's resume is exact).
+
     .venv/bin/python benchmarks/bench_variants.py                      # every variant, seed 1
     .venv/bin/python benchmarks/bench_variants.py --only rope,alibi --seeds 1,2,3
     .venv/bin/python benchmarks/bench_variants.py --report             # the table so far
+    .venv/bin/python benchmarks/bench_variants.py --speeds benchmarks/results/variant_speed.json
 """
 
 from __future__ import annotations
@@ -47,6 +56,7 @@ ROOT = Path(__file__).resolve().parent.parent
 RECIPE = ROOT / "recipes" / "multi30k"
 WORK = ROOT / ".bench" / "variants"
 RESULTS = Path(__file__).resolve().parent / "results" / "variants.jsonl"
+EMULATED = RESULTS.with_name("variants-emulated.jsonl")
 TEST = "test_2016_flickr"
 
 
@@ -141,8 +151,13 @@ def run_variant(name: str, seed: int, data: Path, base_updates: int | None) -> d
         if base_updates is None
         else ["--set", f"save_every={base_updates}", "--set", "keep_last=0"]
     )  # 0: keep every one
+    budget = _budget_updates(name, base_updates)
+    if budget is not None:  # --speeds: an update budget instead of the clock
+        if (run / "checkpoint_last.pt").is_file() and _update(run) > budget:
+            run = run.with_name(run.name + "-emulated")  # went further on the clock: start anew
+        extra += ["--set", "max_time=0", "--set", f"max_updates={budget}"]
     cpu = None
-    if not (run / "checkpoint_last.pt").is_file() or not _finished(run):
+    if not (run / "checkpoint_last.pt").is_file() or not _finished(run, budget):
         cpu = train(name, seed, data, run, extra)
     info = checkpoint_info(run / "checkpoint_last.pt")
     row: dict[str, Any] = {"variant": name, "seed": seed, "preset": VARIANTS[name][0],
@@ -153,15 +168,41 @@ def run_variant(name: str, seed: int, data: Path, base_updates: int | None) -> d
     row["cpu_share"] = None if cpu is None else cpu / (info["elapsed"] * threads)
     row["train_tok_s"] = train_speed(run)
     row.update(score(run / "checkpoint_last.pt", run / f"{TEST}.hyp.de"))
+    if budget is not None:  # the speeds of the --speeds file (CPU-time), not of this busy run
+        speed = SPEEDS[name]
+        row.update(budget_updates=budget, train_tok_s=speed["train"], decode_tok_s=speed["decode"])
     if base_updates is not None:
         row["equal_updates"] = equal_updates(name, seed, data, run, base_updates, extra)
     row.update(machine=machine_lines()[0], load=os.getloadavg()[0], time=time.strftime("%F %T"))
     return row
 
 
-def _finished(run: Path) -> bool:
+# --speeds: {variant: {"train": tok/s, "decode": tok/s, ...}} of bench_variant_speed.py --json
+SPEEDS: dict[str, dict[str, float]] = {}
+
+
+def _budget_updates(name: str, base_updates: int | None) -> int | None:
+    """With --speeds, the updates the 480 s budget buys the variant on a quiet machine: the
+    baseline's count there times the variant's training speed ratio (the baseline: its count)."""
+    if not SPEEDS:
+        return None
+    if base_updates is None:
+        return BASE["updates"]
+    return round(BASE["updates"] * SPEEDS[name]["train"] / SPEEDS[BASELINE]["train"])
+
+
+BASE = {"updates": 0}  # the baseline's updates in 480 s on a quiet machine (--base-updates)
+
+
+def _update(run: Path) -> int:
+    return checkpoint_info(run / "checkpoint_last.pt")["update"]
+
+
+def _finished(run: Path, budget: int | None) -> bool:
     """The budget was spent (a killed sitting leaves a run that resumes instead)."""
     info = checkpoint_info(run / "checkpoint_last.pt")
+    if budget is not None:
+        return info["update"] >= budget
     return info["elapsed"] >= BUDGET["seconds"] - 1
 
 
@@ -209,7 +250,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--only", default="", help="comma-separated variant names")
     parser.add_argument("--seeds", default="1", help="comma-separated seeds")
-    parser.add_argument("--results", type=Path, default=RESULTS)
+    parser.add_argument("--results", type=Path)
     parser.add_argument("--report", action="store_true", help="print the table and stop")
     parser.add_argument(
         "--budget",
@@ -219,6 +260,20 @@ def main() -> None:
     )
     parser.add_argument("--work", type=Path, default=WORK, help="data and runs (.bench/variants)")
     parser.add_argument(
+        "--speeds",
+        type=Path,
+        help="emulate the budget on a busy machine: a bench_variant_speed.py --json file; each "
+        "variant trains --base-updates x its training speed ratio updates (results: "
+        "results/variants-emulated.jsonl unless --results)",
+    )
+    parser.add_argument(
+        "--base-updates",
+        type=int,
+        default=0,
+        help="with --speeds: the baseline's updates in 480 s on a quiet machine (default: its "
+        "seed-1 row in results/variants.jsonl)",
+    )
+    parser.add_argument(
         "--rerun",
         action="store_true",
         help="train the --only variants again from scratch (the new row supersedes the old)",
@@ -226,6 +281,10 @@ def main() -> None:
     args = parser.parse_args()
     BUDGET["seconds"] = args.budget
     PLACE["work"] = args.work
+    if args.speeds:
+        SPEEDS.update(json.loads(args.speeds.read_text())["variants"])
+        BASE["updates"] = args.base_updates or done(RESULTS)[(BASELINE, 1)]["update"]
+    args.results = args.results or (EMULATED if args.speeds else RESULTS)
     rows = done(args.results)
     if args.report:
         print(report(rows))
