@@ -165,7 +165,8 @@ def run_variant(name: str, seed: int, data: Path, base_updates: int | None) -> d
     # CPU seconds of training over (budget x threads): near 1 on a quiet machine, lower when
     # other processes took the cores (then the row's wall-clock figures are not comparable)
     threads = int(os.environ.get("OMP_NUM_THREADS", "2"))
-    row["cpu_share"] = None if cpu is None else cpu / (info["elapsed"] * threads)
+    clock = cpu is not None and budget is None  # emulated rows do not depend on the clock
+    row["cpu_share"] = cpu / (info["elapsed"] * threads) if clock else None
     row["train_tok_s"] = train_speed(run)
     row.update(score(run / "checkpoint_last.pt", run / f"{TEST}.hyp.de"))
     if budget is not None:  # the speeds of the --speeds file (CPU-time), not of this busy run
