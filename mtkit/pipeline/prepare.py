@@ -117,9 +117,14 @@ def _init_worker(*args: Any) -> None:
 def _stop_with_parent() -> None:
     """Ctrl-C is the main process's to handle (it stops the pool, whose SIGTERM ends a worker
     quietly: the handler forked from the main process is undone); and on Linux a worker dies
-    with it, even by SIGKILL, instead of printing a traceback when it returns its chunk."""
+    with it, even by SIGKILL, instead of printing a traceback when it returns its chunk. The
+    kernel closes a dying process's pipes before it sends the death signal, so a worker can
+    still write its chunk into the closed result pipe in between: SIGPIPE's default action
+    ends it there just as quietly (Python's own ignores SIGPIPE and raises BrokenPipeError,
+    which the pool would print)."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    signal.signal(signal.SIGPIPE, signal.SIG_DFL)
     if sys.platform.startswith("linux"):
         with contextlib.suppress(OSError, AttributeError):
             ctypes.CDLL(None).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
