@@ -30,6 +30,8 @@ VARIANTS: dict[str, tuple[str, dict[str, Any]]] = {
     "deep_shallow": ("transformer-deep-shallow", {}),
     # the tuned row: a post-LN 6-layer encoder does not train at the shared learning rate
     "deep_shallow_pre_norm": ("transformer-deep-shallow", {"pre_norm": True}),
+    # the combination the single-variant rows suggest (pre-LN and rotary positions)
+    "modern": ("transformer-small-modern", {}),
 }
 
 

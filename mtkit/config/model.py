@@ -49,4 +49,9 @@ MODEL_PRESETS: dict[str, dict[str, Any]] = {
     # Kasai et al. 2021, "Deep Encoder, Shallow Decoder": the decoder's steps are the slow part
     "transformer-deep-shallow": dict(d_model=256, ffn_dim=1024, heads=4, encoder_layers=6,
                                      decoder_layers=1, dropout=0.1),
+    # the small model with what the issue-13 ablation found to help at the make-demo budget:
+    # pre-LN (Xiong et al. 2020) and rotary positions (Su et al. 2021)
+    "transformer-small-modern": dict(d_model=256, ffn_dim=1024, heads=4, encoder_layers=3,
+                                     decoder_layers=3, dropout=0.1, pre_norm=True,
+                                     positions="rope"),
 }  # fmt: skip

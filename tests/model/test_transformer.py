@@ -322,6 +322,14 @@ def test_deep_shallow_preset_is_one_flag() -> None:
     assert (cfg.d_model, cfg.encoder_layers, cfg.decoder_layers) == (256, 6, 1)
 
 
+def test_modern_preset_is_the_small_model_with_pre_norm_and_rotary_positions() -> None:
+    small = resolve_model_config("transformer-small", 100, 100)
+    modern = resolve_model_config("transformer-small-modern", 100, 100)
+    changed = {k for k, v in vars(modern).items() if getattr(small, k) != v}
+    assert changed == {"pre_norm", "positions"}
+    assert (modern.pre_norm, modern.positions) == (True, "rope")
+
+
 @pytest.mark.parametrize("kv_heads", [1, 2])
 def test_grouped_query_projections_start_at_the_full_head_scale(kv_heads: int) -> None:
     """Multi-/grouped-query q and kv projections are drawn from the Xavier-uniform range of the
