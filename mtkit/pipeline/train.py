@@ -236,12 +236,27 @@ def run_training(
     quiet: bool = False,
 ) -> tuple[str, int]:
     """Train or resume a run; returns (summary line, exit code: 0, or 128 + signal number)."""
+    settings = read_settings(config_path, options, sets)
+    run_dir = Path(settings.run_dir)
+    if run_dir.exists() and not run_dir.is_dir():
+        raise MtkitError(f"{run_dir}: not a directory (--run-dir)")
+    made = [p for p in (run_dir, *run_dir.parents) if not p.exists()]
+    rank0 = int(os.environ.get("RANK", "0")) == 0
+    if rank0:
+        run_dir.mkdir(parents=True, exist_ok=True)
+    with run_dir_lock(run_dir) if rank0 else contextlib.nullcontext():
+        try:
+            return _train_locked(settings, quiet)
+        except BaseException:
+            _remove_unstarted(run_dir, made)
+            raise
+
+
+def _train_locked(settings: Settings, quiet: bool) -> tuple[str, int]:
+    """run_training once the run directory exists and is this process's."""
     from mtkit.training.logs import truncate_metrics
     from mtkit.training.loop import TrainData, train
 
-    settings = read_settings(config_path, options, sets)
-    if Path(settings.run_dir).exists() and not Path(settings.run_dir).is_dir():
-        raise MtkitError(f"{settings.run_dir}: not a directory (--run-dir)")
     ckpt = _resume_checkpoint(Path(settings.run_dir))
     if ckpt is not None:
         cfg, model = resume_configs(settings, ckpt, f"{settings.run_dir}/checkpoint_last.pt")
@@ -260,24 +275,40 @@ def run_training(
         raise MtkitError(f"{cfg.data}: its sentencepiece models differ from those {cfg.run_dir} "
                          "was trained with")  # fmt: skip
     run_dir = Path(cfg.run_dir)
-    made = [p for p in (run_dir, *run_dir.parents) if not p.exists()]
+    if int(os.environ.get("RANK", "0")) == 0:
+        save_run_config(cfg, model)
+        history = ckpt["state"]["history"] if ckpt else []
+        truncate_metrics(run_dir, ckpt["update"] if ckpt else 0,
+                         history[-1]["update"] if history else 0)  # fmt: skip
+    start = f"resuming from update {ckpt['update']}" if ckpt else "starting"
+    note(f"mtkit train: {start} in {run_dir}; data {cfg.data} ({len(train_split)} pairs); "
+         f"model {cfg.preset} d={model.d_model} layers={model.encoder_layers}+"
+         f"{model.decoder_layers}; config in {run_dir / CONFIG_FILE}", quiet)  # fmt: skip
+    warn_long_valid_pairs(valid, cfg, model)
+    data = TrainData(train_split, valid, tgt_tok, spm, vocab, init, src_tok.tag_ids)
+    return describe(train(cfg, model, data, ckpt, quiet), cfg)
+
+
+@contextlib.contextmanager
+def run_dir_lock(run_dir: Path) -> typing.Iterator[None]:
+    """An exclusive lock on the run directory (``flock`` on the directory itself: no file is
+    added, and the kernel drops it when the process dies, ``kill -9`` included) while this
+    process trains into it; a second `mtkit train` on the same directory is refused."""
     try:
-        if int(os.environ.get("RANK", "0")) == 0:
-            run_dir.mkdir(parents=True, exist_ok=True)
-            save_run_config(cfg, model)
-            history = ckpt["state"]["history"] if ckpt else []
-            truncate_metrics(run_dir, ckpt["update"] if ckpt else 0,
-                             history[-1]["update"] if history else 0)  # fmt: skip
-        start = f"resuming from update {ckpt['update']}" if ckpt else "starting"
-        note(f"mtkit train: {start} in {run_dir}; data {cfg.data} ({len(train_split)} pairs); "
-             f"model {cfg.preset} d={model.d_model} layers={model.encoder_layers}+"
-             f"{model.decoder_layers}; config in {run_dir / CONFIG_FILE}", quiet)  # fmt: skip
-        warn_long_valid_pairs(valid, cfg, model)
-        data = TrainData(train_split, valid, tgt_tok, spm, vocab, init, src_tok.tag_ids)
-        return describe(train(cfg, model, data, ckpt, quiet), cfg)
-    except BaseException:
-        _remove_unstarted(run_dir, made)
-        raise
+        import fcntl
+    except ImportError:  # no flock on this platform: no lock
+        yield
+        return
+    fd = os.open(run_dir, os.O_RDONLY)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            busy = "another mtkit train is writing this run directory (--run-dir)"
+            raise MtkitError(f"{run_dir}: {busy}; wait for it to stop or use another") from None
+        yield
+    finally:
+        os.close(fd)
 
 
 def _vocab_fields(src: Any, tgt: Any) -> dict[str, Any]:

@@ -146,3 +146,21 @@ def test_max_tokens_is_documented_as_counted(mtkit) -> None:
     assert f"pairs x ({phrase}) of its longest pair" in source and "target tokens" not in source
     readme = (Path(__file__).parents[2] / "README.md").read_text()
     assert f"| `--max-tokens` | 4096 | per batch and process: pairs × ({phrase})" in readme
+
+
+def test_a_second_train_on_a_run_directory_in_use_is_refused_and_changes_nothing(
+    tmp_path: Path, tiny_dataset: Path, mtkit
+) -> None:
+    from mtkit.pipeline.train import run_dir_lock
+
+    run = tmp_path / "run"
+    assert mtkit(*train_args(tiny_dataset, run, "--max-updates", "1")).exit_code == 0
+    before = {p.name: p.read_bytes() for p in run.iterdir()}
+    with run_dir_lock(run):  # what a running `mtkit train` holds
+        result = mtkit(*train_args(tiny_dataset, run, "--max-updates", "2"))
+    assert_one_line_error(result, str(run), "another mtkit train")
+    assert {p.name: p.read_bytes() for p in run.iterdir()} == before
+    result = mtkit(*train_args(tiny_dataset, run, "--max-updates", "2"))  # released: resumes
+    assert result.exit_code == 0, result.output
+    assert load_checkpoint(run / "checkpoint_last.pt")["update"] == 2
+    assert sorted(p.name for p in run.iterdir()) == sorted(before)  # the lock adds no file
