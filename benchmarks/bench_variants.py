@@ -31,6 +31,7 @@ update budget (mtkit's resume is exact).
     .venv/bin/python benchmarks/bench_variants.py                      # every variant, seed 1
     .venv/bin/python benchmarks/bench_variants.py --only rope,alibi --seeds 1,2,3
     .venv/bin/python benchmarks/bench_variants.py --report             # the table so far
+    .venv/bin/python benchmarks/bench_variants.py --markdown           # as README.md has it
     .venv/bin/python benchmarks/bench_variants.py --speeds benchmarks/results/variant_speed.json
 """
 
@@ -247,12 +248,59 @@ def report(rows: dict[tuple[str, int], dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
+def _mean_range(values: list[float]) -> str:
+    """'30.1' for one value; 'mean (min-max)' over seeds."""
+    mean = sum(values) / len(values)
+    return (
+        f"{mean:.1f}" if len(values) == 1 else f"{mean:.1f} ({min(values):.1f}-{max(values):.1f})"
+    )
+
+
+def markdown(rows: dict[tuple[str, int], dict[str, Any]]) -> str:
+    """The README table: one row per variant, BLEU and chrF as the mean (and range) over its
+    seeds, speeds and state as ratios to the baseline."""
+    by_name: dict[str, list[dict[str, Any]]] = {}
+    for (name, _seed), row in sorted(rows.items(), key=lambda kv: kv[0][1]):
+        by_name.setdefault(name, []).append(row)
+    base = by_name[BASELINE][0]
+    lines = ["| variant | setting | params | updates | train tok/s | beam-5 tok/s | state/sent. "
+             "| BLEU | chrF | BLEU at the baseline's updates | seeds |",
+             "|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|"]  # fmt: skip
+    order = [BASELINE] + [n for n in VARIANTS if n != BASELINE and n in by_name]
+    for name in order:
+        runs, first = by_name[name], by_name[name][0]
+        preset, overrides = VARIANTS[name]
+        setting = ", ".join(f"{k}={str(v).lower() if isinstance(v, bool) else v}"
+                            for k, v in overrides.items())  # fmt: skip
+        if preset != BASE_PRESET:
+            setting = f"{preset} {setting}".strip()
+        at = [r.get("equal_updates", {}).get("bleu", r["bleu"]) for r in runs]
+        bleu, chrf = (_mean_range([r[key] for r in runs]) for key in ("bleu", "chrf"))
+        lines.append(
+            f"| {name} | {setting or '(today)'} | {first['params'] / 1e6:.2f} M "
+            f"| {first['update']} "
+            f"| {first['train_tok_s']:,.0f} ({_ratio(first, base, 'train_tok_s'):.2f}x) "
+            f"| {first['decode_tok_s']:,.0f} ({_ratio(first, base, 'decode_tok_s'):.2f}x) "
+            f"| {first['state_bytes'] / 1024:,.0f} KiB "
+            f"| {bleu} | {chrf} | {_mean_range(at)} | {len(runs)} |"
+        )
+    return "\n".join(lines)
+
+
+BASE_PRESET = VARIANTS[BASELINE][0]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--only", default="", help="comma-separated variant names")
     parser.add_argument("--seeds", default="1", help="comma-separated seeds")
     parser.add_argument("--results", type=Path)
     parser.add_argument("--report", action="store_true", help="print the table and stop")
+    parser.add_argument(
+        "--markdown",
+        action="store_true",
+        help="print the README table (one row per variant, mean over seeds) and stop",
+    )
     parser.add_argument(
         "--budget",
         type=float,
@@ -287,8 +335,8 @@ def main() -> None:
         BASE["updates"] = args.base_updates or done(RESULTS)[(BASELINE, 1)]["update"]
     args.results = args.results or (EMULATED if args.speeds else RESULTS)
     rows = done(args.results)
-    if args.report:
-        print(report(rows))
+    if args.report or args.markdown:
+        print(markdown(rows) if args.markdown else report(rows))
         return
     names = [n for n in (args.only.split(",") if args.only else VARIANTS) if n]
     unknown = [n for n in names if n not in VARIANTS]
