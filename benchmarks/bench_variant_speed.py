@@ -39,7 +39,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from bench_train_mtkit import bench_train_mtkit, model_config, write_synthetic  # noqa: E402
 from machine import machine_lines, print_machine  # noqa: E402
-from variants import BASELINE, VARIANTS  # noqa: E402
+from variants import BASELINE, TRAIN_SETTINGS, VARIANTS  # noqa: E402
 
 from mtkit.config import SearchConfig  # noqa: E402
 from mtkit.data.tokenizer import EOS_ID, PAD_ID  # noqa: E402
@@ -120,7 +120,8 @@ def main() -> None:
                         "--speeds reads them)")  # fmt: skip
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
-    names = [BASELINE] + [n for n in VARIANTS if n != BASELINE]
+    # a row that differs in training settings only (the learning rate) has the same speed
+    names = [BASELINE] + [n for n in VARIANTS if n != BASELINE and n not in TRAIN_SETTINGS]
     if args.only:
         names = [BASELINE] + [n for n in args.only.split(",") if n != BASELINE]
     unit = "CPU-second" if args.threads == 1 else "wall-clock second"

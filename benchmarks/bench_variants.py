@@ -51,7 +51,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from machine import machine_lines  # noqa: E402
-from variants import BASELINE, VARIANTS, set_args  # noqa: E402
+from variants import BASELINE, TRAIN_SETTINGS, VARIANTS, set_args  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 RECIPE = ROOT / "recipes" / "multi30k"
@@ -94,6 +94,8 @@ def train(name: str, seed: int, data: Path, run: Path, extra: list[str]) -> floa
     args = ["train", "--config", str(RECIPE / "demo.yaml"), "--data", str(data),
             "--run-dir", str(run), "--preset", preset, "--set", f"seed={seed}", "-q",
             "--set", f"max_time={BUDGET['seconds']}", *set_args(overrides), *extra]  # fmt: skip
+    for key, value in TRAIN_SETTINGS.get(name, {}).items():
+        args += ["--set", f"{key}={value}"]
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     mtkit(*args)
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -163,6 +165,8 @@ def run_variant(name: str, seed: int, data: Path, base_updates: int | None) -> d
     info = checkpoint_info(run / "checkpoint_last.pt")
     row: dict[str, Any] = {"variant": name, "seed": seed, "preset": VARIANTS[name][0],
                            "overrides": VARIANTS[name][1], **info}  # fmt: skip
+    if name in TRAIN_SETTINGS:
+        row["train_settings"] = TRAIN_SETTINGS[name]
     # CPU seconds of training over (budget x threads): near 1 on a quiet machine, lower when
     # other processes took the cores (then the row's wall-clock figures are not comparable)
     threads = int(os.environ.get("OMP_NUM_THREADS", "2"))
@@ -270,8 +274,9 @@ def markdown(rows: dict[tuple[str, int], dict[str, Any]]) -> str:
     for name in order:
         runs, first = by_name[name], by_name[name][0]
         preset, overrides = VARIANTS[name]
+        settings = {**overrides, **TRAIN_SETTINGS.get(name, {})}
         setting = ", ".join(f"{k}={str(v).lower() if isinstance(v, bool) else v}"
-                            for k, v in overrides.items())  # fmt: skip
+                            for k, v in settings.items())  # fmt: skip
         if preset != BASE_PRESET:
             setting = f"{preset} {setting}".strip()
         at = [r.get("equal_updates", {}).get("bleu", r["bleu"]) for r in runs]

@@ -32,7 +32,11 @@ VARIANTS: dict[str, tuple[str, dict[str, Any]]] = {
     "deep_shallow_pre_norm": ("transformer-deep-shallow", {"pre_norm": True}),
     # the combination the single-variant rows suggest (pre-LN and rotary positions)
     "modern": ("transformer-small-modern", {}),
+    # its tuned row: pre-LN tolerates a higher peak learning rate (Xiong et al. 2020)
+    "modern_lr3e-3": ("transformer-small-modern", {}),
 }
+# training settings other than the shared ones (`--set KEY=VALUE` of `mtkit train`)
+TRAIN_SETTINGS: dict[str, dict[str, Any]] = {"modern_lr3e-3": {"lr": 3e-3}}
 
 
 def set_args(overrides: dict[str, Any]) -> list[str]:
