@@ -282,7 +282,7 @@ def markdown(rows: dict[tuple[str, int], dict[str, Any]]) -> str:
         at = [r.get("equal_updates", {}).get("bleu", r["bleu"]) for r in runs]
         bleu, chrf = (_mean_range([r[key] for r in runs]) for key in ("bleu", "chrf"))
         lines.append(
-            f"| {name} | {setting or '(today)'} | {first['params'] / 1e6:.2f} M "
+            f"| {name} | {setting or DEFAULTS} | {first['params'] / 1e6:.2f} M "
             f"| {first['update']} "
             f"| {first['train_tok_s']:,.0f} ({_ratio(first, base, 'train_tok_s'):.2f}x) "
             f"| {first['decode_tok_s']:,.0f} ({_ratio(first, base, 'decode_tok_s'):.2f}x) "
@@ -293,6 +293,7 @@ def markdown(rows: dict[tuple[str, int], dict[str, Any]]) -> str:
 
 
 BASE_PRESET = VARIANTS[BASELINE][0]
+DEFAULTS = "post-LN, sinusoidal, ReLU (the defaults)"
 
 
 def main() -> None:
@@ -334,7 +335,7 @@ def main() -> None:
     )
     args = parser.parse_args()
     BUDGET["seconds"] = args.budget
-    PLACE["work"] = args.work
+    PLACE["work"] = args.work.resolve()  # make -C runs the recipe elsewhere
     if args.speeds:
         SPEEDS.update(json.loads(args.speeds.read_text())["variants"])
         BASE["updates"] = args.base_updates or done(RESULTS)[(BASELINE, 1)]["update"]
