@@ -34,6 +34,9 @@ VARIANTS: dict[str, tuple[str, dict[str, Any]]] = {
     "modern": ("transformer-small-modern", {}),
     # its tuned row: pre-LN tolerates a higher peak learning rate (Xiong et al. 2020)
     "modern_lr3e-3": ("transformer-small-modern", {}),
+    # speed-preset candidates: the modern preset with a quarter or half of the decoding state
+    "modern_multi_query": ("transformer-small-modern", {"kv_heads": 1}),
+    "modern_grouped_query": ("transformer-small-modern", {"kv_heads": 2}),
 }
 # training settings other than the shared ones (`--set KEY=VALUE` of `mtkit train`)
 TRAIN_SETTINGS: dict[str, dict[str, Any]] = {"modern_lr3e-3": {"lr": 3e-3}}
