@@ -51,7 +51,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from machine import machine_lines  # noqa: E402
-from variants import BASELINE, TRAIN_SETTINGS, VARIANTS, set_args  # noqa: E402
+from variants import BASELINE, TRAIN_SETTINGS, VARIANTS, set_args, value_text  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 RECIPE = ROOT / "recipes" / "multi30k"
@@ -93,9 +93,8 @@ def train(name: str, seed: int, data: Path, run: Path, extra: list[str]) -> floa
     preset, overrides = VARIANTS[name]
     args = ["train", "--config", str(RECIPE / "demo.yaml"), "--data", str(data),
             "--run-dir", str(run), "--preset", preset, "--set", f"seed={seed}", "-q",
-            "--set", f"max_time={BUDGET['seconds']}", *set_args(overrides), *extra]  # fmt: skip
-    for key, value in TRAIN_SETTINGS.get(name, {}).items():
-        args += ["--set", f"{key}={value}"]
+            "--set", f"max_time={BUDGET['seconds']}", *set_args(overrides), *extra,
+            *set_args(TRAIN_SETTINGS.get(name, {}), prefix="")]  # fmt: skip
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     mtkit(*args)
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -275,8 +274,7 @@ def markdown(rows: dict[tuple[str, int], dict[str, Any]]) -> str:
         runs, first = by_name[name], by_name[name][0]
         preset, overrides = VARIANTS[name]
         settings = {**overrides, **TRAIN_SETTINGS.get(name, {})}
-        setting = ", ".join(f"{k}={str(v).lower() if isinstance(v, bool) else v}"
-                            for k, v in settings.items())  # fmt: skip
+        setting = ", ".join(f"{k}={value_text(v)}" for k, v in settings.items())
         if preset != BASE_PRESET:
             setting = f"{preset} {setting}".strip()
         at = [r.get("equal_updates", {}).get("bleu", r["bleu"]) for r in runs]

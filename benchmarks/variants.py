@@ -42,10 +42,14 @@ VARIANTS: dict[str, tuple[str, dict[str, Any]]] = {
 TRAIN_SETTINGS: dict[str, dict[str, Any]] = {"modern_lr3e-3": {"lr": 3e-3}}
 
 
-def set_args(overrides: dict[str, Any]) -> list[str]:
-    """``--set model.KEY=VALUE`` arguments for `mtkit train`."""
+def value_text(value: Any) -> str:
+    """A setting as `mtkit train --set` and YAML take it (booleans in lower case)."""
+    return str(value).lower() if isinstance(value, bool) else str(value)
+
+
+def set_args(overrides: dict[str, Any], prefix: str = "model.") -> list[str]:
+    """``--set model.KEY=VALUE`` arguments for `mtkit train` (``prefix=""``: TrainConfig keys)."""
     args: list[str] = []
     for key, value in overrides.items():
-        text = str(value).lower() if isinstance(value, bool) else str(value)
-        args += ["--set", f"model.{key}={text}"]
+        args += ["--set", f"{prefix}{key}={value_text(value)}"]
     return args

@@ -173,13 +173,19 @@ def resume_configs(
     return cfg, model
 
 
+def _is_main() -> bool:
+    """Rank 0 of a torchrun job, or a process outside torchrun: the one that writes the run
+    directory and prints."""
+    return int(os.environ.get("RANK", "0")) == 0
+
+
 def save_run_config(cfg: TrainConfig, model: ModelConfig) -> None:
     text = yaml.safe_dump({**asdict(cfg), "model": asdict(model)}, sort_keys=False)
     atomic_write_text(Path(cfg.run_dir) / CONFIG_FILE, text)
 
 
 def note(text: str, quiet: bool) -> None:
-    if not quiet and int(os.environ.get("RANK", "0")) == 0:
+    if not quiet and _is_main():
         print(text, file=sys.stderr, flush=True)
 
 
@@ -241,10 +247,9 @@ def run_training(
     if run_dir.exists() and not run_dir.is_dir():
         raise MtkitError(f"{run_dir}: not a directory (--run-dir)")
     made = [p for p in (run_dir, *run_dir.parents) if not p.exists()]
-    rank0 = int(os.environ.get("RANK", "0")) == 0
-    if rank0:
+    if _is_main():
         run_dir.mkdir(parents=True, exist_ok=True)
-    with run_dir_lock(run_dir) if rank0 else contextlib.nullcontext():
+    with run_dir_lock(run_dir) if _is_main() else contextlib.nullcontext():
         try:
             return _train_locked(settings, quiet)
         except BaseException:
@@ -275,7 +280,7 @@ def _train_locked(settings: Settings, quiet: bool) -> tuple[str, int]:
         raise MtkitError(f"{cfg.data}: its sentencepiece models differ from those {cfg.run_dir} "
                          "was trained with")  # fmt: skip
     run_dir = Path(cfg.run_dir)
-    if int(os.environ.get("RANK", "0")) == 0:
+    if _is_main():
         save_run_config(cfg, model)
         history = ckpt["state"]["history"] if ckpt else []
         truncate_metrics(run_dir, ckpt["update"] if ckpt else 0,
@@ -353,7 +358,7 @@ def init_model(
 
 def _remove_unstarted(run_dir: Path, made: list[Path]) -> None:
     """A run that failed before its first checkpoint leaves no directory this call created."""
-    if not made or int(os.environ.get("RANK", "0")) != 0 or any(run_dir.glob("checkpoint*.pt")):
+    if not made or not _is_main() or any(run_dir.glob("checkpoint*.pt")):
         return
     shutil.rmtree(run_dir, ignore_errors=True)
     for parent in made[1:]:
@@ -363,7 +368,7 @@ def _remove_unstarted(run_dir: Path, made: list[Path]) -> None:
 
 def describe(result: Any, cfg: TrainConfig) -> tuple[str, int]:
     """A one-line summary of a finished (or interrupted) run and the exit code."""
-    if int(os.environ.get("RANK", "0")) != 0:
+    if not _is_main():
         return "", 128 + result.signum if result.signum else 0
     if result.consumed == 0 and result.epoch > 1:
         where = f"update {result.update} (end of epoch {result.epoch - 1})"
