@@ -8,13 +8,13 @@ from typing import Any
 import click
 
 from mtkit.cli.common import config_option, user_errors
-from mtkit.config import TrainConfig
+from mtkit.config import MODEL_PRESETS, TrainConfig
 
 # (flags, TrainConfig field, type, help); every default comes from TrainConfig (or the YAML)
 TRAIN_OPTIONS: list[tuple[tuple[str, ...], str, Any, str]] = [
     (("--data",), "data", str, "Binarized dataset directory (mtkit prepare)."),
     (("--run-dir",), "run_dir", str, "Checkpoints, logs and config; an existing run resumes."),
-    (("--preset",), "preset", str, "Model preset: transformer-small, -base or -big."),
+    (("--preset",), "preset", str, f"Model preset: {', '.join(MODEL_PRESETS)}."),
     (("--init-from",), "init_from", str, "Start a new run from this checkpoint's model and "
      "weights (fine-tuning; fresh optimizer and schedule)."),
     (("--max-updates",), "max_updates", int, "Stop after this many updates (0: no limit)."),

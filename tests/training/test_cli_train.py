@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -9,6 +10,7 @@ import torch
 from training_helpers import TINY_MODEL, train_args
 
 from mtkit.checkpoint import load_checkpoint
+from mtkit.config import MODEL_PRESETS
 
 
 def assert_one_line_error(result, *culprits: str) -> None:
@@ -49,6 +51,14 @@ def assert_one_line_error(result, *culprits: str) -> None:
 def test_bad_options(tmp_path: Path, tiny_dataset: Path, mtkit, extra, culprits) -> None:
     result = mtkit(*train_args(tiny_dataset, tmp_path / "run", "--max-updates", "1", *extra))
     assert_one_line_error(result, *culprits)
+
+
+def test_help_lists_every_preset(mtkit) -> None:
+    result = mtkit("train", "--help")
+    assert result.exit_code == 0, result.output
+    text = re.sub(r"-\s+", "-", result.output)  # click wraps the help after hyphens too
+    for name in MODEL_PRESETS:
+        assert name in text, (name, result.output)
 
 
 def test_missing_things(tmp_path: Path, tiny_dataset: Path, mtkit) -> None:
