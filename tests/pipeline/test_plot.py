@@ -8,7 +8,7 @@ from click.testing import CliRunner
 
 from mtkit.cli import cli
 from mtkit.errors import MtkitError
-from mtkit.pipeline.plot import plot_runs, read_curve
+from mtkit.pipeline.plot import plot_runs, read_curve, run_labels
 
 
 def write_log(run: Path, records: list[dict]) -> None:
@@ -23,6 +23,41 @@ def test_curve_keeps_validation_records(tmp_path: Path) -> None:
         {"update": 200, "valid_bleu": 20.0, "elapsed": 7200},
     ])  # fmt: skip
     assert read_curve(tmp_path / "r") == [(1.0, 10.5), (2.0, 20.0)]
+    assert read_curve(tmp_path / "r", x="updates") == [(100.0, 10.5), (200.0, 20.0)]
+    with pytest.raises(MtkitError, match="--x 'epochs'"):
+        read_curve(tmp_path / "r", x="epochs")
+
+
+def test_labels_tell_runs_apart(tmp_path: Path) -> None:
+    # recipes name every run directory "run": the legend goes up the path until the names differ
+    runs = [str(tmp_path / name / "en-de" / "run") for name in ("base", "modern")]
+    assert run_labels(runs) == ["base/en-de/run", "modern/en-de/run"]
+    assert run_labels([str(tmp_path / "a"), str(tmp_path / "b")]) == ["a", "b"]
+    assert run_labels([str(tmp_path / "x" / "run")]) == ["run"]
+
+
+def test_png_legend_and_axis(tmp_path: Path, monkeypatch) -> None:
+    plt = pytest.importorskip("matplotlib.pyplot")
+    runs = [tmp_path / name / "run" for name in ("base", "modern")]
+    for run in runs:
+        write_log(run, [{"update": 500, "valid_bleu": 1.0, "elapsed": 7200}])
+    seen = {}
+    savefig = plt.Figure.savefig
+
+    def spy(fig, *args, **kwargs):
+        ax = fig.axes[0]
+        seen["labels"] = [line.get_label() for line in ax.get_lines()]
+        seen["x"] = [list(line.get_xdata()) for line in ax.get_lines()]
+        seen["xlabel"] = ax.get_xlabel()
+        return savefig(fig, *args, **kwargs)
+
+    monkeypatch.setattr(plt.Figure, "savefig", spy)
+    result = CliRunner().invoke(
+        cli, ["plot", *map(str, runs), "--x", "updates", "-o", str(tmp_path / "c.png")]
+    )
+    assert result.exit_code == 0, result.output
+    assert seen == {"labels": ["base/run", "modern/run"], "x": [[500.0], [500.0]],
+                    "xlabel": "updates"}  # fmt: skip
 
 
 def test_png_written(tmp_path: Path) -> None:
