@@ -32,6 +32,7 @@ VARIANTS: dict[str, dict[str, Any]] = {
     # combinations
     "llama_like": dict(pre_norm=True, norm="rmsnorm", positions="rope", ffn_activation="swiglu",
                        kv_heads=2, bias=False),
+    "modern_mqa": dict(pre_norm=True, positions="rope", kv_heads=1),  # a preset
     "alibi_mqa_geglu": dict(positions="alibi", kv_heads=1, ffn_activation="geglu"),
     "relative_gqa_shared": dict(positions="relative", kv_heads=2, share_layers=True,
                                 pre_norm=True),

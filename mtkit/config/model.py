@@ -54,4 +54,9 @@ MODEL_PRESETS: dict[str, dict[str, Any]] = {
     "transformer-small-modern": dict(d_model=256, ffn_dim=1024, heads=4, encoder_layers=3,
                                      decoder_layers=3, dropout=0.1, pre_norm=True,
                                      positions="rope"),
+    # the speed preset: the modern model with multi-query attention (Shazeer 2019), which the
+    # ablation found 1.35x faster at beam 5 with a quarter of the decoding state, BLEU no lower
+    "transformer-small-modern-mqa": dict(d_model=256, ffn_dim=1024, heads=4, encoder_layers=3,
+                                         decoder_layers=3, dropout=0.1, pre_norm=True,
+                                         positions="rope", kv_heads=1),
 }  # fmt: skip

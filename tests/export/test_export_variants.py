@@ -17,7 +17,7 @@ from mtkit.errors import MtkitError
 from mtkit.export.ct2 import SUPPORTS as CT2_SUPPORTS
 from mtkit.export.hf import SUPPORTS as HF_SUPPORTS
 
-BOUND = 8  # greedy tokens per line: short outputs keep 19 exports quick
+BOUND = 8  # greedy tokens per line: short outputs keep 20 exports quick
 
 
 def writable(overrides: dict, supports: dict) -> bool:

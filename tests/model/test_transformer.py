@@ -330,6 +330,13 @@ def test_modern_preset_is_the_small_model_with_pre_norm_and_rotary_positions() -
     assert (modern.pre_norm, modern.positions) == (True, "rope")
 
 
+def test_speed_preset_is_the_modern_model_with_multi_query_attention() -> None:
+    modern = resolve_model_config("transformer-small-modern", 100, 100)
+    fast = resolve_model_config("transformer-small-modern-mqa", 100, 100)
+    changed = {k for k, v in vars(fast).items() if getattr(modern, k) != v}
+    assert changed == {"kv_heads"} and fast.kv_heads == 1
+
+
 @pytest.mark.parametrize("kv_heads", [1, 2])
 def test_grouped_query_projections_start_at_the_full_head_scale(kv_heads: int) -> None:
     """Multi-/grouped-query q and kv projections are drawn from the Xavier-uniform range of the
