@@ -346,6 +346,10 @@ def main() -> None:
     unknown = [n for n in names if n not in VARIANTS]
     if unknown:
         raise SystemExit(f"unknown variant(s) {', '.join(unknown)} (known: {', '.join(VARIANTS)})")
+    unmeasured = [n for n in names if SPEEDS and n not in SPEEDS]
+    if unmeasured:
+        raise SystemExit(f"--speeds {args.speeds} has no speed for {', '.join(unmeasured)}: "
+                         "train it on the clock (without --speeds)")  # fmt: skip
     os.environ.setdefault("OMP_NUM_THREADS", "2")
     print("\n".join(machine_lines()), flush=True)
     data = prepare_data()

@@ -37,9 +37,14 @@ VARIANTS: dict[str, tuple[str, dict[str, Any]]] = {
     # speed-preset candidates: the modern preset with a quarter or half of the decoding state
     "modern_multi_query": ("transformer-small-modern", {"kv_heads": 1}),
     "modern_grouped_query": ("transformer-small-modern", {"kv_heads": 2}),
+    # the CPU bf16 ablation (issue 17): the modern preset trained under bf16 autocast
+    "modern_bf16": ("transformer-small-modern", {}),
 }
 # training settings other than the shared ones (`--set KEY=VALUE` of `mtkit train`)
-TRAIN_SETTINGS: dict[str, dict[str, Any]] = {"modern_lr3e-3": {"lr": 3e-3}}
+TRAIN_SETTINGS: dict[str, dict[str, Any]] = {
+    "modern_lr3e-3": {"lr": 3e-3},
+    "modern_bf16": {"precision": "bf16"},
+}
 
 
 def value_text(value: Any) -> str:
