@@ -91,8 +91,11 @@ def train(name: str, seed: int, data: Path, run: Path, extra: list[str]) -> floa
     """Train (or resume) one run; returns the CPU seconds the training process used, so that a
     row trained on a busy machine shows it (cpu_share below)."""
     preset, overrides = VARIANTS[name]
+    # fp32 unless the variant says otherwise: the rows compare models, not CPU precisions (auto
+    # trains in bf16 where the CPU has it, see mtkit/cpu.py; the modern_bf16 row measures that)
     args = ["train", "--config", str(RECIPE / "demo.yaml"), "--data", str(data),
             "--run-dir", str(run), "--preset", preset, "--set", f"seed={seed}", "-q",
+            "--set", "precision=fp32",
             "--set", f"max_time={BUDGET['seconds']}", *set_args(overrides), *extra,
             *set_args(TRAIN_SETTINGS.get(name, {}), prefix="")]  # fmt: skip
     before = resource.getrusage(resource.RUSAGE_CHILDREN)

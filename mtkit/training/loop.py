@@ -84,7 +84,7 @@ class Trainer:
         self.step = Stepper(cfg, model_cfg, data.tgt_tokenizer.specials, data.init)
         self.step.model.tag_ids = data.tag_ids
         self.where, self.device = self.step.where, self.step.device
-        self.state = TrainState()
+        self.state = TrainState(precision=self.step.resolved.name)
         self.sizes = sentence_sizes(data.train.src_lengths, data.train.tgt_lengths)
         self.ckpts = CheckpointDir(cfg.run_dir, cfg.keep_last)
         if self.where.is_main:
@@ -97,8 +97,11 @@ class Trainer:
 
     def load(self, ckpt: dict[str, Any]) -> None:
         """Continue from a checkpoint of this run (random states are restored by ``run``)."""
-        self.step.load_state_dicts(ckpt)
         self.state = TrainState.from_dict(ckpt["state"])
+        if self.state.precision:  # checkpoints before it was recorded: auto's choice now
+            self.step.keep_precision(self.state.precision)
+        self.state.precision = self.step.resolved.name
+        self.step.load_state_dicts(ckpt)
         self._rng = ckpt["rng"]
         self.last_saved = self.state.update
         self.validated_at = self.state.history[-1]["update"] if self.state.history else None

@@ -47,6 +47,7 @@ class TrainState:
     skipped: int = 0  # batches skipped for a non-finite loss (nan_policy skip)
     overflows: int = 0  # steps the fp16 gradient scaler skipped (not updates)
     elapsed: float = 0.0  # training wall-clock seconds, across resumes
+    precision: str = ""  # what the run trains in (fp32, bf16, fp16); auto keeps it on resume
     history: list[dict[str, Any]] = field(default_factory=list)  # validation records
     # sums since the last train record, which averages them over log_every updates
     log_loss: float = 0.0

@@ -21,6 +21,7 @@ from torch.nn.utils import clip_grad_norm_
 
 from mtkit.config import ModelConfig, TrainConfig
 from mtkit.data.tokenizer import DEFAULT_SPECIAL_IDS, SpecialIds
+from mtkit.errors import MtkitError
 from mtkit.model.transformer import build_model
 from mtkit.training import distributed as D
 from mtkit.training.batching import Group
@@ -54,6 +55,24 @@ class Stepper:
         self.net = D.wrap_model(self.model, self.where, self.device)
         self.optimizer = build_optimizer(self.model, cfg)
         self.scheduler = build_scheduler(self.optimizer, cfg)
+        fp16 = self.amp_dtype == torch.float16
+        self.scaler = torch.amp.GradScaler(self.device.type, enabled=fp16)
+
+    def keep_precision(self, name: str) -> None:
+        """A resumed ``auto`` run goes on in the precision it has trained in (``name``), so that
+        it equals an uninterrupted run even where auto would choose otherwise now (a new
+        ablation verdict in :mod:`mtkit.cpu`); auto's new choice stands only where this device
+        cannot run the old one (fp16 off CUDA). Call before loading the scaler's state."""
+        if self.cfg.precision != "auto" or name == self.resolved.name:
+            return
+        try:
+            kept = D.resolve_precision(name, self.device)
+        except MtkitError:
+            return
+        now = self.resolved.name
+        self.resolved = kept._replace(reason=f"auto: the run's precision so far, kept on resume; "
+                                             f"a new run would pick {now}")  # fmt: skip
+        self.amp_dtype = kept.dtype
         fp16 = self.amp_dtype == torch.float16
         self.scaler = torch.amp.GradScaler(self.device.type, enabled=fp16)
 

@@ -11,6 +11,7 @@ import torch
 from subprocess_helpers import assert_same_run
 from training_helpers import train_args
 
+from mtkit import cpu
 from mtkit.checkpoint import load_checkpoint
 from mtkit.errors import MtkitError
 from mtkit.training import distributed as D
@@ -85,3 +86,29 @@ def test_the_first_lines_say_which_precision_and_why(
         "mtkit train: warning: bf16 on a CPU without bf16 hardware (no "
         "avx512_bf16 or amx_bf16): emulated in software, slower than fp32"
     ]
+
+
+def test_a_resumed_auto_run_keeps_its_precision(
+    tmp_path: Path, tiny_dataset: Path, mtkit, monkeypatch
+) -> None:
+    """auto's choice may change between a run's start and its resume (a new ablation verdict in
+    mtkit/cpu.py): the resumed run goes on in the precision it trained in, says so, and equals
+    the uninterrupted run; a new run takes the new choice."""
+    monkeypatch.setattr(D, "cpu_flags", lambda: AVX512_BF16)
+    monkeypatch.setitem(cpu.ABLATION, "train", {"avx512_bf16": cpu.Verdict(False, "-1 BLEU")})
+    opts = ["--max-tokens", "256", "--set", "log_every=1"]
+    straight, resumed = tmp_path / "straight", tmp_path / "resumed"
+    assert mtkit(*train_args(tiny_dataset, straight, *opts, "--max-updates", "6")).exit_code == 0
+    assert mtkit(*train_args(tiny_dataset, resumed, *opts, "--max-updates", "3")).exit_code == 0
+    monkeypatch.setitem(cpu.ABLATION, "train", {"avx512_bf16": cpu.Verdict(True, "+1 BLEU")})
+    loud = [a for a in train_args(tiny_dataset, resumed, *opts, "--max-updates", "6") if a != "-q"]
+    result = mtkit(*loud)
+    assert result.exit_code == 0, result.output
+    assert ("precision: fp32 (auto: the run's precision so far, kept on resume; a new run would "
+            "pick bf16)") in result.output  # fmt: skip
+    ckpt, _ = assert_same_run(straight, resumed)
+    assert ckpt["state"]["precision"] == "fp32"
+    fresh = [a for a in train_args(tiny_dataset, tmp_path / "new", *opts, "--max-updates", "1")
+             if a != "-q"]  # fmt: skip
+    new_run = mtkit(*fresh).output
+    assert "precision: bf16 (auto: avx512_bf16 present and bf16 matched fp32" in new_run
