@@ -44,8 +44,7 @@ class Stepper:
         self.cfg = cfg
         self.where = D.env_dist()
         self.device = D.resolve_device(cfg.device, self.where)
-        self.resolved = D.resolve_precision(cfg.precision, self.device)
-        self.amp_dtype = self.resolved.dtype
+        self._use_precision(D.resolve_precision(cfg.precision, self.device))
         D.init_group(self.where, self.device)
         seed_everything(cfg.seed + self.where.rank)
         self.model = build_model(model_cfg, ids)
@@ -55,6 +54,10 @@ class Stepper:
         self.net = D.wrap_model(self.model, self.where, self.device)
         self.optimizer = build_optimizer(self.model, cfg)
         self.scheduler = build_scheduler(self.optimizer, cfg)
+
+    def _use_precision(self, resolved: D.Precision) -> None:
+        """Train in ``resolved``: its autocast dtype, and a gradient scaler enabled for fp16."""
+        self.resolved, self.amp_dtype = resolved, resolved.dtype
         fp16 = self.amp_dtype == torch.float16
         self.scaler = torch.amp.GradScaler(self.device.type, enabled=fp16)
 
@@ -70,11 +73,8 @@ class Stepper:
         except MtkitError:
             return
         now = self.resolved.name
-        self.resolved = kept._replace(reason=f"auto: the run's precision so far, kept on resume; "
-                                             f"a new run would pick {now}")  # fmt: skip
-        self.amp_dtype = kept.dtype
-        fp16 = self.amp_dtype == torch.float16
-        self.scaler = torch.amp.GradScaler(self.device.type, enabled=fp16)
+        why = f"auto: the run's precision so far, kept on resume; a new run would pick {now}"
+        self._use_precision(kept._replace(reason=why))
 
     @property
     def precision(self) -> str:
