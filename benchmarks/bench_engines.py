@@ -9,7 +9,8 @@ One checkpoint is decoded by these engines on Multi30k test_2016_flickr (en, 1,0
 - HF transformers ``generate`` on ``mtkit export --format hf`` (MarianMTModel);
 - CTranslate2 float32 and int8 on ``mtkit export --format ctranslate2``; with more than one
   thread also split into inter_threads=T, intra_threads=1 (T batches decoded at once, one
-  thread each) beside its default of one batch at a time on T intra-op threads;
+  thread each) beside its default of one batch at a time on T intra-op threads; mtkit fp32, bf16
+  and int8 likewise (``--workers T --threads 1``: T worker processes);
 - mtkit ``--engine ctranslate2`` on those two exports (mtkit's tokenization and batching).
 
 Every engine runs at each thread count of ``--threads`` (default 1,2: a per-core figure and the
@@ -135,7 +136,10 @@ def jobs_for(threads: int, python: Path, dirs: dict[str, Path]) -> list[tuple]:
         ("mtkit ct2 float32", ours, "mtkit-ct2", dirs["ct2-float32"], 1),
         ("mtkit ct2 int8", ours, "mtkit-ct2", dirs["ct2-int8"], 1),
     ]
-    if threads > 1:  # CTranslate2's other use of T threads: T batches at once, one thread each
+    if threads > 1:  # the other use of T threads: T batches at once, one thread each
+        jobs += [(f"mtkit {q}", ours, engine, None, threads)
+                 for q, engine in (("fp32", "mtkit"), ("bf16", "mtkit-bf16"),
+                                   ("int8", "mtkit-int8"))]  # fmt: skip
         jobs += [(f"CTranslate2 {q}", python, "ct2", dirs[f"ct2-{q}"], threads)
                  for q in ("float32", "int8")]  # fmt: skip
     return jobs

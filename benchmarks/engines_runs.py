@@ -130,24 +130,32 @@ def _timed_all(run_all, batches: list[list[str]], repeat: int):
 
 def engine_config(opts: dict, **runtime) -> TranslateConfig:
     """The benchmark's search options; max_tokens so large that every engine decodes the same
-    batches (no further splitting)."""
+    batches (no further splitting). ``inter`` batches at once: that many workers, each with
+    an equal share of the threads."""
     from mtkit.config import SearchConfig, TranslateConfig
 
     search = SearchConfig(beam=opts["beam"], lenpen=opts["lenpen"], max_len_a=opts["max_len_a"],
                           max_len_b=opts["max_len_b"], min_len=opts["min_len"])  # fmt: skip
-    return TranslateConfig(search, device="cpu", threads=opts["threads"], max_tokens=10**9,
-                           **runtime)  # fmt: skip
+    inter = opts.get("inter", 1)
+    return TranslateConfig(search, device="cpu", threads=opts["threads"] // inter,
+                           workers=inter, max_tokens=10**9, **runtime)  # fmt: skip
 
 
 def run_engine(engine, batches: list[list[str]], opts: dict):
     """Time ``engine`` (mtkit's protocol) on ``batches``; tokens generated, EOS included."""
 
-    def run(batch: list[str]) -> tuple[list[str], int]:
-        results = engine.translate(batch)
+    def texts_tokens(results) -> tuple[list[str], int]:
         texts = [hyps[0].text if hyps else "" for hyps in results]
         return texts, sum(hyps[0].tokens + 1 for hyps in results if hyps)
 
-    return _timed(run, batches, opts["repeat"])
+    if hasattr(engine, "translate_groups"):  # --workers: every batch submitted at once
+
+        def run_all(todo: list[list[str]]) -> tuple[list[str], int]:
+            found = [texts_tokens(results) for results in engine.translate_groups(todo)]
+            return [t for texts, _ in found for t in texts], sum(n for _, n in found)
+
+        return _timed_all(run_all, batches, opts["repeat"])
+    return _timed(lambda batch: texts_tokens(engine.translate(batch)), batches, opts["repeat"])
 
 
 def run_mtkit(

@@ -1,7 +1,7 @@
 """Imports flow one way: cli -> pipeline -> {engines, export, training} -> {checkpoint, decoding,
-model, data} -> {config, cpu, devices, errors, staging}; serve (the HTTP server) sits between
-pipeline and engines. Every import counts, lazy ones inside
-functions too (read from the source, not from what happens to be loaded)."""
+model, data} -> {config, cpu, devices, errors, processes, staging}; serve (the HTTP server)
+sits between pipeline and engines. Every import counts, lazy ones inside functions too (read
+from the source, not from what happens to be loaded)."""
 
 from __future__ import annotations
 
@@ -21,6 +21,7 @@ FORBIDDEN: dict[str, set[str]] = {
     "devices": UPPER | {"checkpoint", *CORE},
     "cpu": UPPER | {"checkpoint", *CORE},
     "errors": UPPER | {"checkpoint", *CORE},
+    "processes": UPPER | {"checkpoint", *CORE},
     "data": UPPER | {"checkpoint", "decoding", "model"},
     "model": UPPER | {"checkpoint", "decoding"},
     "decoding": UPPER | {"checkpoint", "model"},

@@ -13,8 +13,8 @@ from mtkit.cli.translate import SEARCH_OPTIONS, search_options
 from mtkit.config import LOG_LEVELS, ServeConfig, TranslateConfig
 
 # search options a server takes per request (alternatives -> nbest) or not at all (sampling)
-# (tgt_lang: a multilingual server takes the target per request)
-NOT_SERVED = {"nbest", "sampling", "top_k", "top_p", "temperature", "seed", "tgt_lang"}
+# (tgt_lang: a multilingual server takes the target per request; workers: one decoding loop)
+NOT_SERVED = {"nbest", "sampling", "top_k", "top_p", "temperature", "seed", "tgt_lang", "workers"}
 option = partial(config_option, config=ServeConfig)
 
 

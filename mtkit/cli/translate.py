@@ -44,7 +44,11 @@ SEARCH_OPTIONS: list[tuple[tuple[str, ...], str, Any, str]] = [
     (("--quantize",), "quantize", click.Choice(["int8"]), "Dynamic int8 quantization (CPU)."),
     (("--cpu-matmul",), "cpu_matmul", click.Choice(["onednn", "default"]),
      "CPU fp32: pack linear weights once for oneDNN, or torch's default matmul."),
-    (("--threads",), "threads", click.IntRange(0), "CPU threads (0: torch's default)."),
+    (("--threads",), "threads", click.IntRange(0),
+     "CPU threads, per worker (0: torch's default, divided among the workers)."),
+    (("--workers",), "workers", click.IntRange(1),
+     "Batches decoded at once on CPU, each by its own worker (mtkit: a process; ctranslate2: "
+     "inter_threads)."),
     (("--tgt-lang",), "tgt_lang", str, "Multilingual models: translate into this language "
      "(adds >>TGT<< to lines without a tag)."),
     (("--engine",), "engine", click.Choice(["mtkit", "ctranslate2"]),

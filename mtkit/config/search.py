@@ -92,7 +92,8 @@ class TranslateConfig:
     dtype: str = "fp32"  # fp32 | bf16 (CPU: bf16 linear layers) | fp16 (CUDA) | auto (mtkit/cpu.py)
     quantize: str = ""  # "" | int8
     cpu_matmul: str = "onednn"  # CPU fp32: onednn (weights packed once) | default (torch's)
-    threads: int = 0  # torch CPU threads; 0: torch's default
+    threads: int = 0  # CPU threads (per worker); 0: torch's default (divided among workers)
+    workers: int = 1  # batches decoded at once, each by a worker with --threads threads (CPU)
     engine: str = "mtkit"  # mtkit | ctranslate2 (-m names an `mtkit export` directory)
     chunk_lines: int = 10000  # lines read, sorted by length and translated at a time (streaming)
     tgt_lang: str = ""  # multilingual models: lines without a >>xx<< tag get this one
@@ -104,6 +105,7 @@ class TranslateConfig:
              f"--max-input-tokens must be positive, got {self.max_input_tokens}"),
             (self.chunk_lines >= 1, f"chunk_lines must be positive, got {self.chunk_lines}"),
             (self.threads >= 0, f"--threads must be >= 0, got {self.threads}"),
+            (self.workers >= 1, f"--workers must be >= 1, got {self.workers}"),
             (self.dtype in DTYPES, f"--dtype must be one of {', '.join(DTYPES)}, "
              f"got {self.dtype!r}"),
             (self.quantize in ("", "int8"), f"--quantize must be int8 (or empty), "

@@ -107,17 +107,33 @@ class Ct2Engine:
         bounds = [max_target_len(len(row) - bool(row and row[0] in tags), search,
                                  self.max_positions - 1) for row in ids]  # fmt: skip
         results: list[list[Translation]] = [[] for _ in lines]
-        for index in source_batches(ids, self.config.max_tokens, progress):
+        at_once = self.config.workers > 1  # every batch submitted, one per inter_thread
+        pending = []
+        for index in source_batches(ids, self.config.max_tokens, None if at_once else progress):
             pieces = [[self.src.id_to_piece(t) for t in ids[i]] for i in index]
             options = search_options(search, max(bounds[i] for i in index), self.tgt)
-            found = self.translator.translate_batch(pieces, **options)
-            hyps = [_target_ids(self.tgt, r.hypotheses[0], bounds[i])
-                    for i, r in zip(index, found, strict=True)]  # fmt: skip
-            texts = self.tgt.decode(hyps)
-            for i, r, hyp, text in zip(index, found, hyps, texts, strict=True):
-                score = r.scores[0] if r.scores else math.nan
-                results[i] = [Translation(one_line(text), score, math.nan, len(hyp))]
+            found = self.translator.translate_batch(pieces, asynchronous=at_once, **options)
+            if at_once:
+                pending.append((index, found))
+            else:
+                self._keep(results, index, found, bounds)
+        for index, waiting in pending:
+            self._keep(results, index, [r.result() for r in waiting], bounds)
+            if progress is not None:
+                progress.update(len(index))
+        if at_once and progress is not None:
+            progress.update(sum(not row for row in ids))  # lines with nothing to translate
         return results
+
+    def _keep(self, results: list[list[Translation]], index: list[int], found: list[Any],
+              bounds: list[int]) -> None:  # fmt: skip
+        """Detokenize one batch's CTranslate2 results into ``results`` at ``index``."""
+        hyps = [_target_ids(self.tgt, r.hypotheses[0], bounds[i])
+                for i, r in zip(index, found, strict=True)]  # fmt: skip
+        texts = self.tgt.decode(hyps)
+        for i, r, hyp, text in zip(index, found, hyps, texts, strict=True):
+            score = r.scores[0] if r.scores else math.nan
+            results[i] = [Translation(one_line(text), score, math.nan, len(hyp))]
 
 
 def _target_ids(tgt: Tokenizer, pieces: list[str], bound: int) -> list[int]:
@@ -160,11 +176,12 @@ def _translator(model_dir: Path, config: TranslateConfig) -> tuple[Any, dict]:
     device, index = _device(config.device, ct2)
     dtype = resolve_dtype(device, config.dtype, config.quantize)
     announce_dtype(config.dtype, dtype)
-    threads = config.threads or os.cpu_count() or 1
+    threads = config.threads or max(1, (os.cpu_count() or 1) // config.workers)
     try:
         translator = ct2.Translator(str(model_dir), device=device, device_index=index,
                                     compute_type=compute_type(config, dtype.name),
-                                    inter_threads=1, intra_threads=threads)  # fmt: skip
+                                    inter_threads=config.workers,
+                                    intra_threads=threads)  # fmt: skip
     except (RuntimeError, ValueError) as err:
         raise MtkitError(f"{model_dir}: cannot load CTranslate2 model ({err})") from None
     return translator, meta

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import torch
 from torch import nn
@@ -30,6 +31,9 @@ from mtkit.engines.base import (
 )
 from mtkit.errors import MtkitError
 from mtkit.model.inference import check_precision, prepare_for_inference, resolve_dtype
+
+if TYPE_CHECKING:
+    from mtkit.engines.parallel import ParallelEngine
 
 
 @dataclass
@@ -62,15 +66,22 @@ class NativeEngine:
         sources = encode_sources(self.src_tokenizer, lines, self.max_source_pieces, first_number,
                                  self.config.tgt_lang)  # fmt: skip
         results: list[list[Translation]] = [[] for _ in lines]
-        ids = self.src_tokenizer.specials  # the checkpoint's (an imported vocabulary's) ids
         for index in source_batches(sources, self.config.max_tokens, progress):
-            src = pad_batch([sources[i] + [ids.eos] for i in index], self.device, ids.pad)
-            found = generate(self.models, src, search, self._generator(search))
-            texts = iter(self.tgt_tokenizer.decode([h.tokens for hyps in found for h in hyps]))
+            found = self.translate_batch([sources[i] for i in index], search)
             for i, hyps in zip(index, found, strict=True):
-                results[i] = [Translation(one_line(next(texts)), h.score, h.logprob, len(h.tokens))
-                              for h in hyps]  # fmt: skip
+                results[i] = hyps
         return results
+
+    def translate_batch(
+        self, rows: list[list[int]], search: SearchConfig
+    ) -> list[list[Translation]]:
+        """One batch: source piece ids per row (non-empty, no EOS) -> each row's hypotheses."""
+        ids = self.src_tokenizer.specials  # the checkpoint's (an imported vocabulary's) ids
+        src = pad_batch([row + [ids.eos] for row in rows], self.device, ids.pad)
+        found = generate(self.models, src, search, self._generator(search))
+        texts = iter(self.tgt_tokenizer.decode([h.tokens for hyps in found for h in hyps]))
+        return [[Translation(one_line(next(texts)), h.score, h.logprob, len(h.tokens))
+                 for h in hyps] for hyps in found]  # fmt: skip
 
     def _generator(self, search: SearchConfig) -> torch.Generator | None:
         if not search.sampling:
@@ -94,12 +105,21 @@ def check_ensemble(loaded: list[LoadedModel]) -> None:
                 )
 
 
-def load(checkpoints: list[str], config: TranslateConfig) -> NativeEngine:
-    """Load one checkpoint, or several as an ensemble, prepared for ``config``'s device."""
+def load(
+    checkpoints: list[str], config: TranslateConfig, announce: bool = True
+) -> NativeEngine | ParallelEngine:
+    """Load one checkpoint, or several as an ensemble, prepared for ``config``'s device
+    (``announce``: say what ``--dtype auto`` chose; workers of a parallel engine do not).
+    With ``config.workers`` > 1: a :class:`~mtkit.engines.parallel.ParallelEngine`."""
+    if config.workers > 1:
+        from mtkit.engines import parallel
+
+        return parallel.load(checkpoints, config)
     device = torch_device(config.device)
     dtype = resolve_dtype(device.type, config.dtype, config.quantize)
     check_precision(device, dtype.name, config.quantize)
-    announce_dtype(config.dtype, dtype)
+    if announce:
+        announce_dtype(config.dtype, dtype)
     if config.threads > 0:
         torch.set_num_threads(config.threads)
     loaded = [load_for_inference(path) for path in checkpoints]

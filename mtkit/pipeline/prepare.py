@@ -19,11 +19,8 @@ directions and counts each one under ``splits.SPLIT.directions``, in the order w
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import json
 import multiprocessing
-import signal
-import sys
 from collections import deque
 from collections.abc import Iterator
 from dataclasses import asdict
@@ -51,13 +48,13 @@ from mtkit.pipeline.multilingual import (
     totals,
 )
 from mtkit.pipeline.signals import interruptible
+from mtkit.processes import stop_with_parent
 from mtkit.staging import check_out_dir, staged_dir
 
 SPLITS = ("train", "valid", "test")
 FILTERED_SPLITS = ("train",)
 # source lines, target lines, apply the length filters, the tag id to prepend (-1: none)
 Job = tuple[list[str], list[str], bool, int]
-PR_SET_PDEATHSIG = 1  # prctl(2): the signal a process gets when its parent dies
 
 
 class Encoded(NamedTuple):
@@ -110,24 +107,8 @@ _worker_encoder: ChunkEncoder | None = None
 
 def _init_worker(*args: Any) -> None:
     global _worker_encoder
-    _stop_with_parent()
+    stop_with_parent()
     _worker_encoder = ChunkEncoder(*args)
-
-
-def _stop_with_parent() -> None:
-    """Ctrl-C is the main process's to handle (it stops the pool, whose SIGTERM ends a worker
-    quietly: the handler forked from the main process is undone); and on Linux a worker dies
-    with it, even by SIGKILL, instead of printing a traceback when it returns its chunk. The
-    kernel closes a dying process's pipes before it sends the death signal, so a worker can
-    still write its chunk into the closed result pipe in between: SIGPIPE's default action
-    ends it there just as quietly (Python's own ignores SIGPIPE and raises BrokenPipeError,
-    which the pool would print)."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    signal.signal(signal.SIGTERM, signal.SIG_DFL)
-    signal.signal(signal.SIGPIPE, signal.SIG_DFL)
-    if sys.platform.startswith("linux"):
-        with contextlib.suppress(OSError, AttributeError):
-            ctypes.CDLL(None).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
 
 
 def _encode_in_worker(job: Job) -> Encoded:

@@ -34,6 +34,15 @@ def ct2_dir(trained: Ckpt, tmp_path_factory: pytest.TempPathFactory) -> Path:
     return export_ct2(trained.path, tmp_path_factory.mktemp("ct2") / "fp32")
 
 
+class Counted:
+    """A progress bar stand-in: counts the lines it hears of."""
+
+    n = 0
+
+    def update(self, n: int) -> None:
+        self.n += n
+
+
 def greedy_lines(ck: Ckpt, lines: list[str], cfg: TranslateConfig) -> list[str]:
     out = []
     for ids in ck.src.encode(lines):
@@ -70,6 +79,25 @@ def test_lines_keep_their_place_across_bounds_and_batches(ct2_dir: Path, trained
     got = translate_lines_ct2(ct2_dir, lines, cfg)
     assert len(got) == len(lines) and got[0] == got[2] == got[8] == ""
     assert got == greedy_lines(trained, lines, cfg)
+
+
+def test_workers_decode_batches_at_once_with_the_same_output(ct2_dir: Path) -> None:
+    """--workers 2: inter_threads 2, every batch submitted at once; lines keep their place and
+    the outputs and scores equal one worker's on the same threads."""
+    lines = ["", *TEST_LINES, "  ", *TEST_LINES[::-1]]
+    options = dict(beam=3, max_tokens=12, device="cpu", threads=1)
+    one = load_engine([str(ct2_dir)], tcfg(**options))
+    two = load_engine([str(ct2_dir)], tcfg(workers=2, **options))
+    assert two.translator.num_translators == 2
+    counted = Counted()
+    got = two.translate(lines, progress=counted)
+    assert got[0] == got[len(TEST_LINES) + 1] == []
+
+    def texts_scores(results: list) -> list:  # logprob is NaN here, never equal to itself
+        return [[(h.text, h.score, h.tokens) for h in hyps] for hyps in results]
+
+    assert texts_scores(got) == texts_scores(one.translate(lines))
+    assert counted.n == len(lines)
 
 
 @pytest.mark.parametrize("beam, lenpen", [(1, 1.0), (4, 1.0), (4, 0.6), (5, 0.0)])

@@ -17,6 +17,7 @@ from mtkit.data.tokenizer import train_spm
 from mtkit.engines import load_engine, native
 from mtkit.engines.base import Translation
 from mtkit.engines.native import NativeEngine
+from mtkit.engines.parallel import ParallelEngine
 from mtkit.errors import MtkitError
 from mtkit.pipeline.translate import (
     format_results,
@@ -242,6 +243,53 @@ def test_sampling_is_reproducible_through_the_pipeline(ckpt: str) -> None:
     config = tcfg(beam=1, sampling=True, top_p=0.9, seed=3, max_len_b=6)
     lines = corpus(seed=4, n=8)
     assert translate_lines([ckpt], lines, config) == translate_lines([ckpt], lines, config)
+
+
+class Counted:
+    """A progress bar stand-in: counts the lines it hears of."""
+
+    n = 0
+
+    def update(self, n: int) -> None:
+        self.n += n
+
+
+def test_workers_decode_as_one_worker_does(ckpt: str) -> None:
+    """--workers 2 (two spawned processes, one thread each): every batch decoded as a
+    one-thread engine decodes it, so hypotheses, scores and log-probabilities are equal; lines
+    keep their place; progress hears of every line."""
+    lines = ["", *corpus(seed=5, n=30), "  ", *corpus(seed=6, n=10)]
+    options = dict(FAST, beam=3, nbest=2, max_tokens=40, threads=1, device="cpu")
+    one = load_engine([ckpt], tcfg(**options))
+    two = load_engine([ckpt], tcfg(workers=2, **options))
+    assert isinstance(two, ParallelEngine)
+    counted = Counted()
+    got = two.translate(lines, first_number=7, progress=counted)
+    assert got == one.translate(lines) and got[0] == got[31] == [] and len(got[1]) == 2
+    assert counted.n == len(lines)
+    whole = load_engine([ckpt], tcfg(**{**options, "max_tokens": 10**6}))  # a group: a batch
+    groups = [lines[:5], lines[5:6], ["", " "], lines[6:]]
+    assert two.translate_groups(groups) == [whole.translate(group) for group in groups]
+
+
+def test_workers_through_the_pipeline_write_the_same_file(ckpt: str, tmp_path: Path) -> None:
+    source = tmp_path / "in.txt"
+    source.write_text("\n".join(corpus(seed=7, n=25)) + "\n", encoding="utf-8")
+    outputs = []
+    for workers in (1, 2):
+        out = tmp_path / f"out{workers}.txt"
+        stats = translate_file([ckpt], str(source), str(out),
+                               tcfg(workers=workers, threads=1, max_tokens=30, **FAST))  # fmt: skip
+        assert stats.lines == 25
+        outputs.append(out.read_text(encoding="utf-8"))
+    assert outputs[0] == outputs[1] and outputs[0].count("\n") == 25
+
+
+def test_workers_refuse_sampling_and_bad_counts(ckpt: str) -> None:
+    with pytest.raises(MtkitError, match="--sampling .* takes --workers 1"):
+        load_engine([ckpt], tcfg(workers=2, sampling=True))
+    with pytest.raises(MtkitError, match="--workers must be >= 1, got 0"):
+        tcfg(workers=0)
 
 
 def test_failed_run_leaves_no_output_file(

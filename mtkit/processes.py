@@ -1,0 +1,31 @@
+"""Worker processes that belong to the command that started them.
+
+`mtkit prepare` encodes and `mtkit translate --workers N` decodes in pools of worker processes;
+each calls :func:`stop_with_parent` first, so that Ctrl-C and a dying main process end the
+workers quietly instead of leaving them running or printing tracebacks.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import signal
+import sys
+
+PR_SET_PDEATHSIG = 1  # prctl(2): the signal a process gets when its parent dies
+
+
+def stop_with_parent() -> None:
+    """Ctrl-C is the main process's to handle (it stops the pool, whose SIGTERM ends a worker
+    quietly: the handler forked from the main process is undone); and on Linux a worker dies
+    with it, even by SIGKILL, instead of printing a traceback when it returns its result. The
+    kernel closes a dying process's pipes before it sends the death signal, so a worker can
+    still write its result into the closed result pipe in between: SIGPIPE's default action
+    ends it there just as quietly (Python's own ignores SIGPIPE and raises BrokenPipeError,
+    which the pool would print)."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    signal.signal(signal.SIGPIPE, signal.SIG_DFL)
+    if sys.platform.startswith("linux"):
+        with contextlib.suppress(OSError, AttributeError):
+            ctypes.CDLL(None).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
