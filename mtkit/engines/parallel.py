@@ -25,7 +25,7 @@ import weakref
 from collections.abc import Sequence
 from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import torch
@@ -62,6 +62,8 @@ class ParallelEngine:
     src_tokenizer: Tokenizer
     max_source_pieces: int
     executor: ProcessPoolExecutor
+    pids: list[int] = field(default_factory=list)  # the workers' process ids
+    stopped: bool = False  # by stop(): an error or a signal while decoding
 
     def check(self, search: SearchConfig) -> None:
         check_workers(self.config, search)
@@ -112,6 +114,8 @@ class ParallelEngine:
     ) -> list[list[list[Translation]]]:
         """Every non-empty batch submitted at once; results in order."""
         self.check(search)
+        if self.stopped:
+            raise MtkitError("the decoding workers were stopped; load the engine again")
         futures: list[Future | None] = [
             self.executor.submit(_translate_in_worker, rows, search) if rows else None
             for rows in batches
@@ -122,12 +126,22 @@ class ParallelEngine:
                 found.append(_result(future) if future is not None else [])
                 if progress is not None:
                     progress.update(len(rows))
-        except BaseException:
-            for future in futures:
-                if future is not None:
-                    future.cancel()
+        except BaseException:  # an error or a signal: stop now, not after the batches queued
+            self.stop()
             raise
         return found
+
+    def stop(self) -> None:
+        """End the workers at once, dropping the batches they hold (after this the engine
+        cannot translate): a signal must not wait for batches nobody will read."""
+        self.stopped = True
+        terminate = getattr(self.executor, "terminate_workers", None)  # Python >= 3.14
+        if terminate is not None:
+            terminate()
+            return
+        for process in list((getattr(self.executor, "_processes", None) or {}).values()):
+            process.terminate()
+        self.executor.shutdown(wait=False, cancel_futures=True)
 
 
 def _result(future: Future) -> Any:
@@ -157,8 +171,7 @@ def load(checkpoints: list[str], config: TranslateConfig) -> ParallelEngine:
     weakref.finalize(engine, executor.shutdown, wait=False, cancel_futures=True)
     started = [executor.submit(_wait_for_the_others) for _ in range(config.workers)]
     try:
-        for future in started:
-            future.result()
+        engine.pids = [future.result() for future in started]
     except (BrokenProcessPool, threading.BrokenBarrierError):
         executor.shutdown(wait=False, cancel_futures=True)
         raise MtkitError(
