@@ -1,8 +1,10 @@
 """Worker processes that belong to the command that started them.
 
-`mtkit prepare` encodes and `mtkit translate --workers N` decodes in pools of worker processes;
-each calls :func:`stop_with_parent` first, so that Ctrl-C and a dying main process end the
-workers quietly instead of leaving them running or printing tracebacks.
+`mtkit prepare` encodes and `mtkit translate --workers N` decodes in pools of worker processes
+(``concurrent.futures.ProcessPoolExecutor``); each worker calls :func:`stop_with_parent` first,
+so that Ctrl-C and a dying main process end the workers quietly instead of leaving them running
+or printing tracebacks, and an error or a signal in the main process ends a pool with
+:func:`stop_now`.
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ import contextlib
 import ctypes
 import signal
 import sys
+from concurrent.futures import ProcessPoolExecutor
 
 PR_SET_PDEATHSIG = 1  # prctl(2): the signal a process gets when its parent dies
 
@@ -29,3 +32,18 @@ def stop_with_parent() -> None:
     if sys.platform.startswith("linux"):
         with contextlib.suppress(OSError, AttributeError):
             ctypes.CDLL(None).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+
+
+def stop_now(pool: ProcessPoolExecutor) -> None:
+    """End a pool's workers at once, dropping the jobs they hold (an error or a signal in the
+    main process: nobody will read those results). ``multiprocessing.Pool.terminate`` can hang
+    here: a worker killed while it holds the result queue's lock (writing a large result) leaves
+    the lock taken, and the pool's own shutdown then waits for it forever; the executor notices
+    its dead workers instead."""
+    terminate = getattr(pool, "terminate_workers", None)  # Python >= 3.14
+    if terminate is not None:
+        terminate()
+        return
+    for process in list((getattr(pool, "_processes", None) or {}).values()):
+        process.terminate()
+    pool.shutdown(wait=False, cancel_futures=True)

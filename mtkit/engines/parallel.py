@@ -36,7 +36,7 @@ from mtkit.devices import torch_device
 from mtkit.engines import native
 from mtkit.engines.base import Progress, Translation, encode_sources, source_batches
 from mtkit.errors import MtkitError
-from mtkit.processes import stop_with_parent
+from mtkit.processes import stop_now, stop_with_parent
 
 START_TIMEOUT_S = 600  # for every worker to load the checkpoints
 
@@ -135,13 +135,7 @@ class ParallelEngine:
         """End the workers at once, dropping the batches they hold (after this the engine
         cannot translate): a signal must not wait for batches nobody will read."""
         self.stopped = True
-        terminate = getattr(self.executor, "terminate_workers", None)  # Python >= 3.14
-        if terminate is not None:
-            terminate()
-            return
-        for process in list((getattr(self.executor, "_processes", None) or {}).values()):
-            process.terminate()
-        self.executor.shutdown(wait=False, cancel_futures=True)
+        stop_now(self.executor)
 
 
 def _result(future: Future) -> Any:

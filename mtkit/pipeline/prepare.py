@@ -23,6 +23,7 @@ import json
 import multiprocessing
 from collections import deque
 from collections.abc import Iterator
+from concurrent.futures import Future, ProcessPoolExecutor
 from dataclasses import asdict
 from itertools import chain, compress, islice
 from pathlib import Path
@@ -48,7 +49,7 @@ from mtkit.pipeline.multilingual import (
     totals,
 )
 from mtkit.pipeline.signals import interruptible
-from mtkit.processes import stop_with_parent
+from mtkit.processes import stop_now, stop_with_parent
 from mtkit.staging import check_out_dir, staged_dir
 
 SPLITS = ("train", "valid", "test")
@@ -122,7 +123,7 @@ class EncoderPool:
     def __init__(self, args: tuple[Any, ...], workers: int) -> None:
         self.args, self.workers = args, workers
         self.local = ChunkEncoder(*args)
-        self.pool: Any = None
+        self.pool: ProcessPoolExecutor | None = None
         self.jobs_in_workers = 0
 
     def map(self, jobs: Iterator[Job]) -> Iterator[tuple[Job, Encoded]]:
@@ -132,19 +133,22 @@ class EncoderPool:
                 yield job, self.local(job)
             return
         if self.pool is None:
-            self.pool = multiprocessing.Pool(self.workers, _init_worker, self.args)
-        # apply_async over a window rather than Pool.imap: imap's feeder thread would drain the
+            context = multiprocessing.get_context()  # the platform's default, as before
+            self.pool = ProcessPoolExecutor(
+                self.workers, mp_context=context, initializer=_init_worker, initargs=self.args
+            )
+        # submit over a window rather than map(): map submits every job at once, draining the
         # reader without limit; the window bounds memory and keeps read errors in this thread
-        pending: deque[tuple[Job, Any]] = deque()
+        pending: deque[tuple[Job, Future]] = deque()
         for job in chain(head, jobs):
-            pending.append((job, self.pool.apply_async(_encode_in_worker, (job,))))
+            pending.append((job, self.pool.submit(_encode_in_worker, job)))
             self.jobs_in_workers += 1
             if len(pending) > 2 * self.workers:
                 done, result = pending.popleft()
-                yield done, result.get()
+                yield done, result.result()
         while pending:
             done, result = pending.popleft()
-            yield done, result.get()
+            yield done, result.result()
 
     def __enter__(self) -> EncoderPool:
         return self
@@ -152,10 +156,9 @@ class EncoderPool:
     def __exit__(self, exc_type: object, *exc: object) -> None:
         if self.pool is not None:
             if exc_type is None:
-                self.pool.close()
+                self.pool.shutdown()
             else:
-                self.pool.terminate()
-            self.pool.join()
+                stop_now(self.pool)
 
 
 def _jobs(
