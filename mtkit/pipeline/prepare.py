@@ -24,6 +24,7 @@ import multiprocessing
 from collections import deque
 from collections.abc import Iterator
 from concurrent.futures import Future, ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import asdict
 from itertools import chain, compress, islice
 from pathlib import Path
@@ -112,6 +113,15 @@ def _init_worker(*args: Any) -> None:
     _worker_encoder = ChunkEncoder(*args)
 
 
+def _encoded(result: Future) -> Encoded:
+    try:
+        return result.result()
+    except BrokenProcessPool:
+        raise MtkitError(
+            "an encoding worker stopped (out of memory?); try fewer --workers, or --workers 0"
+        ) from None
+
+
 def _encode_in_worker(job: Job) -> Encoded:
     assert _worker_encoder is not None, "worker not initialised"
     return _worker_encoder(job)
@@ -145,10 +155,10 @@ class EncoderPool:
             self.jobs_in_workers += 1
             if len(pending) > 2 * self.workers:
                 done, result = pending.popleft()
-                yield done, result.result()
+                yield done, _encoded(result)
         while pending:
             done, result = pending.popleft()
-            yield done, result.result()
+            yield done, _encoded(result)
 
     def __enter__(self) -> EncoderPool:
         return self

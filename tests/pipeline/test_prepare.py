@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -115,6 +116,21 @@ def test_encoder_pool_bounds_the_chunks_in_flight(corpus_pairs, corpus_spm: Path
         first = next(pool.map(jobs()))
         assert first[0] == ([corpus_pairs[0][0]], [corpus_pairs[0][1]], False, -1)
         assert pulled <= 2 * 2 + 1
+
+
+def dying_worker(job: object) -> object:
+    """An encoding worker that dies as an out-of-memory kill would end it."""
+    os._exit(1)
+
+
+def test_a_dead_worker_is_a_one_line_error(corpus_pairs, corpus_spm: Path, monkeypatch) -> None:
+    """A worker that dies breaks the pool: one MtkitError, not a traceback (the forked workers
+    see the patched function)."""
+    monkeypatch.setattr(prepare_module, "_encode_in_worker", dying_worker)
+    jobs = [([s], [t], False, -1) for s, t in corpus_pairs[:6]]
+    with pytest.raises(MtkitError, match="an encoding worker stopped"):
+        with EncoderPool(encoder_args(corpus_spm), workers=2) as pool:
+            list(pool.map(iter(jobs)))
 
 
 class CountingSource(Source):
