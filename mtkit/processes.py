@@ -13,7 +13,11 @@ import contextlib
 import ctypes
 import signal
 import sys
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import Future, ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
+from typing import Any
+
+from mtkit.errors import MtkitError
 
 PR_SET_PDEATHSIG = 1  # prctl(2): the signal a process gets when its parent dies
 
@@ -47,3 +51,12 @@ def stop_now(pool: ProcessPoolExecutor) -> None:
     for process in list((getattr(pool, "_processes", None) or {}).values()):
         process.terminate()
     pool.shutdown(wait=False, cancel_futures=True)
+
+
+def pool_result(future: Future, broken: str) -> Any:
+    """``future``'s result; a pool broken by a worker that died (killed for memory, say)
+    becomes a one-line MtkitError saying ``broken``."""
+    try:
+        return future.result()
+    except BrokenProcessPool:
+        raise MtkitError(broken) from None

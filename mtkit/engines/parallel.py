@@ -36,7 +36,7 @@ from mtkit.devices import torch_device
 from mtkit.engines import native
 from mtkit.engines.base import Progress, Translation, encode_sources, source_batches
 from mtkit.errors import MtkitError
-from mtkit.processes import stop_now, stop_with_parent
+from mtkit.processes import pool_result, stop_now, stop_with_parent
 
 START_TIMEOUT_S = 600  # for every worker to load the checkpoints
 
@@ -139,12 +139,7 @@ class ParallelEngine:
 
 
 def _result(future: Future) -> Any:
-    try:
-        return future.result()
-    except BrokenProcessPool:
-        raise MtkitError(
-            "a decoding worker stopped (out of memory?); try fewer --workers"
-        ) from None
+    return pool_result(future, "a decoding worker stopped (out of memory?); try fewer --workers")
 
 
 def load(checkpoints: list[str], config: TranslateConfig) -> ParallelEngine:

@@ -24,7 +24,6 @@ import multiprocessing
 from collections import deque
 from collections.abc import Iterator
 from concurrent.futures import Future, ProcessPoolExecutor
-from concurrent.futures.process import BrokenProcessPool
 from dataclasses import asdict
 from itertools import chain, compress, islice
 from pathlib import Path
@@ -50,7 +49,7 @@ from mtkit.pipeline.multilingual import (
     totals,
 )
 from mtkit.pipeline.signals import interruptible
-from mtkit.processes import stop_now, stop_with_parent
+from mtkit.processes import pool_result, stop_now, stop_with_parent
 from mtkit.staging import check_out_dir, staged_dir
 
 SPLITS = ("train", "valid", "test")
@@ -114,12 +113,9 @@ def _init_worker(*args: Any) -> None:
 
 
 def _encoded(result: Future) -> Encoded:
-    try:
-        return result.result()
-    except BrokenProcessPool:
-        raise MtkitError(
-            "an encoding worker stopped (out of memory?); try fewer --workers, or --workers 0"
-        ) from None
+    return pool_result(
+        result, "an encoding worker stopped (out of memory?); try fewer --workers, or --workers 0"
+    )
 
 
 def _encode_in_worker(job: Job) -> Encoded:
