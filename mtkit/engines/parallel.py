@@ -79,15 +79,12 @@ class ParallelEngine:
         sources = encode_sources(self.src_tokenizer, lines, self.max_source_pieces, first_number,
                                  self.config.tgt_lang)  # fmt: skip
         batches = list(source_batches(sources, self.config.max_tokens))
-        results: list[list[Translation]] = [[] for _ in lines]
         found = self._decode([[sources[i] for i in index] for index in batches], search,
                              progress)  # fmt: skip
-        for index, hyps in zip(batches, found, strict=True):
-            for i, line_hyps in zip(index, hyps, strict=True):
-                results[i] = line_hyps
+        kept = [i for index in batches for i in index]
         if progress is not None:
-            progress.update(len(lines) - sum(map(len, batches)))  # lines with nothing to translate
-        return results
+            progress.update(len(lines) - len(kept))  # lines with nothing to translate
+        return placed(len(lines), kept, [hyps for batch in found for hyps in batch])
 
     def translate_groups(
         self, groups: Sequence[Sequence[str]], search: SearchConfig | None = None
@@ -101,13 +98,8 @@ class ParallelEngine:
         found = self._decode([[rows[i] for i in index] for rows, index in zip(encoded, kept,
                                                                               strict=True)],
                              search)  # fmt: skip
-        results: list[list[list[Translation]]] = []
-        for group, index, hyps in zip(groups, kept, found, strict=True):
-            out: list[list[Translation]] = [[] for _ in group]
-            for i, line_hyps in zip(index, hyps, strict=True):
-                out[i] = line_hyps
-            results.append(out)
-        return results
+        return [placed(len(group), index, hyps)
+                for group, index, hyps in zip(groups, kept, found, strict=True)]  # fmt: skip
 
     def _decode(
         self, batches: list[list[list[int]]], search: SearchConfig, progress: Progress | None = None
@@ -136,6 +128,14 @@ class ParallelEngine:
         cannot translate): a signal must not wait for batches nobody will read."""
         self.stopped = True
         stop_now(self.executor)
+
+
+def placed(count: int, index: list[int], hyps: list[list[Translation]]) -> list[list[Translation]]:
+    """``count`` lines' results: ``hyps[j]`` at line ``index[j]``, [] where nothing was decoded."""
+    results: list[list[Translation]] = [[] for _ in range(count)]
+    for i, line_hyps in zip(index, hyps, strict=True):
+        results[i] = line_hyps
+    return results
 
 
 def _result(future: Future) -> Any:
