@@ -19,6 +19,7 @@ from typing import Any
 import torch
 from torch.nn.utils import clip_grad_norm_
 
+from mtkit.allocator import keep_freed_memory
 from mtkit.config import ModelConfig, TrainConfig
 from mtkit.data.tokenizer import DEFAULT_SPECIAL_IDS, SpecialIds
 from mtkit.errors import MtkitError
@@ -44,6 +45,8 @@ class Stepper:
         self.cfg = cfg
         self.where = D.env_dist()
         self.device = D.resolve_device(cfg.device, self.where)
+        if self.device.type == "cpu":
+            keep_freed_memory()  # each update's large tensors: reused, not new pages
         self._use_precision(D.resolve_precision(cfg.precision, self.device))
         D.init_group(self.where, self.device)
         seed_everything(cfg.seed + self.where.rank)
