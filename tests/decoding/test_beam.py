@@ -124,13 +124,14 @@ def test_beam_candidates_first_step_has_one_beam_per_sentence() -> None:
     torch.testing.assert_close(cand.scores, lprobs[:, 0].topk(6).values)
 
 
+@pytest.mark.parametrize("chunk", [128, 5, 1, 3])  # one chunk; whole chunks and tails
 @pytest.mark.parametrize(("n", "w", "v", "count"), [(3, 4, 50, 8), (2, 5, 7, 10), (1, 3, 4, 6)])
-def test_beam_candidates_equal_one_topk_over_all_beams_and_tokens(n, w, v, count) -> None:
+def test_beam_candidates_equal_one_topk_over_all_beams_and_tokens(n, w, v, count, chunk) -> None:
     torch.manual_seed(n * 100 + v)
     lprobs = torch.log_softmax(torch.randn(n, w, v) * 3, -1)
     lprobs[0, 0, 2:] = -INF  # a beam with fewer finite tokens than count
     scores = torch.randn(n, w) * 2
-    cand = beam_candidates(lprobs, scores, count)
+    cand = beam_candidates(lprobs, scores, count, chunk)
     total = (scores.unsqueeze(-1) + lprobs).view(n, w * v)
     expected = total.topk(min(count, w * v), dim=1)
     assert torch.equal(cand.scores, expected.values)
@@ -138,6 +139,19 @@ def test_beam_candidates_equal_one_topk_over_all_beams_and_tokens(n, w, v, count
     assert torch.equal(total.gather(1, cand.flat), cand.scores)  # each candidate is what it says
     finite = expected.values.isfinite()
     assert torch.equal(cand.flat[finite], expected.indices[finite])  # random values: no ties
+
+
+@pytest.mark.parametrize("chunk", [128, 16, 7])
+def test_beam_candidates_with_ties_are_the_top_values_and_distinct(chunk) -> None:
+    # bf16 logits repeat values: many candidates tie, across chunks and beams
+    torch.manual_seed(7)
+    lprobs = torch.log_softmax(torch.randn(4, 5, 300).bfloat16().float(), -1).round(decimals=1)
+    scores = torch.randn(4, 5).round(decimals=1)
+    cand = beam_candidates(lprobs, scores, 10, chunk)
+    total = (scores.unsqueeze(-1) + lprobs).view(4, 5 * 300)
+    assert torch.equal(cand.scores, total.topk(10, dim=1).values)
+    assert torch.equal(total.gather(1, cand.flat), cand.scores)
+    assert all(len(set(row)) == 10 for row in cand.flat.tolist())
 
 
 def test_finished_mask_keeps_top_k_finite_eos_only() -> None:
