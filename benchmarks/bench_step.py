@@ -13,11 +13,14 @@ each part of the work, and prints milliseconds per decoding step and the share o
   ``decode_step``);
 - search: everything else in the loop (constraints, top-k, finished hypotheses, Python).
 
+Without a checkpoint, bench_translate.py's random transformer-small decodes, every output
+forced to ``--random-len`` tokens.
+
 A stopwatch costs about 0.2 us per call, so the shares are honest where PyTorch's profiler (a
 few microseconds per operator, on thousands of small operators per step) is not. Whole runs
 without stopwatches give the tokens/s beside the table.
 
-    .venv/bin/python benchmarks/bench_step.py CKPT [--dtypes fp32 bf16 int8] [--threads 1]
+    .venv/bin/python benchmarks/bench_step.py [CKPT] [--dtypes fp32 bf16 int8] [--threads 1]
 """
 
 from __future__ import annotations
@@ -30,13 +33,14 @@ from pathlib import Path
 
 import torch.nn.functional as F
 from machine import print_machine
-from multi30k import read_text
+from multi30k import random_checkpoint, read_text
 
 from mtkit.config import SearchConfig, TranslateConfig
 from mtkit.decoding.search import Ensemble
 from mtkit.engines import load_engine
 from mtkit.model.state import KeyValueCache, SourceCache
 
+WORK = Path(__file__).resolve().parent.parent / ".bench" / "translate"  # bench_translate's model
 PARTS = ("encoder", "linear layers", "attention", "cache", "decoder, other", "log-softmax",
          "search")  # fmt: skip
 
@@ -118,23 +122,29 @@ def parts(watch: Stopwatches, total: float) -> dict[str, float]:
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("checkpoint", type=Path)
+    p.add_argument("checkpoint", nargs="?", type=Path, help="default: a random model")
     p.add_argument("--dtypes", nargs="+", default=["fp32", "bf16", "int8"])
     p.add_argument("--threads", type=int, default=1)
     p.add_argument("--batch", type=int, default=32)
     p.add_argument("--limit", type=int, default=500, help="first N test lines")
+    p.add_argument("--random-len", type=int, default=16, help="forced output length (random)")
     opts = p.parse_args()
     print_machine()
+    checkpoint = opts.checkpoint or random_checkpoint(WORK)
+    search = SearchConfig(beam=5)
+    if opts.checkpoint is None:
+        n = opts.random_len
+        search = SearchConfig(beam=5, min_len=n, max_len_a=0, max_len_b=n)
     lines = sorted(read_text("test_2016_flickr", "en")[: opts.limit], key=len)
     batches = [lines[i : i + opts.batch] for i in range(0, len(lines), opts.batch)]
     print(f"{len(lines)} lines of test_2016_flickr in batches of {opts.batch}, beam 5, "
           f"{opts.threads} thread(s); ms per decoding step (share)")  # fmt: skip
     for dtype in opts.dtypes:
         quantize = "int8" if dtype == "int8" else ""
-        cfg = TranslateConfig(SearchConfig(beam=5), device="cpu", threads=opts.threads,
+        cfg = TranslateConfig(search, device="cpu", threads=opts.threads,
                               max_tokens=10**9, dtype="fp32" if quantize else dtype,
                               quantize=quantize)  # fmt: skip
-        engine = load_engine([str(opts.checkpoint)], cfg)
+        engine = load_engine([str(checkpoint)], cfg)
 
         def run(engine=engine) -> int:
             return sum(h[0].tokens + 1 for b in batches for h in engine.translate(b))

@@ -30,6 +30,7 @@ QUICK_ARGS: dict[str, list[list[str]]] = {
     "bench_engines": [["--limit", "64"], ["--repeat", "1"]],
     "bench_gqa": [["--rounds", "1"], ["--sentences", "4"]],
     "bench_kernels": [["--calls", "20"]],
+    "bench_step": [["--limit", "64"]],
     "bench_serve": [["--sentences", "40"], ["--concurrency", "1,8"], ["--time-limit", "20"]],
 }
 DEFAULT_QUICK = [["--quick"]]
