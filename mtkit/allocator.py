@@ -7,7 +7,7 @@ again. A decoding step or a training update allocates and frees the same large t
 time (a beam step's logits and log-probabilities: 160 rows x 8,000 words x 4 bytes = 5 MB
 each), so each one comes back as new pages that the kernel must zero, one page fault per
 4 KiB on first touch. On this project's Zen 4 machine, bf16 beam search over 256 lines took
-165,000 page faults in two passes; with the settings below 2,500, and decoded 1.2x faster
+165,000 page faults in two passes; with the settings below 2,500, and decoded 1.1-1.2x faster
 (benchmarks/README.md, "Page faults").
 
 :func:`keep_freed_memory` sets two ``mallopt`` parameters: blocks below 32 MiB (glibc's largest
