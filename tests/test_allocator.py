@@ -55,3 +55,22 @@ def test_a_second_search_reuses_the_memory_of_the_first() -> None:
 def test_elsewhere_nothing_changes(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(allocator.platform, "libc_ver", lambda: ("musl", "1.2"))
     assert not allocator.keep_freed_memory()
+
+
+def test_cpu_training_and_decoding_apply_it(monkeypatch: pytest.MonkeyPatch, tmp_path) -> None:
+    from mtkit.config import ModelConfig, SearchConfig, TrainConfig, TranslateConfig
+    from mtkit.engines import native
+    from mtkit.errors import MtkitError
+    from mtkit.training import step
+
+    calls: list[str] = []
+    monkeypatch.setattr(step, "keep_freed_memory", lambda: calls.append("train") or True)
+    monkeypatch.setattr(native, "keep_freed_memory", lambda: calls.append("decode") or True)
+    mcfg = ModelConfig(src_vocab_size=20, tgt_vocab_size=20, d_model=16, ffn_dim=32, heads=2,
+                       encoder_layers=1, decoder_layers=1)  # fmt: skip
+    step.Stepper(TrainConfig(device="cpu", run_dir=str(tmp_path)), mcfg)
+    assert calls == ["train"]
+    cfg = TranslateConfig(SearchConfig(beam=1), device="cpu")
+    with pytest.raises(MtkitError, match="missing.pt"):  # after the device's set-up
+        native.load([str(tmp_path / "missing.pt")], cfg, announce=False)
+    assert calls == ["train", "decode"]
