@@ -1,11 +1,12 @@
 """Keep freed memory in the process for reuse, instead of handing it back to the OS (glibc).
 
 PyTorch's CPU tensors come from ``malloc``. glibc serves a block above its mmap threshold
-(128 KiB at first) with a fresh ``mmap`` and returns it with ``munmap`` when freed; the
-threshold then rises to the size just freed, so a block of that same size is mapped afresh
-again. A decoding step or a training update allocates and frees the same large tensors every
+(128 KiB at first) with a fresh ``mmap`` and returns it with ``munmap`` when freed; that
+threshold then rises to the size freed and the trim threshold to twice it, and whenever more
+than the trim threshold lies free at the top of the heap, glibc hands it back to the OS. A
+decoding step or a training update allocates and frees several large tensors at once, every
 time (a beam step's logits and log-probabilities: 160 rows x 8,000 words x 4 bytes = 5 MB
-each), so each one comes back as new pages that the kernel must zero, one page fault per
+each), so they keep coming back as new pages that the kernel must zero, one page fault per
 4 KiB on first touch. On this project's Zen 4 machine, bf16 beam search over 256 lines took
 165,000 page faults in two passes; with the settings below 2,500, and decoded 1.1-1.2x faster
 (benchmarks/README.md, "Page faults").

@@ -47,7 +47,7 @@ def test_a_second_search_reuses_the_memory_of_the_first() -> None:
     logits_pages = 160 * 8000 * 4 // 4096
     kept, default = faults("keep"), faults("default")
     # five searches of 21 steps each fault fewer pages than three steps' logits fill (measured:
-    # 211 or 2,501 kept, 19,000-126,000 with glibc's defaults, which map them afresh)
+    # 211 or 2,501 kept, 19,000-126,000 with glibc's defaults, which hand them back)
     assert kept < 3 * logits_pages, (kept, default)
     assert kept * 5 < default, (kept, default)
 

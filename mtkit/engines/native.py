@@ -124,7 +124,7 @@ def load(
     if config.threads > 0:
         torch.set_num_threads(config.threads)
     if device.type == "cpu":
-        keep_freed_memory()  # each step's logits: reused, not new pages (1.2x, mtkit/allocator.py)
+        keep_freed_memory()  # each step's logits: reused, not new pages (mtkit/allocator.py)
     loaded = [load_for_inference(path) for path in checkpoints]
     check_ensemble(loaded)
     check_target(config.tgt_lang, loaded[0].src_tokenizer.tags)
