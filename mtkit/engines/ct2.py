@@ -17,7 +17,6 @@ Differences from mtkit's own engine (documented, not hidden):
 
 from __future__ import annotations
 
-import json
 import math
 import os
 from collections.abc import Sequence
@@ -27,7 +26,7 @@ from typing import Any
 
 from mtkit.config import SearchConfig, TranslateConfig
 from mtkit.data.tags import check_target
-from mtkit.data.tokenizer import SpecialIds, Tokenizer
+from mtkit.data.tokenizer import Tokenizer
 from mtkit.devices import parse_device
 from mtkit.engines.base import (
     Progress,
@@ -38,8 +37,13 @@ from mtkit.engines.base import (
     source_batches,
 )
 from mtkit.errors import MtkitError
-from mtkit.export.ct2 import METADATA, ctranslate2_module, suppressed
-from mtkit.model.inference import resolve_dtype
+from mtkit.formats.ctranslate2 import (
+    ctranslate2_module,
+    read_metadata,
+    read_tokenizer,
+    suppressed,
+)
+from mtkit.precision import resolve_dtype
 
 FLOATS = {"fp32": "float32", "fp16": "float16", "bf16": "bfloat16"}
 
@@ -166,35 +170,19 @@ def search_options(search: SearchConfig, bound: int, tgt: Tokenizer) -> dict[str
     return options
 
 
-def _translator(model_dir: Path, config: TranslateConfig) -> tuple[Any, dict]:
-    """The CTranslate2 translator for an exported directory and its ``mtkit.json`` metadata."""
+def _translator(model_dir: Path, config: TranslateConfig) -> Any:
+    """The CTranslate2 translator for an exported directory."""
     ct2 = ctranslate2_module()
-    if not (model_dir / "model.bin").is_file():
-        raise MtkitError(f"{model_dir}: not a CTranslate2 model directory (no model.bin)")
-    meta_path = model_dir / METADATA
-    meta = json.loads(meta_path.read_text(encoding="utf-8")) if meta_path.is_file() else {}
     device, index = _device(config.device, ct2)
     dtype = resolve_dtype(device, config.dtype, config.quantize)
     announce_dtype(config.dtype, dtype)
     threads = config.threads or max(1, (os.cpu_count() or 1) // config.workers)
     try:
-        translator = ct2.Translator(str(model_dir), device=device, device_index=index,
-                                    compute_type=compute_type(config, dtype.name),
-                                    inter_threads=config.workers,
-                                    intra_threads=threads)  # fmt: skip
+        return ct2.Translator(str(model_dir), device=device, device_index=index,
+                              compute_type=compute_type(config, dtype.name),
+                              inter_threads=config.workers, intra_threads=threads)  # fmt: skip
     except (RuntimeError, ValueError) as err:
         raise MtkitError(f"{model_dir}: cannot load CTranslate2 model ({err})") from None
-    return translator, meta
-
-
-def _tokenizer(model_dir: Path, side: str, meta: dict[str, Any]) -> Tokenizer:
-    """``source.spm``/``target.spm``, with the imported vocabulary mtkit.json names, if any."""
-    path = model_dir / f"{side}.spm"
-    vocab = meta.get(f"{side}_vocab")
-    if vocab is None:
-        return Tokenizer.from_file(path)
-    specials = SpecialIds.from_dict(meta.get(f"{side}_special_ids"), f"{model_dir}: {METADATA}")
-    return Tokenizer(path.read_bytes(), str(path), vocab, specials)
 
 
 def load(models: list[str], config: TranslateConfig) -> Ct2Engine:
@@ -204,20 +192,16 @@ def load(models: list[str], config: TranslateConfig) -> Ct2Engine:
         raise MtkitError("--engine ctranslate2 takes one exported model directory (-m DIR)")
     check_search(config.search)
     model_dir = Path(models[0])
-    if not model_dir.is_dir():
-        raise MtkitError(f"{model_dir}: no such CTranslate2 model directory (mtkit export)")
-    for name in ("source.spm", "target.spm"):
-        if not (model_dir / name).is_file():
-            raise MtkitError(f"{model_dir}: no {name} (export it with `mtkit export`)")
-    translator, meta = _translator(model_dir, config)
+    meta = read_metadata(model_dir)
+    translator = _translator(model_dir, config)
     if config.search.sampling:
         ct2.set_random_seed(config.search.seed)
-    src = _tokenizer(model_dir, "source", meta)
+    src = read_tokenizer(model_dir, "source", meta)
     check_target(config.tgt_lang, src.tags)
     return Ct2Engine(
         translator,
         src,
-        _tokenizer(model_dir, "target", meta),
+        read_tokenizer(model_dir, "target", meta),
         int(meta.get("max_positions", 1024)),
         config,
     )

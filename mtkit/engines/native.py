@@ -31,7 +31,8 @@ from mtkit.engines.base import (
     source_batches,
 )
 from mtkit.errors import MtkitError
-from mtkit.model.inference import check_precision, prepare_for_inference, resolve_dtype
+from mtkit.model.inference import check_precision, prepare_for_inference
+from mtkit.precision import resolve_dtype
 
 if TYPE_CHECKING:
     from mtkit.engines.parallel import ParallelEngine

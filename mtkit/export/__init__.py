@@ -9,11 +9,10 @@ imported only inside the functions that need them.
 from __future__ import annotations
 
 import dataclasses
-import importlib
-from types import ModuleType
 
 from mtkit.config import ModelConfig
 from mtkit.errors import MtkitError
+from mtkit.extras import require
 from mtkit.staging import staged_dir
 
 __all__ = ["ANY", "GENERAL", "check_supported", "require", "staged_dir"]
@@ -52,14 +51,3 @@ def check_supported(
             f"model.{name}={getattr(cfg, name)!r} cannot be exported to {target} "
             f"(it writes {can}){reason}; translate with mtkit's own engine"
         )
-
-
-def require(module: str, extra: str, what: str) -> ModuleType:
-    """Import an optional dependency, or fail naming the extra that provides it."""
-    try:
-        return importlib.import_module(module)
-    except ImportError as err:
-        raise MtkitError(
-            f"{what} needs the '{extra}' extra ({err.name or module} is not installed): "
-            f"pip install 'mtkit[{extra}]'"
-        ) from None

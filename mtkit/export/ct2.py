@@ -12,25 +12,19 @@ ctranslate2`), which documents how its search differs from mtkit's own.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from mtkit import __version__
 from mtkit.checkpoint import load_for_inference
 from mtkit.config import ModelConfig
 from mtkit.data.tokenizer import Tokenizer
 from mtkit.errors import MtkitError
-from mtkit.export import ANY, GENERAL, check_supported, require, staged_dir
+from mtkit.export import ANY, GENERAL, check_supported, staged_dir
+from mtkit.formats.ctranslate2 import ctranslate2_module, suppressed, write_sidecar
 
 QUANTIZATIONS = ("float32", "int8_float32", "int8", "float16")
-METADATA = "mtkit.json"
-
-
-def ctranslate2_module() -> Any:
-    return require("ctranslate2", "ct2", "CTranslate2 export and decoding")
 
 
 # what CTranslate2 4.8's specs can represent beyond the general fields (a whitelist): RMSNorm,
@@ -169,17 +163,6 @@ def ct2_spec(model: Any, src: Tokenizer, tgt: Tokenizer) -> Any:
 PROBE_STEPS = 12  # greedy tokens compared per probe sentence
 
 
-def vocabularies(src: Tokenizer, tgt: Tokenizer) -> dict[str, Any]:
-    """What mtkit.json keeps of an imported vocabulary (ids that are not the spm's), so that
-    the engine encodes and decodes with it; nothing for mtkit's own models."""
-    out: dict[str, Any] = {}
-    for side, tok in (("source", src), ("target", tgt)):
-        if tok.vocab is not None:
-            out[f"{side}_vocab"] = list(tok.vocab)
-            out[f"{side}_special_ids"] = tok.specials.to_dict()
-    return out
-
-
 def _convert(ct2: Any, spec: Any, out: Path, quantization: str) -> None:
     class _Converter(ct2.converters.Converter):
         def _load(self) -> Any:
@@ -189,12 +172,6 @@ def _convert(ct2: Any, spec: Any, out: Path, quantization: str) -> None:
         _Converter().convert(str(out), quantization=quantization, force=True)
     except (ValueError, NotImplementedError, RuntimeError) as err:
         raise MtkitError(f"CTranslate2 conversion failed: {err}") from None
-
-
-def suppressed(tgt: Tokenizer) -> list[list[str]]:
-    """The pieces mtkit never generates (PAD and the decoder's start token), for CTranslate2."""
-    ids = tgt.specials
-    return [[tgt.id_to_piece(i)] for i in sorted({ids.pad, ids.bos})]
 
 
 def probe_sources(vocab_size: int, count: int = 8) -> list[list[int]]:
@@ -259,12 +236,7 @@ def export_ct2(
                              f"mtkit's ({problem}); nothing was written")  # fmt: skip
         if quantization != "float32":  # the checked float32 model, quantized
             _convert(ct2, ct2_spec(model, src, tgt), tmp, quantization)
-        (tmp / "source.spm").write_bytes(loaded.src_tokenizer.proto)
-        (tmp / "target.spm").write_bytes(loaded.tgt_tokenizer.proto)
-        meta = {"format": "mtkit-ctranslate2", "mtkit_version": __version__,
-                "ctranslate2_version": ct2.__version__, "checkpoint": str(checkpoint),
-                "quantization": quantization,
-                "max_positions": loaded.config.max_positions,
-                **vocabularies(src, tgt)}  # fmt: skip
-        (tmp / METADATA).write_text(json.dumps(meta, indent=2) + "\n", encoding="utf-8")
+        write_sidecar(tmp, src, tgt, loaded.config.max_positions, None,
+                      ctranslate2_version=ct2.__version__, checkpoint=str(checkpoint),
+                      quantization=quantization)  # fmt: skip
     return Path(out_dir)

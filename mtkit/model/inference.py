@@ -2,7 +2,7 @@
 
 ``prepare_for_inference`` is what every engine and exporter that runs mtkit's own model calls;
 nothing else converts a model for inference. ``resolve_dtype`` says what ``--dtype`` means on a
-device (``auto``: see :mod:`mtkit.cpu`).
+device (:mod:`mtkit.precision`).
 
 bf16 on CPU is mixed precision, as autocast: the weights of every linear layer are held in bf16
 (packed for oneDNN where it can) and multiply bf16-rounded inputs, accumulating in fp32; the
@@ -17,28 +17,12 @@ import warnings
 import torch
 from torch import nn
 
-from mtkit.cpu import Resolved, cpu_flags, resolve_cpu_precision
 from mtkit.data.tokenizer import BOS_ID, EOS_ID
 from mtkit.errors import MtkitError
 from mtkit.model.packed import bf16_linears, onednn_available, pack_linears
 from mtkit.model.transformer import Transformer
 
 DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
-
-
-def resolve_dtype(
-    device_type: str, dtype: str, quantize: str = "", flags: frozenset[str] | None = None
-) -> Resolved:
-    """What ``--dtype`` means on a device of ``device_type`` (cpu or cuda), and why; with a
-    warning for bf16 on a CPU without bf16 hardware. ``auto``: fp32 with int8 quantization or
-    on CUDA, else what :func:`mtkit.cpu.choose_bf16` decides for decoding on this CPU."""
-    if dtype == "auto" and quantize:
-        return Resolved("fp32", "auto: int8 quantization computes in fp32")
-    if dtype == "auto" and device_type != "cpu":
-        return Resolved("fp32", "auto: fp32 on CUDA (bf16 is chosen automatically on CPU only)")
-    if device_type == "cpu" and dtype in ("auto", "bf16", "fp32"):
-        return resolve_cpu_precision(dtype, "decode", cpu_flags() if flags is None else flags)
-    return Resolved(dtype, "as asked")
 
 
 def check_precision(device: torch.device, dtype: str, quantize: str) -> None:

@@ -10,7 +10,8 @@ from torch import nn
 from variants import variant_params
 
 from mtkit.data.tokenizer import BOS_ID
-from mtkit.model.inference import cache_bytes_per_sentence, quantize_int8, resolve_dtype
+from mtkit.model.inference import cache_bytes_per_sentence, quantize_int8
+from mtkit.precision import resolve_dtype
 
 
 @pytest.fixture(autouse=True, scope="module")

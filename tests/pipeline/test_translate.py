@@ -216,9 +216,9 @@ def test_bf16_decodes_as_fp32_for_most_sentences(ckpt: str, cpu_matmul: str) -> 
 
 
 def test_dtype_auto_says_what_it_chose(ckpt: str, capsys, monkeypatch) -> None:
-    from mtkit.model import inference
+    from mtkit import precision
 
-    monkeypatch.setattr(inference, "cpu_flags", lambda: frozenset({"avx2"}))
+    monkeypatch.setattr(precision, "cpu_flags", lambda: frozenset({"avx2"}))
     load_engine([ckpt], tcfg(device="cpu", dtype="auto"))
     err = capsys.readouterr().err
     assert "dtype fp32 (auto: this CPU has no bf16 hardware" in err
