@@ -148,7 +148,7 @@ def run_engine(engine, batches: list[list[str]], opts: dict):
         texts = [hyps[0].text if hyps else "" for hyps in results]
         return texts, sum(hyps[0].tokens + 1 for hyps in results if hyps)
 
-    if hasattr(engine, "translate_groups"):  # --workers: every batch submitted at once
+    if engine.config.workers > 1:  # every batch submitted at once
 
         def run_all(todo: list[list[str]]) -> tuple[list[str], int]:
             found = [texts_tokens(results) for results in engine.translate_groups(todo)]

@@ -12,6 +12,7 @@ import click
 
 from mtkit.cli.common import config_option, user_errors
 from mtkit.config import SearchConfig, TranslateConfig
+from mtkit.engines import ENGINES, engine_names
 
 # (flags, SearchConfig or TranslateConfig field, type, help); every default comes from them
 SEARCH_OPTIONS: list[tuple[tuple[str, ...], str, Any, str]] = [
@@ -51,8 +52,8 @@ SEARCH_OPTIONS: list[tuple[tuple[str, ...], str, Any, str]] = [
      "inter_threads)."),
     (("--tgt-lang",), "tgt_lang", str, "Multilingual models: translate into this language "
      "(adds >>TGT<< to lines without a tag)."),
-    (("--engine",), "engine", click.Choice(["mtkit", "ctranslate2"]),
-     "ctranslate2: decode an `mtkit export --format ctranslate2` directory given as -m."),
+    (("--engine",), "engine", click.Choice(engine_names()),
+     "; ".join(f"{e.name}: -m names a {e.model_format}" for e in ENGINES.values()) + "."),
 ]  # fmt: skip
 
 

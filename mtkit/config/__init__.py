@@ -21,7 +21,6 @@ from mtkit.config.model import MODEL_PRESETS, ModelConfig
 from mtkit.config.search import (
     CPU_MATMULS,
     DTYPES,
-    ENGINES,
     LENPEN_STYLES,
     SearchConfig,
     TranslateConfig,
@@ -32,7 +31,6 @@ from mtkit.config.train import TrainConfig
 __all__ = [
     "CPU_MATMULS",
     "DTYPES",
-    "ENGINES",
     "LENPEN_STYLES",
     "LOG_LEVELS",
     "MODEL_PRESETS",

@@ -3,12 +3,14 @@
 An engine translates lines; for each line it returns up to ``nbest`` :class:`Translation`
 objects, best first, or none for a line with nothing to translate (empty, whitespace only, or
 no sentencepiece pieces). Search options may change per call (the server batches requests with
-equal options); an engine refuses options it cannot honour with a one-line error.
+equal options); an engine refuses options it cannot honour with a one-line error. Every engine
+shares one skeleton (:class:`Engine`): encode, batch by length, decode, put back in order.
 """
 
 from __future__ import annotations
 
 import sys
+from abc import ABC, abstractmethod
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Protocol
@@ -18,6 +20,7 @@ from mtkit.cpu import Resolved
 from mtkit.data.batching import token_batches
 from mtkit.data.tags import tag_lines
 from mtkit.data.tokenizer import Tokenizer
+from mtkit.languages import Languages
 
 
 @dataclass(frozen=True)
@@ -32,17 +35,69 @@ class Translation:
     tokens: int = 0
 
 
+@dataclass(frozen=True)
+class ModelInfo:
+    """What an engine knows of its model beyond the weights: enough to encode its input."""
+
+    src_tokenizer: Tokenizer
+    tgt_tokenizer: Tokenizer
+    max_positions: int
+    languages: Languages | None
+
+
 class Progress(Protocol):
     def update(self, n: int) -> object: ...
 
 
-class Engine(Protocol):
-    """A loaded model that translates lines of text."""
+class Engine(ABC):
+    """A loaded model that translates lines of text: the skeleton every engine shares.
+
+    :meth:`translate` encodes the lines with :attr:`src_tokenizer` (cut to
+    :attr:`max_source_pieces`), batches them by length, hands the batches to
+    :meth:`decode_batches` and puts each line's hypotheses back at its place. An engine
+    implements :meth:`decode_batch` (one batch of piece ids to hypotheses) and may override
+    :meth:`decode_batches` to run several batches at once.
+    """
 
     config: TranslateConfig  # runtime settings and the default search
+    src_tokenizer: Tokenizer
+    tgt_tokenizer: Tokenizer
+    max_positions: int  # the model's position limit: a source of max_positions - 1 pieces + EOS
+    model_languages: Languages | None  # what the model names, None when it does not
+
+    @property
+    def max_source_pieces(self) -> int:
+        """Longest source a line is cut to (pieces, EOS not counted)."""
+        return min(self.config.max_input_tokens, self.max_positions - 1)
+
+    def languages(self) -> Languages | None:
+        """The language codes the model names (None: it names none)."""
+        return self.model_languages
 
     def check(self, search: SearchConfig) -> None:
-        """Refuse (MtkitError, one line) search options this engine cannot honour."""
+        """Refuse (MtkitError, one line) search options this engine cannot honour; every
+        valid SearchConfig runs unless an engine says otherwise."""
+        return None
+
+    @abstractmethod
+    def decode_batch(self, rows: list[list[int]], search: SearchConfig) -> list[list[Translation]]:
+        """One batch: source piece ids per row (non-empty, no EOS) -> each row's hypotheses."""
+
+    def decode_batches(
+        self, batches: list[list[list[int]]], search: SearchConfig, progress: Progress | None
+    ) -> list[list[list[Translation]]]:
+        """Several batches, in order (one after the other here); ``progress`` hears of each."""
+        found = []
+        for rows in batches:
+            found.append(self.decode_batch(rows, search) if rows else [])
+            if progress is not None:
+                progress.update(len(rows))
+        return found
+
+    def encode(self, lines: Sequence[str], first_number: int = 1) -> list[list[int]]:
+        """Piece ids per line, as :func:`encode_sources` gives them for this engine."""
+        return encode_sources(self.src_tokenizer, lines, self.max_source_pieces, first_number,
+                              self.config.tgt_lang)  # fmt: skip
 
     def translate(
         self,
@@ -54,6 +109,30 @@ class Engine(Protocol):
         """Per line, up to ``search.nbest`` translations, best first; [] for a line with
         nothing to translate. ``first_number`` numbers the lines in warnings; ``progress`` is
         told how many lines each batch finished."""
+        search = search or self.config.search
+        self.check(search)
+        sources = self.encode(lines, first_number)
+        batches = list(source_batches(sources, self.config.max_tokens))
+        found = self.decode_batches([[sources[i] for i in index] for index in batches], search,
+                                    progress)  # fmt: skip
+        kept = [i for index in batches for i in index]
+        if progress is not None:
+            progress.update(len(lines) - len(kept))  # lines with nothing to translate
+        return placed(len(lines), kept, [hyps for batch in found for hyps in batch])
+
+    def translate_groups(
+        self, groups: Sequence[Sequence[str]], search: SearchConfig | None = None
+    ) -> list[list[list[Translation]]]:
+        """Each group of lines decoded as one batch, as given (for callers that batch
+        themselves: the engine benchmark gives every engine the same batches)."""
+        search = search or self.config.search
+        self.check(search)
+        encoded = [self.encode(group) for group in groups]
+        kept = [[i for i, row in enumerate(rows) if row] for rows in encoded]
+        batches = [[rows[i] for i in index] for rows, index in zip(encoded, kept, strict=True)]
+        found = self.decode_batches(batches, search, None)
+        return [placed(len(group), index, hyps)
+                for group, index, hyps in zip(groups, kept, found, strict=True)]  # fmt: skip
 
 
 def warn(message: str) -> None:
@@ -86,18 +165,20 @@ def encode_sources(
     return [row[:cap] for row in ids]
 
 
-def source_batches(
-    sources: list[list[int]], max_tokens: int, progress: Progress | None = None
-) -> Iterator[list[int]]:
+def source_batches(sources: list[list[int]], max_tokens: int) -> Iterator[list[int]]:
     """Indices of the non-empty ``sources`` in batches of at most ``max_tokens`` tokens (EOS
-    and padding counted), longest first; ``progress`` hears of every line, blank ones last."""
+    and padding counted), longest first."""
     todo = [i for i, row in enumerate(sources) if row]
     for batch in token_batches([len(sources[i]) + 1 for i in todo], max_tokens):
         yield [todo[j] for j in batch]
-        if progress is not None:
-            progress.update(len(batch))
-    if progress is not None:
-        progress.update(len(sources) - len(todo))
+
+
+def placed(count: int, index: list[int], hyps: list[list[Translation]]) -> list[list[Translation]]:
+    """``count`` lines' results: ``hyps[j]`` at line ``index[j]``, [] where nothing was decoded."""
+    results: list[list[Translation]] = [[] for _ in range(count)]
+    for i, line_hyps in zip(index, hyps, strict=True):
+        results[i] = line_hyps
+    return results
 
 
 def one_line(text: str) -> str:

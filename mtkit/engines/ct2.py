@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import math
 import os
-from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -28,21 +27,16 @@ from mtkit.config import SearchConfig, TranslateConfig
 from mtkit.data.tags import check_target
 from mtkit.data.tokenizer import Tokenizer
 from mtkit.devices import parse_device
-from mtkit.engines.base import (
-    Progress,
-    Translation,
-    announce_dtype,
-    encode_sources,
-    one_line,
-    source_batches,
-)
+from mtkit.engines.base import Engine, Progress, Translation, announce_dtype, one_line
 from mtkit.errors import MtkitError
 from mtkit.formats.ctranslate2 import (
     ctranslate2_module,
+    export_languages,
     read_metadata,
     read_tokenizer,
     suppressed,
 )
+from mtkit.languages import Languages
 from mtkit.precision import resolve_dtype
 
 FLOATS = {"fp32": "float32", "fp16": "float16", "bf16": "bfloat16"}
@@ -84,60 +78,60 @@ def compute_type(config: TranslateConfig, dtype: str | None = None) -> str:
 
 
 @dataclass
-class Ct2Engine:
+class Ct2Engine(Engine):
     """A loaded CTranslate2 export with its tokenizers."""
 
     translator: Any
-    src: Tokenizer
-    tgt: Tokenizer
+    src_tokenizer: Tokenizer
+    tgt_tokenizer: Tokenizer
     max_positions: int
     config: TranslateConfig
+    model_languages: Languages | None = None
 
     def check(self, search: SearchConfig) -> None:
         check_search(search)
 
-    def translate(
-        self,
-        lines: Sequence[str],
-        search: SearchConfig | None = None,
-        first_number: int = 1,
-        progress: Progress | None = None,
-    ) -> list[list[Translation]]:
-        search = search or self.config.search
-        check_search(search)
-        cap = min(self.config.max_input_tokens, self.max_positions - 1)  # + EOS must fit
-        ids = encode_sources(self.src, lines, cap, first_number, self.config.tgt_lang)
-        tags = set(self.src.tag_ids)  # a target-language tag does not count (max_len_a)
-        bounds = [max_target_len(len(row) - bool(row and row[0] in tags), search,
-                                 self.max_positions - 1) for row in ids]  # fmt: skip
-        results: list[list[Translation]] = [[] for _ in lines]
-        at_once = self.config.workers > 1  # every batch submitted, one per inter_thread
-        pending = []
-        for index in source_batches(ids, self.config.max_tokens, None if at_once else progress):
-            pieces = [[self.src.id_to_piece(t) for t in ids[i]] for i in index]
-            options = search_options(search, max(bounds[i] for i in index), self.tgt)
-            found = self.translator.translate_batch(pieces, asynchronous=at_once, **options)
-            if at_once:
-                pending.append((index, found))
-            else:
-                self._keep(results, index, found, bounds)
-        for index, waiting in pending:
-            self._keep(results, index, [r.result() for r in waiting], bounds)
-            if progress is not None:
-                progress.update(len(index))
-        if at_once and progress is not None:
-            progress.update(sum(not row for row in ids))  # lines with nothing to translate
-        return results
+    def decode_batch(self, rows: list[list[int]], search: SearchConfig) -> list[list[Translation]]:
+        return self._results(rows, self._submit(rows, search, asynchronous=False), search)
 
-    def _keep(self, results: list[list[Translation]], index: list[int], found: list[Any],
-              bounds: list[int]) -> None:  # fmt: skip
-        """Detokenize one batch's CTranslate2 results into ``results`` at ``index``."""
-        hyps = [_target_ids(self.tgt, r.hypotheses[0], bounds[i])
-                for i, r in zip(index, found, strict=True)]  # fmt: skip
-        texts = self.tgt.decode(hyps)
-        for i, r, hyp, text in zip(index, found, hyps, texts, strict=True):
-            score = r.scores[0] if r.scores else math.nan
-            results[i] = [Translation(one_line(text), score, math.nan, len(hyp))]
+    def decode_batches(
+        self, batches: list[list[list[int]]], search: SearchConfig, progress: Progress | None
+    ) -> list[list[list[Translation]]]:
+        """With ``--workers`` N (CTranslate2's inter_threads), every batch is submitted at
+        once and N are decoded at a time; else one after the other."""
+        if self.config.workers == 1:
+            return super().decode_batches(batches, search, progress)
+        pending = [self._submit(rows, search, asynchronous=True) if rows else []
+                   for rows in batches]  # fmt: skip
+        found = []
+        for rows, waiting in zip(batches, pending, strict=True):
+            found.append(self._results(rows, [r.result() for r in waiting], search))
+            if progress is not None:
+                progress.update(len(rows))
+        return found
+
+    def _bound(self, row: list[int], search: SearchConfig) -> int:
+        """The row's target length limit; a target-language tag does not count (max_len_a)."""
+        tagged = bool(row) and row[0] in self.src_tokenizer.tag_ids
+        return max_target_len(len(row) - tagged, search, self.max_positions - 1)
+
+    def _submit(self, rows: list[list[int]], search: SearchConfig, asynchronous: bool) -> Any:
+        pieces = [[self.src_tokenizer.id_to_piece(t) for t in row] for row in rows]
+        bound = max(self._bound(row, search) for row in rows)
+        options = search_options(search, bound, self.tgt_tokenizer)
+        return self.translator.translate_batch(pieces, asynchronous=asynchronous, **options)
+
+    def _results(
+        self, rows: list[list[int]], found: list[Any], search: SearchConfig
+    ) -> list[list[Translation]]:
+        """Detokenize one batch's CTranslate2 results (cut to each row's bound)."""
+        hyps = [_target_ids(self.tgt_tokenizer, r.hypotheses[0], self._bound(row, search))
+                for row, r in zip(rows, found, strict=True)]  # fmt: skip
+        texts = self.tgt_tokenizer.decode(hyps)
+        return [
+            [Translation(one_line(text), r.scores[0] if r.scores else math.nan, math.nan, len(hyp))]
+            for r, hyp, text in zip(found, hyps, texts, strict=True)
+        ]
 
 
 def _target_ids(tgt: Tokenizer, pieces: list[str], bound: int) -> list[int]:
@@ -185,7 +179,7 @@ def _translator(model_dir: Path, config: TranslateConfig) -> Any:
         raise MtkitError(f"{model_dir}: cannot load CTranslate2 model ({err})") from None
 
 
-def load(models: list[str], config: TranslateConfig) -> Ct2Engine:
+def load(models: list[str], config: TranslateConfig, announce: bool = True) -> Ct2Engine:
     """Load one exported directory (model.bin, source.spm, target.spm) for ``config``."""
     ct2 = ctranslate2_module()  # a missing extra is named before anything else is checked
     if len(models) != 1:
@@ -198,10 +192,6 @@ def load(models: list[str], config: TranslateConfig) -> Ct2Engine:
         ct2.set_random_seed(config.search.seed)
     src = read_tokenizer(model_dir, "source", meta)
     check_target(config.tgt_lang, src.tags)
-    return Ct2Engine(
-        translator,
-        src,
-        read_tokenizer(model_dir, "target", meta),
-        int(meta.get("max_positions", 1024)),
-        config,
-    )
+    tgt = read_tokenizer(model_dir, "target", meta)
+    return Ct2Engine(translator, src, tgt, int(meta.get("max_positions", 1024)), config,
+                     export_languages(meta))  # fmt: skip

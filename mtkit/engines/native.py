@@ -7,39 +7,28 @@ Lines are encoded with the checkpoint's source spm model, cut into batches of at
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 import torch
 from torch import nn
 
 from mtkit.allocator import keep_freed_memory
-from mtkit.checkpoint import LoadedModel, load_for_inference
-from mtkit.config import SearchConfig, TranslateConfig
+from mtkit.checkpoint import load_checkpoint, load_for_inference, tokenizers
+from mtkit.config import ModelConfig, SearchConfig, TranslateConfig, from_dict
 from mtkit.data.tags import check_target
 from mtkit.data.tokenizer import Tokenizer
 from mtkit.decoding.batching import pad_batch
 from mtkit.decoding.search import generate
 from mtkit.devices import torch_device
-from mtkit.engines.base import (
-    Progress,
-    Translation,
-    announce_dtype,
-    encode_sources,
-    one_line,
-    source_batches,
-)
+from mtkit.engines.base import Engine, ModelInfo, Translation, announce_dtype, one_line
 from mtkit.errors import MtkitError
+from mtkit.languages import Languages
 from mtkit.model.inference import check_precision, prepare_for_inference
 from mtkit.precision import resolve_dtype
 
-if TYPE_CHECKING:
-    from mtkit.engines.parallel import ParallelEngine
-
 
 @dataclass
-class NativeEngine:
+class NativeEngine(Engine):
     """Models ready to translate, with their tokenizers, on one device."""
 
     models: list[nn.Module]
@@ -48,36 +37,10 @@ class NativeEngine:
     config: TranslateConfig
     device: torch.device
     max_positions: int
+    model_languages: Languages | None = None
     generator: torch.Generator | None = None  # sampling draws from one stream across calls
 
-    @property
-    def max_source_pieces(self) -> int:
-        return min(self.config.max_input_tokens, self.max_positions - 1)
-
-    def check(self, search: SearchConfig) -> None:
-        """Every valid SearchConfig runs here."""
-
-    def translate(
-        self,
-        lines: Sequence[str],
-        search: SearchConfig | None = None,
-        first_number: int = 1,
-        progress: Progress | None = None,
-    ) -> list[list[Translation]]:
-        search = search or self.config.search
-        sources = encode_sources(self.src_tokenizer, lines, self.max_source_pieces, first_number,
-                                 self.config.tgt_lang)  # fmt: skip
-        results: list[list[Translation]] = [[] for _ in lines]
-        for index in source_batches(sources, self.config.max_tokens, progress):
-            found = self.translate_batch([sources[i] for i in index], search)
-            for i, hyps in zip(index, found, strict=True):
-                results[i] = hyps
-        return results
-
-    def translate_batch(
-        self, rows: list[list[int]], search: SearchConfig
-    ) -> list[list[Translation]]:
-        """One batch: source piece ids per row (non-empty, no EOS) -> each row's hypotheses."""
+    def decode_batch(self, rows: list[list[int]], search: SearchConfig) -> list[list[Translation]]:
         ids = self.src_tokenizer.specials  # the checkpoint's (an imported vocabulary's) ids
         src = pad_batch([row + [ids.eos] for row in rows], self.device, ids.pad)
         found = generate(self.models, src, search, self._generator(search))
@@ -93,49 +56,58 @@ class NativeEngine:
         return self.generator
 
 
-def check_ensemble(loaded: list[LoadedModel]) -> None:
+def check_ensemble(paths: list[str], tokenizers: list[tuple[Tokenizer, Tokenizer]]) -> None:
     """Ensembled checkpoints must share their sentencepiece models."""
-    first = loaded[0]
-    for other in loaded[1:]:
-        for side in ("src", "tgt"):
-            a, b = getattr(first, f"{side}_tokenizer"), getattr(other, f"{side}_tokenizer")
+    for path, pair in zip(paths[1:], tokenizers[1:], strict=True):
+        for side, a, b in zip(("src", "tgt"), tokenizers[0], pair, strict=True):
             if a.sha256 != b.sha256:
                 raise MtkitError(
-                    f"{other.checkpoint_path}: its {side} sentencepiece model differs from "
-                    f"{first.checkpoint_path}'s (sha256 {b.sha256[:12]} vs {a.sha256[:12]}); "
-                    "ensembled models must share source and target vocabularies"
+                    f"{path}: its {side} sentencepiece model differs from {paths[0]}'s (sha256 "
+                    f"{b.sha256[:12]} vs {a.sha256[:12]}); ensembled models must share source "
+                    "and target vocabularies"
                 )
 
 
-def load(
-    checkpoints: list[str], config: TranslateConfig, announce: bool = True
-) -> NativeEngine | ParallelEngine:
-    """Load one checkpoint, or several as an ensemble, prepared for ``config``'s device
-    (``announce``: say what ``--dtype auto`` chose; workers of a parallel engine do not).
-    With ``config.workers`` > 1: a :class:`~mtkit.engines.parallel.ParallelEngine`."""
-    if config.workers > 1:
-        from mtkit.engines import parallel
-
-        return parallel.load(checkpoints, config)
+def _settings(config: TranslateConfig, announce: bool) -> tuple[torch.device, str]:
+    """The device and resolved dtype (refused in one line if the device cannot run it)."""
     device = torch_device(config.device)
     dtype = resolve_dtype(device.type, config.dtype, config.quantize)
     check_precision(device, dtype.name, config.quantize)
     if announce:
         announce_dtype(config.dtype, dtype)
+    return device, dtype.name
+
+
+def describe(checkpoints: list[str], config: TranslateConfig) -> ModelInfo:
+    """What the engine would know of ``checkpoints`` (tokenizers, limits, languages), checked
+    as :func:`load` checks them, without building a model: for a process that only encodes."""
+    _settings(config, announce=True)
+    ckpts = [load_checkpoint(path) for path in checkpoints]
+    pairs = [tokenizers(ckpt, path) for ckpt, path in zip(ckpts, checkpoints, strict=True)]
+    check_ensemble(checkpoints, pairs)
+    check_target(config.tgt_lang, pairs[0][0].tags)
+    configs = [from_dict(ModelConfig, ckpt["model_config"], where=f"{path}: model_config")
+               for ckpt, path in zip(ckpts, checkpoints, strict=True)]  # fmt: skip
+    positions = min(cfg.max_positions for cfg in configs)
+    return ModelInfo(*pairs[0], positions, None)
+
+
+def load(checkpoints: list[str], config: TranslateConfig, announce: bool = True) -> NativeEngine:
+    """Load one checkpoint, or several as an ensemble, prepared for ``config``'s device
+    (``announce``: say what ``--dtype auto`` chose; workers of a parallel engine do not)."""
+    device, dtype = _settings(config, announce)
     if config.threads > 0:
         torch.set_num_threads(config.threads)
     if device.type == "cpu":
         keep_freed_memory()  # each step's logits: reused, not new pages (mtkit/allocator.py)
     loaded = [load_for_inference(path) for path in checkpoints]
-    check_ensemble(loaded)
+    check_ensemble(checkpoints, [(item.src_tokenizer, item.tgt_tokenizer) for item in loaded])
     check_target(config.tgt_lang, loaded[0].src_tokenizer.tags)
-    models = [
-        prepare_for_inference(item.model, device, dtype.name, config.quantize, config.cpu_matmul)
-        for item in loaded
-    ]
+    models = [prepare_for_inference(item.model, device, dtype, config.quantize, config.cpu_matmul)
+              for item in loaded]  # fmt: skip
     first = loaded[0]
     positions = min(item.config.max_positions for item in loaded)
     engine = NativeEngine(models, first.src_tokenizer, first.tgt_tokenizer, config, device,
-                          positions)  # fmt: skip
+                          positions, None)  # fmt: skip
     engine._generator(config.search)
     return engine

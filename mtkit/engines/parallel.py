@@ -1,28 +1,30 @@
-"""``--workers N`` for mtkit's own engine: N batches decoded at once, each in a worker process.
+"""``--workers N``: N batches decoded at once, each in a worker process.
 
 One batch decoded on T threads parallelises each matrix product, but at a few hundred rows per
 step much of a step is not matrix products (attention over a few keys, the cache reorder, the
 search, Python), and that part does not speed up with threads. CTranslate2's ``inter_threads``
 decodes several batches at once instead, one thread each; :class:`ParallelEngine` does the same
-with processes (an interpreter each, so no worker waits on another's lock). The main process
-reads, encodes and batches the lines as :class:`~mtkit.engines.native.NativeEngine` does; each
-worker holds the models and decodes whole batches; the results come back in input order.
+with processes (an interpreter each, so no worker waits on another's lock) for an engine that
+cannot do it itself (the registry, :mod:`mtkit.engines`, says which). The main process reads,
+encodes and batches the lines through the shared skeleton (:class:`~mtkit.engines.base.Engine`)
+knowing only the model's tokenizers and limits (``describe``: no model is built here); each
+worker loads the engine itself and decodes whole batches; the results come back in input order.
 Every batch is decoded as a ``--workers 1`` engine with the workers' ``--threads`` decodes it,
 so the output equals that engine's.
 
 Workers are spawned, not forked (the main process has already started torch's thread pools),
-and each loads the checkpoints itself; the engine waits until all are ready, so a worker that
-cannot start is reported before any line is decoded. Sampling draws from one random stream
-across batches (reproducible with ``--seed``), so it takes one worker.
+and the engine waits until all are ready, so a worker that cannot start is reported before any
+line is decoded. Sampling draws from one random stream across batches (reproducible with
+``--seed``), so it takes one worker.
 """
 
 from __future__ import annotations
 
+import importlib
 import multiprocessing
 import os
 import threading
 import weakref
-from collections.abc import Sequence
 from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field, replace
@@ -33,12 +35,12 @@ import torch
 from mtkit.config import SearchConfig, TranslateConfig
 from mtkit.data.tokenizer import Tokenizer
 from mtkit.devices import torch_device
-from mtkit.engines import native
-from mtkit.engines.base import Progress, Translation, encode_sources, source_batches
+from mtkit.engines.base import Engine, Progress, Translation
 from mtkit.errors import MtkitError
+from mtkit.languages import Languages
 from mtkit.processes import pool_result, stop_now, stop_with_parent
 
-START_TIMEOUT_S = 600  # for every worker to load the checkpoints
+START_TIMEOUT_S = 600  # for every worker to load the model
 
 
 def worker_config(config: TranslateConfig) -> TranslateConfig:
@@ -55,12 +57,14 @@ def check_workers(config: TranslateConfig, search: SearchConfig) -> None:
 
 
 @dataclass
-class ParallelEngine:
+class ParallelEngine(Engine):
     """Lines encoded and batched here, batches decoded by ``workers`` processes."""
 
     config: TranslateConfig
     src_tokenizer: Tokenizer
-    max_source_pieces: int
+    tgt_tokenizer: Tokenizer
+    max_positions: int
+    model_languages: Languages | None
     executor: ProcessPoolExecutor
     pids: list[int] = field(default_factory=list)  # the workers' process ids
     stopped: bool = False  # by stop(): an error or a signal while decoding
@@ -68,41 +72,11 @@ class ParallelEngine:
     def check(self, search: SearchConfig) -> None:
         check_workers(self.config, search)
 
-    def translate(
-        self,
-        lines: Sequence[str],
-        search: SearchConfig | None = None,
-        first_number: int = 1,
-        progress: Progress | None = None,
-    ) -> list[list[Translation]]:
-        search = search or self.config.search
-        sources = encode_sources(self.src_tokenizer, lines, self.max_source_pieces, first_number,
-                                 self.config.tgt_lang)  # fmt: skip
-        batches = list(source_batches(sources, self.config.max_tokens))
-        found = self._decode([[sources[i] for i in index] for index in batches], search,
-                             progress)  # fmt: skip
-        kept = [i for index in batches for i in index]
-        if progress is not None:
-            progress.update(len(lines) - len(kept))  # lines with nothing to translate
-        return placed(len(lines), kept, [hyps for batch in found for hyps in batch])
+    def decode_batch(self, rows: list[list[int]], search: SearchConfig) -> list[list[Translation]]:
+        return self.decode_batches([rows], search, None)[0]
 
-    def translate_groups(
-        self, groups: Sequence[Sequence[str]], search: SearchConfig | None = None
-    ) -> list[list[list[Translation]]]:
-        """Each group of lines decoded as one batch, as given (for callers that batch
-        themselves: the engine benchmark gives every engine the same batches)."""
-        search = search or self.config.search
-        encoded = [encode_sources(self.src_tokenizer, group, self.max_source_pieces,
-                                  tgt_lang=self.config.tgt_lang) for group in groups]  # fmt: skip
-        kept = [[i for i, row in enumerate(rows) if row] for rows in encoded]
-        found = self._decode([[rows[i] for i in index] for rows, index in zip(encoded, kept,
-                                                                              strict=True)],
-                             search)  # fmt: skip
-        return [placed(len(group), index, hyps)
-                for group, index, hyps in zip(groups, kept, found, strict=True)]  # fmt: skip
-
-    def _decode(
-        self, batches: list[list[list[int]]], search: SearchConfig, progress: Progress | None = None
+    def decode_batches(
+        self, batches: list[list[list[int]]], search: SearchConfig, progress: Progress | None
     ) -> list[list[list[Translation]]]:
         """Every non-empty batch submitted at once; results in order."""
         self.check(search)
@@ -130,33 +104,27 @@ class ParallelEngine:
         stop_now(self.executor)
 
 
-def placed(count: int, index: list[int], hyps: list[list[Translation]]) -> list[list[Translation]]:
-    """``count`` lines' results: ``hyps[j]`` at line ``index[j]``, [] where nothing was decoded."""
-    results: list[list[Translation]] = [[] for _ in range(count)]
-    for i, line_hyps in zip(index, hyps, strict=True):
-        results[i] = line_hyps
-    return results
-
-
 def _result(future: Future) -> Any:
     return pool_result(future, "a decoding worker stopped (out of memory?); try fewer --workers")
 
 
-def load(checkpoints: list[str], config: TranslateConfig) -> ParallelEngine:
-    """Check and load here (one-line errors, the dtype line), then start ``config.workers``
-    workers that each load the checkpoints, and wait until they all have."""
+def load(module_name: str, models: list[str], config: TranslateConfig) -> ParallelEngine:
+    """Check here (one-line errors, the dtype line) what the engine module ``module_name`` can
+    tell without a model (its ``describe``), then start ``config.workers`` workers that each
+    load the engine (its ``load``), and wait until they all have."""
     check_workers(config, config.search)
     if torch_device(config.device).type != "cpu":
         raise MtkitError("--workers > 1 decodes on CPU; on a GPU give larger batches "
                          "(--max-tokens) instead")  # fmt: skip
     each = worker_config(config)
-    here = native.load(checkpoints, each)
+    info = importlib.import_module(module_name).describe(models, each)
     context = multiprocessing.get_context("spawn")
     ready = context.Barrier(config.workers)
     executor = ProcessPoolExecutor(config.workers, mp_context=context,
                                    initializer=_start_worker,
-                                   initargs=(checkpoints, each, ready))  # fmt: skip
-    engine = ParallelEngine(config, here.src_tokenizer, here.max_source_pieces, executor)
+                                   initargs=(module_name, models, each, ready))  # fmt: skip
+    engine = ParallelEngine(config, info.src_tokenizer, info.tgt_tokenizer, info.max_positions,
+                            info.languages, executor)  # fmt: skip
     weakref.finalize(engine, executor.shutdown, wait=False, cancel_futures=True)
     started = [executor.submit(_wait_for_the_others) for _ in range(config.workers)]
     try:
@@ -170,14 +138,15 @@ def load(checkpoints: list[str], config: TranslateConfig) -> ParallelEngine:
     return engine
 
 
-_worker: native.NativeEngine | None = None
+_worker: Engine | None = None
 _ready: Any = None
 
 
-def _start_worker(checkpoints: list[str], config: TranslateConfig, ready: Any) -> None:
+def _start_worker(module_name: str, models: list[str], config: TranslateConfig, ready: Any) -> None:
     global _worker, _ready
     stop_with_parent()
-    _worker, _ready = native.load(checkpoints, config, announce=False), ready
+    module = importlib.import_module(module_name)
+    _worker, _ready = module.load(models, config, announce=False), ready
 
 
 def _wait_for_the_others() -> int:
@@ -188,4 +157,4 @@ def _wait_for_the_others() -> int:
 
 def _translate_in_worker(rows: list[list[int]], search: SearchConfig) -> list[list[Translation]]:
     assert _worker is not None, "worker not initialised"
-    return _worker.translate_batch(rows, search)
+    return _worker.decode_batch(rows, search)

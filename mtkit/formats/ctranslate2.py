@@ -94,3 +94,9 @@ def read_tokenizer(model_dir: Path, side: str, meta: dict[str, Any]) -> Tokenize
         return Tokenizer.from_file(path)
     specials = SpecialIds.from_dict(meta.get(f"{side}_special_ids"), f"{model_dir}: {METADATA}")
     return Tokenizer(path.read_bytes(), str(path), vocab, specials)
+
+
+
+def export_languages(meta: dict[str, Any]) -> Languages | None:
+    """The language codes ``mtkit.json`` names (None where it names none)."""
+    return Languages.from_dict(meta)

@@ -31,8 +31,8 @@ GRACE = 5.0  # seconds beyond the request timeout that a shutdown waits for requ
 def load_model(models: list[str], config: TranslateConfig, serve: ServeConfig) -> Model:
     """The engine (warmed up on one line), its language pair and a started batcher."""
     given = (serve.source_lang, serve.target_lang)
-    pair = resolve_languages(given, models, config.engine)
     engine = load_engine(models, config)
+    pair = resolve_languages(given, engine, models[0])
     engine.translate(["warm up"], config.search)  # first-call costs (weight packing) go here
     batcher = Batcher(engine, serve.max_batch_tokens, serve.max_wait_ms / 1000,
                       serve.queue_size, token_counter(engine))  # fmt: skip

@@ -65,12 +65,11 @@ class Service:
         return self.model
 
 
-def token_counter(engine: Engine) -> Callable[[Sequence[str]], int] | None:
-    """Source pieces + EOS of some lines, with the engine's own source tokenizer if it has one."""
-    tokenizer = getattr(engine, "src_tokenizer", None) or getattr(engine, "src", None)
-    if tokenizer is None:
-        return None
-    return lambda lines: sum(len(ids) + 1 for ids in tokenizer.encode(list(lines)))
+def token_counter(engine: Engine) -> Callable[[Sequence[str]], int]:
+    """Source pieces + EOS of some lines, with the engine's source tokenizer and its cut
+    (:attr:`~mtkit.engines.base.Engine.max_source_pieces`): what a batch of them costs."""
+    tokenizer, cap = engine.src_tokenizer, engine.max_source_pieces
+    return lambda lines: sum(min(len(ids), cap) + 1 for ids in tokenizer.encode(list(lines)))
 
 
 TRANSLATE_BODY = {

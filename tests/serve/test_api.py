@@ -2,17 +2,15 @@
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
-
 import pytest
-import torch
 
-from mtkit.config import SearchConfig, ServeConfig
+from mtkit.config import SearchConfig, ServeConfig, TranslateConfig
+from mtkit.engines import load_engine
 from mtkit.engines.base import Translation
 from mtkit.errors import MtkitError
+from mtkit.languages import Languages
 from mtkit.serve.api import ApiError, build_response, decode_body, parse_request, split_lines
-from mtkit.serve.languages import checkpoint_languages, resolve_languages
+from mtkit.serve.languages import resolve_languages
 
 PAIR = ("en", "de")
 
@@ -78,20 +76,15 @@ def test_answers_in_libretranslates_shapes() -> None:
     assert build_response(parse(q="c"), results[2:]) == {"translatedText": "C1"}
 
 
-def test_languages_come_from_the_options_or_the_checkpoint(tmp_path: Path) -> None:
-    data = tmp_path / "data-bin"
-    data.mkdir()
-    (data / "manifest.json").write_text(json.dumps({"src_lang": "fr", "tgt_lang": "en"}))
-    assert checkpoint_languages({"train_config": {"data": str(data)}}) == ("fr", "en")
-    assert checkpoint_languages({"src_lang": "cs", "tgt_lang": "uk"}) == ("cs", "uk")
-    assert checkpoint_languages({"train_config": {"data": str(tmp_path / "gone")}}) is None
-    assert resolve_languages(("en", "de"), ["any.pt"], "mtkit") == ("en", "de")
-
-
-def test_a_checkpoint_without_languages_needs_the_options(ckpt: str) -> None:
-    assert "train_config" not in torch.load(ckpt, weights_only=True)
-    with pytest.raises(MtkitError, match="give --source-lang and --target-lang"):
-        resolve_languages(("", ""), [ckpt], "mtkit")
+def test_languages_come_from_the_options_or_the_engine(ckpt: str) -> None:
+    engine = load_engine([ckpt], TranslateConfig(device="cpu"))
+    assert engine.languages() is None  # a checkpoint that names none
+    assert resolve_languages(("en", "de"), engine, ckpt) == ("en", "de")
+    with pytest.raises(MtkitError, match=f"^{ckpt}: .*give --source-lang and --target-lang"):
+        resolve_languages(("", ""), engine, ckpt)
+    engine.model_languages = Languages(("en",), ("de", "fr"))
+    assert resolve_languages(("", ""), engine, ckpt) == ("en", "de,fr")
+    assert resolve_languages(("cs", "uk"), engine, ckpt) == ("cs", "uk")
 
 
 def test_a_multilingual_server_tags_each_line_with_the_target() -> None:

@@ -10,7 +10,7 @@ pytest.importorskip("fastapi", reason="needs the 'serve' extra: pip install -e '
 
 from mtkit.config import ServeConfig  # noqa: E402
 from mtkit.serve.api import ApiError  # noqa: E402
-from mtkit.serve.app import Service, check_key, token_counter  # noqa: E402
+from mtkit.serve.app import Service, check_key  # noqa: E402
 
 
 class FakeTokenizer:
@@ -27,13 +27,6 @@ def test_a_service_without_a_model_answers_503_with_retry_after() -> None:
     failed = Service(ServeConfig(), error="no such checkpoint")
     with pytest.raises(ApiError, match="failed to load: no such checkpoint"):
         failed.ready()
-
-
-def test_token_counter_counts_pieces_and_eos_with_the_engines_tokenizer() -> None:
-    native = token_counter(SimpleNamespace(src_tokenizer=FakeTokenizer()))
-    ct2 = token_counter(SimpleNamespace(src=FakeTokenizer()))
-    assert native(["a b c", "d"]) == ct2(["a b c", "d"]) == (3 + 1) + (1 + 1)
-    assert token_counter(SimpleNamespace()) is None  # no tokenizer: the batcher's own count
 
 
 def request(headers: dict[str, str]) -> SimpleNamespace:

@@ -1,0 +1,70 @@
+"""Every engine of the registry, loaded over the same tiny model, for tests that every engine
+must pass (the shared skeleton: encode, batch, decode, put back in order)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+from mtkit.config import TranslateConfig
+from mtkit.data.tokenizer import train_spm
+from mtkit.engines import load_engine
+from mtkit.engines.base import Engine
+
+sys.path.insert(0, str(Path(__file__).parents[1] / "export"))  # the export tests' models
+from export_helpers import TEST_LINES, TRAIN, make_ckpt  # noqa: E402
+
+SEARCH = dict(beam=2, max_len_a=1.0, max_len_b=2)
+LINES = TEST_LINES + [src for src, _ in TRAIN[:11]]
+
+
+@pytest.fixture(scope="session")
+def engine_ckpt(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A model briefly trained on a word-substitution task (distinct outputs per line)."""
+    spm = train_spm([x for pair in TRAIN for x in pair], vocab_size=110)
+    spms = {"src": spm, "tgt": spm}
+    return make_ckpt(tmp_path_factory.mktemp("engines"), spms, steps=120, max_positions=32).path
+
+
+@pytest.fixture(scope="session")
+def engine_ct2_dir(engine_ckpt: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    pytest.importorskip("ctranslate2", reason="needs the 'ct2' extra")
+    from mtkit.export.ct2 import export_ct2
+
+    return export_ct2(engine_ckpt, tmp_path_factory.mktemp("engines") / "ct2")
+
+
+# test id: (engine, settings). CTranslate2 searches greedily here: its beam's length bound is
+# one per batch (mtkit.engines.ct2), so its beam scores depend on the batch, by design
+KINDS = {
+    "mtkit": ("mtkit", {}),
+    "mtkit-2-workers": ("mtkit", {"workers": 2, "threads": 1}),
+    "ctranslate2": ("ctranslate2", {"beam": 1}),
+    "ctranslate2-2-workers": ("ctranslate2", {"beam": 1, "workers": 2, "threads": 1}),
+}
+
+
+def engine_config(kind: str, **values: object) -> TranslateConfig:
+    name, runtime = KINDS[kind]
+    return TranslateConfig.from_flat({"engine": name, "device": "cpu", "threads": 1, **SEARCH,
+                                      **runtime, **values})  # fmt: skip
+
+
+@pytest.fixture(scope="session")
+def load_kind(request: pytest.FixtureRequest):
+    """``load(kind, **settings)``: that engine over the tiny model (exported for CTranslate2)."""
+
+    def load(kind: str, **values: object) -> Engine:
+        name = KINDS[kind][0]
+        fixture = "engine_ct2_dir" if name == "ctranslate2" else "engine_ckpt"
+        model = request.getfixturevalue(fixture)
+        return load_engine([str(model)], engine_config(kind, **values))
+
+    return load
+
+
+@pytest.fixture(scope="session", params=list(KINDS))
+def engine(request: pytest.FixtureRequest, load_kind) -> Engine:
+    return load_kind(request.param)
