@@ -96,7 +96,6 @@ def read_tokenizer(model_dir: Path, side: str, meta: dict[str, Any]) -> Tokenize
     return Tokenizer(path.read_bytes(), str(path), vocab, specials)
 
 
-
 def export_languages(meta: dict[str, Any]) -> Languages | None:
     """The language codes ``mtkit.json`` names (None where it names none)."""
     return Languages.from_dict(meta)
