@@ -289,22 +289,27 @@ def serve_and_ask(args: list[str], curl: list[str], cwd: Path) -> dict:
     return the JSON answer, stop the server."""
     cmd = [sys.executable, "-m", "mtkit", *args, "--port", "0"]
     env = dict(os.environ, OMP_NUM_THREADS="1")
-    server = subprocess.Popen(cmd, cwd=cwd, stderr=subprocess.PIPE, text=True, env=env)
+    log = cwd / "serve.log"
+    with log.open("w") as stderr:
+        server = subprocess.Popen(cmd, cwd=cwd, stderr=stderr, env=env)
     try:
-        assert server.stderr is not None
-        line = server.stderr.readline()
-        url = re.search(r"listening on (http://\S+?)/? ", line)
-        assert url, line
-        base = url.group(1).rstrip("/")
         deadline = time.monotonic() + 60
-        while True:
-            try:
-                with urllib.request.urlopen(f"{base}/health", timeout=5) as response:
-                    if response.status == 200:
-                        break
-            except OSError:
-                pass
-            assert time.monotonic() < deadline and server.poll() is None, "serve did not start"
+        base = None
+        while True:  # the port it picked, then a model ready to translate
+            if base is None:
+                url = re.search(r"listening on (http://\S+?)/? ", log.read_text())
+                base = url.group(1) if url else None
+            if base is not None:
+                try:
+                    with urllib.request.urlopen(f"{base}/health", timeout=5) as response:
+                        if response.status == 200:
+                            break
+                except OSError:
+                    pass
+            running = server.poll() is None
+            assert running and time.monotonic() < deadline, (
+                f"serve did not start:\n{log.read_text()}"
+            )
             time.sleep(0.2)
         target = next(w for w in curl if w.startswith("http"))
         path = "/" + target.split("/", 3)[3]
