@@ -144,7 +144,7 @@ def test_average_errors(tmp_path: Path, tiny_dataset: Path, mtkit) -> None:
 
 def test_max_tokens_is_documented_as_counted(mtkit) -> None:
     """A batch costs its pairs x (max(source, target) + 1) of its longest pair: --help, the
-    config's comment and README say so (not "target tokens")."""
+    config's comment and docs/train.md say so (not "target tokens")."""
     import inspect
 
     from mtkit import config
@@ -154,7 +154,7 @@ def test_max_tokens_is_documented_as_counted(mtkit) -> None:
     assert f"--max-tokens INTEGER Per batch and process: pairs x ({phrase}) of its" in help_text
     source = inspect.getsource(config.TrainConfig)
     assert f"pairs x ({phrase}) of its longest pair" in source and "target tokens" not in source
-    readme = (Path(__file__).parents[2] / "README.md").read_text()
+    readme = (Path(__file__).parents[2] / "docs" / "train.md").read_text()
     assert f"| `--max-tokens` | 4096 | per batch and process: pairs × ({phrase})" in readme
 
 
