@@ -1,7 +1,13 @@
 """Imports flow one way: cli -> pipeline -> {engines, export, training} -> {checkpoint, decoding,
 model, data} -> {config, cpu, devices, errors, processes, staging}; serve (the HTTP server)
 sits between pipeline and engines. Every import counts, lazy ones inside functions too (read
-from the source, not from what happens to be loaded)."""
+from the source, not from what happens to be loaded).
+
+STYLE's rules for the edges, stated here: engines never import export (a format both use lives
+in ``formats``, the precision policy in ``precision``); serve never reads checkpoints or
+dataset directories (the engine says what its model translates); cli never imports export,
+engines' internals or training (it calls the pipeline; it may read the engine registry's
+names)."""
 
 from __future__ import annotations
 
@@ -16,8 +22,13 @@ PACKAGE = Path(mtkit.__file__).parent
 CORE = {"decoding", "model", "data"}
 # what each part of mtkit must never import
 UPPER = {"cli", "pipeline", "serve", "engines", "export", "training"}  # above checkpoint
+BASE = UPPER | {"checkpoint", *CORE}  # what the bottom layer (stdlib-like helpers) never imports
 FORBIDDEN: dict[str, set[str]] = {
-    "config": UPPER | {"checkpoint", *CORE},
+    "config": BASE,
+    "languages": BASE,
+    "extras": BASE,
+    "precision": BASE,
+    "formats": UPPER,  # shared file formats: under both the exporters and the engines
     "devices": UPPER | {"checkpoint", *CORE},
     "cpu": UPPER | {"checkpoint", *CORE},
     "errors": UPPER | {"checkpoint", *CORE},
@@ -28,9 +39,10 @@ FORBIDDEN: dict[str, set[str]] = {
     "checkpoint": UPPER | {"decoding"},
     "training": {"cli", "pipeline", "serve", "engines", "export"},
     "export": {"cli", "pipeline", "serve", "engines", "training"},
-    "engines": {"cli", "pipeline", "serve", "training"},
-    "serve": {"cli", "pipeline", "training", "export"},  # the HTTP server, over engines
+    "engines": {"cli", "pipeline", "serve", "training", "export"},
+    "serve": {"cli", "pipeline", "training", "export", "checkpoint"},  # over engines
     "pipeline": {"cli"},
+    "cli": {"export", "training", "checkpoint", "serve", "model", "decoding"},
 }
 
 
@@ -71,3 +83,34 @@ def test_the_rule_catches_a_backward_import(tmp_path: Path) -> None:
     assert mtkit_imports(module) == {"training"}
     module.write_text("from mtkit import pipeline\nimport mtkit.cli.common\n")
     assert mtkit_imports(module) == {"pipeline", "cli"}
+
+
+# modules (not parts) a part must not import: serve reads no dataset directory either
+FORBIDDEN_MODULES = {"serve": {"mtkit.data.binarized", "mtkit.data.corpus"}}
+
+
+def imported_modules(path: Path) -> set[str]:
+    """Every ``mtkit.*`` module that ``path`` imports, by full name."""
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            found.add(node.module)
+            found.update(f"{node.module}.{alias.name}" for alias in node.names)
+        elif isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+    return {name for name in found if name.startswith("mtkit.")}
+
+
+@pytest.mark.parametrize("path", sorted(p for p in PACKAGE.rglob("*.py") if part_of(p) == "serve"),
+                         ids=lambda p: str(p.relative_to(PACKAGE)))  # fmt: skip
+def test_serve_reads_no_dataset_directory(path: Path) -> None:
+    wrong = imported_modules(path) & FORBIDDEN_MODULES["serve"]
+    assert not wrong, f"{path.relative_to(PACKAGE)} imports {sorted(wrong)}"
+    assert "manifest.json" not in path.read_text(encoding="utf-8")
+
+
+def test_every_part_of_mtkit_has_rules() -> None:
+    """A new top-level module or package is placed in the layers before it lands."""
+    parts = {part_of(p) for p in PACKAGE.rglob("*.py")} - {"__init__", "__main__"}
+    unplaced = parts - set(FORBIDDEN) - {"utils", "allocator", "staging", "metrics", "cpu"}
+    assert not unplaced, f"add {sorted(unplaced)} to FORBIDDEN"

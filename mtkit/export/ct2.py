@@ -22,10 +22,12 @@ from mtkit.config import ModelConfig
 from mtkit.data.tokenizer import Tokenizer
 from mtkit.errors import MtkitError
 from mtkit.export import ANY, GENERAL, check_supported, staged_dir
-from mtkit.formats.ctranslate2 import ctranslate2_module, suppressed, write_sidecar
-
-QUANTIZATIONS = ("float32", "int8_float32", "int8", "float16")
-
+from mtkit.formats.ctranslate2 import (
+    QUANTIZATIONS,
+    ctranslate2_module,
+    suppressed,
+    write_sidecar,
+)
 
 # what CTranslate2 4.8's specs can represent beyond the general fields (a whitelist): RMSNorm,
 # learned positions (a position table), Shaw's relative positions, rotary (non-interleaved: the

@@ -28,6 +28,7 @@ from mtkit.languages import Languages
 METADATA = "mtkit.json"
 FORMAT = "mtkit-ctranslate2"
 SIDES = (("source", "source.spm"), ("target", "target.spm"))
+QUANTIZATIONS = ("float32", "int8_float32", "int8", "float16")  # the weight types one can write
 
 
 def ctranslate2_module() -> Any:
