@@ -2,16 +2,18 @@
 
 Training, mtkit's own decoding engine and the CTranslate2 engine all take the same ``--device``
 values; :func:`parse_device` reads them, and each user checks availability with its own
-library (torch or CTranslate2), since the two can differ on one machine.
+library (torch or CTranslate2), since the two can differ on one machine; torch is imported
+only by the function that needs it.
 """
 
 from __future__ import annotations
 
-from typing import NamedTuple
-
-import torch
+from typing import TYPE_CHECKING, NamedTuple
 
 from mtkit.errors import MtkitError
+
+if TYPE_CHECKING:
+    import torch
 
 KNOWN = "auto, cpu, cuda or cuda:N"
 
@@ -40,6 +42,8 @@ def parse_device(name: str, option: str = "--device") -> DeviceName:
 def torch_device(name: str, option: str = "--device") -> torch.device:
     """The torch device for ``name``: ``auto`` is CUDA when torch sees a GPU, else CPU; a CUDA
     device this machine lacks is refused."""
+    import torch  # here: the CTranslate2 engine parses device names without torch
+
     kind, index = parse_device(name, option)
     if kind == "auto":
         kind = "cuda" if torch.cuda.is_available() else "cpu"

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import importlib
 import re
+import subprocess
+import sys
 
 import click
 import pytest
@@ -73,3 +75,12 @@ def test_workers_build_no_model_in_the_main_process(engine_ckpt, monkeypatch) ->
     monkeypatch.setattr(native, "load", refuse)
     engine = load_engine([str(engine_ckpt)], engine_config("mtkit-2-workers"))
     assert engine.translate(["a dog"])[0]
+
+
+def test_the_ctranslate2_engine_runs_without_torch() -> None:
+    """Its module, the directory format and the precision policy import neither torch nor the
+    model (checked in a fresh interpreter: this one has torch loaded already)."""
+    code = "import sys, mtkit.engines.ct2; print(sorted(m for m in ('torch', 'mtkit.model') " \
+           "if m in sys.modules))"  # fmt: skip
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
