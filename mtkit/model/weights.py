@@ -216,13 +216,12 @@ class _Reader:
 
     def __init__(self, model: nn.Module) -> None:
         self.state = model.state_dict(keep_vars=True)
-        self.taken: set[int] = set()
+        self.taken: dict[int, Tensor] = {}  # one detached tensor per model tensor
 
     def take(self, tensor: Tensor | None) -> Tensor | None:
         if tensor is None:
             return None
-        self.taken.add(id(tensor))
-        return tensor.detach()
+        return self.taken.setdefault(id(tensor), tensor.detach())
 
     def split(self, linear: nn.Linear, parts: int) -> list[LinearWeights]:
         """A linear layer's rows cut into ``parts`` equal projections (views)."""
