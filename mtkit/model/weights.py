@@ -162,6 +162,14 @@ DESCRIPTIONS: dict[type, type] = {
 }  # fmt: skip
 
 
+def _description(m: nn.Module) -> type:
+    """The description class of a module, or a refusal naming a module kind not known here."""
+    if type(m) not in DESCRIPTIONS:
+        kind = type(m).__name__
+        raise MtkitError(f"weights: mtkit/model/weights.py has no description of {kind}")
+    return DESCRIPTIONS[type(m)]
+
+
 def _linears(m: Sublayer) -> list[tuple[tuple[str, ...], nn.Linear | None]]:
     """The linear layers of a sublayer with the description's fields each holds, in row order
     (a fused projection holds several, of equal height); None where the variant has none."""
@@ -235,7 +243,7 @@ class _Reader:
         if isinstance(m, nn.LayerNorm | nn.RMSNorm):
             return NormWeights(self.take(m.weight), self.take(getattr(m, "bias", None)))
         if isinstance(m, EncoderLayer | DecoderLayer):
-            return DESCRIPTIONS[type(m)](**{f: self.read(p) for f, p in _parts(m).items()})
+            return _description(m)(**{f: self.read(p) for f, p in _parts(m).items()})
         fields: dict[str, Any] = {}
         for names, linear in _linears(m):
             if linear is not None:
@@ -245,7 +253,7 @@ class _Reader:
             fields["relative"] = RelativePositionWeights(self.take(keys), self.take(values))
         if isinstance(m, AverageAttention) and m.ffn is not None:
             fields["ffn"] = self.read(m.ffn)
-        return DESCRIPTIONS[type(m)](**fields)
+        return _description(m)(**fields)
 
     def leftover(self) -> list[str]:
         return [name for name, tensor in self.state.items() if id(tensor) not in self.taken]
@@ -322,7 +330,7 @@ class _Writer:
 
     def write(self, m: nn.Module, value: Any, what: str) -> None:
         """The description ``value`` of a layer, sublayer or norm into ``m``'s names."""
-        want = DESCRIPTIONS[type(m)]
+        want = _description(m)
         if not isinstance(value, want):
             got = type(value).__name__
             raise MtkitError(f"weights: {what} is {got}, the model has {want.__name__} there")
@@ -391,11 +399,3 @@ def state_dict_from(cfg: ModelConfig, weights: ModelWeights) -> dict[str, Tensor
 def load_weights(model: Transformer, weights: ModelWeights) -> None:
     """Copy ``weights`` into ``model`` (:func:`state_dict_from`, loaded strictly)."""
     model.load_state_dict(state_dict_from(model.cfg, weights), strict=True)
-
-
-__all__ = [
-    "AttentionWeights", "AverageAttentionWeights", "DecoderLayerWeights", "EncoderLayerWeights",
-    "FeedForwardWeights", "LinearWeights", "ModelWeights", "NormWeights",
-    "RelativePositionWeights", "embedding_positions", "load_weights", "read_weights",
-    "state_dict_from",
-]  # fmt: skip
