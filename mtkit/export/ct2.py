@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from torch import Tensor
 
 from mtkit.checkpoint import load_for_inference
 from mtkit.config import ModelConfig
@@ -28,6 +29,17 @@ from mtkit.formats.ctranslate2 import (
     suppressed,
     write_sidecar,
 )
+from mtkit.model.weights import (
+    AttentionWeights,
+    DecoderLayerWeights,
+    EncoderLayerWeights,
+    FeedForwardWeights,
+    LinearWeights,
+    NormWeights,
+    embedding_positions,
+    read_weights,
+)
+
 
 # what CTranslate2 4.8's specs can represent beyond the general fields (a whitelist): RMSNorm,
 # learned positions (a position table), Shaw's relative positions, rotary (non-interleaved: the
@@ -56,41 +68,56 @@ GATED = {"swiglu": "SWISH", "geglu": "GELU"}  # the activation of the gated half
 PLAIN = {"relu": "RELU", "gelu": "GELU", "silu": "SWISH"}  # CTranslate2's names
 
 
-def _linear(spec: Any, w: dict[str, np.ndarray], *names: str) -> None:
-    """``spec`` = the Linear layers ``names`` stacked by rows (a fused projection), bias too."""
-    spec.weight = np.concatenate([w[f"{n}.weight"] for n in names])
-    if f"{names[0]}.bias" in w:
-        spec.bias = np.concatenate([w[f"{n}.bias"] for n in names])
+def _array(tensor: Tensor) -> np.ndarray:
+    return tensor.detach().float().cpu().numpy()
 
 
-def _norm(spec: Any, w: dict[str, np.ndarray], name: str) -> None:
-    spec.gamma = w[f"{name}.weight"]
+def _linear(spec: Any, *parts: LinearWeights) -> None:
+    """``spec`` = the projections ``parts`` stacked by rows (a fused projection), bias too."""
+    spec.weight = np.concatenate([_array(p.weight) for p in parts])
+    if parts[0].bias is not None:
+        spec.bias = np.concatenate([_array(p.bias) for p in parts if p.bias is not None])
+
+
+def _norm(spec: Any, norm: NormWeights) -> None:
+    spec.gamma = _array(norm.weight)
     if hasattr(spec, "beta"):  # LayerNorm; without bias its beta is zero
-        spec.beta = w.get(f"{name}.bias", np.zeros_like(spec.gamma))
+        spec.beta = np.zeros_like(spec.gamma) if norm.bias is None else _array(norm.bias)
 
 
-def _attention(spec: Any, w: dict[str, np.ndarray], p: str, cross: bool) -> None:
+def _attention(spec: Any, attention: AttentionWeights, cross: bool) -> None:
     """An attention's projections: CTranslate2 fuses self-attention [q; k; v] and cross-
-    attention [k; v], as mtkit does (``qkv``, or ``q`` + ``kv`` with fewer key/value heads)."""
-    fused = (f"{p}.qkv",) if f"{p}.qkv.weight" in w else (f"{p}.q", f"{p}.kv")
+    attention [k; v] (k and v of Hkv heads with ``num_heads_kv``)."""
+    a = attention
     if cross:
-        _linear(spec.linear[0], w, f"{p}.q")
-        _linear(spec.linear[1], w, f"{p}.kv")
+        _linear(spec.linear[0], a.q)
+        _linear(spec.linear[1], a.k, a.v)
     else:
-        _linear(spec.linear[0], w, *fused)
-    _linear(spec.linear[-1], w, f"{p}.out")
-    if f"{p}.positions.keys.weight" in w:  # Shaw: same tables, same clipping
-        spec.relative_position_keys = w[f"{p}.positions.keys.weight"]
-        spec.relative_position_values = w[f"{p}.positions.values.weight"]
+        _linear(spec.linear[0], a.q, a.k, a.v)
+    _linear(spec.linear[-1], a.out)
+    if a.relative is not None:  # Shaw: same tables, same clipping
+        spec.relative_position_keys = _array(a.relative.keys)
+        spec.relative_position_values = _array(a.relative.values)
 
 
-def _ffn(spec: Any, w: dict[str, np.ndarray], p: str) -> None:
-    if f"{p}.gate.weight" in w:  # CTranslate2: linear_0 activated, linear_0_noact the other
-        _linear(spec.linear_0, w, f"{p}.gate")
-        _linear(spec.linear_0_noact, w, f"{p}.fc1")
+def _ffn(spec: Any, ffn: FeedForwardWeights) -> None:
+    if ffn.gate is not None:  # CTranslate2: linear_0 activated, linear_0_noact the other
+        _linear(spec.linear_0, ffn.gate)
+        _linear(spec.linear_0_noact, ffn.fc1)
     else:
-        _linear(spec.linear_0, w, f"{p}.fc1")
-    _linear(spec.linear_1, w, f"{p}.fc2")
+        _linear(spec.linear_0, ffn.fc1)
+    _linear(spec.linear_1, ffn.fc2)
+
+
+def _layer(spec: Any, layer: EncoderLayerWeights | DecoderLayerWeights) -> None:
+    """One layer's weights; shared layers are written as copies."""
+    _attention(spec.self_attention, layer.self_attention, cross=False)  # type: ignore[arg-type]
+    _norm(spec.self_attention.layer_norm, layer.self_attention_norm)
+    if isinstance(layer, DecoderLayerWeights):
+        _attention(spec.attention, layer.cross_attention, cross=True)
+        _norm(spec.attention.layer_norm, layer.cross_attention_norm)
+    _ffn(spec.ffn, layer.ffn)
+    _norm(spec.ffn.layer_norm, layer.ffn_norm)
 
 
 def _side_options(cfg: ModelConfig) -> dict[str, Any]:
@@ -118,38 +145,28 @@ def ct2_spec(model: Any, src: Tokenizer, tgt: Tokenizer) -> Any:
     from ctranslate2.specs import transformer_spec
 
     cfg: ModelConfig = model.cfg
-    w = {k: v.detach().float().cpu().numpy() for k, v in model.state_dict().items()}
+    weights = read_weights(model)
     options = _side_options(cfg)
     enc = transformer_spec.TransformerEncoderSpec(cfg.encoder_layers, cfg.heads, **options)
     dec = transformer_spec.TransformerDecoderSpec(cfg.decoder_layers, cfg.heads, **options)
     spec = transformer_spec.TransformerSpec(enc, dec)
-    enc.embeddings[0].weight = w["src_embed.weight"]
-    dec.embeddings.weight = w["tgt_embed.weight"]
-    dec.projection.weight = w.get("output.weight", w["tgt_embed.weight"])
-    if model.output_bias is not None:
-        dec.projection.bias = model.output_bias.detach().float().cpu().numpy()
-    for part, positions in ((enc, model.src_positions), (dec, model.tgt_positions)):
+    enc.embeddings[0].weight = _array(weights.src_embedding)
+    dec.embeddings.weight = _array(weights.tgt_embedding)  # tied: the projection is the same
+    dec.projection.weight = (
+        dec.embeddings.weight if weights.output is None else _array(weights.output)
+    )
+    if weights.output_bias is not None:
+        dec.projection.bias = _array(weights.output_bias)
+    for part, table in zip((enc, dec), embedding_positions(cfg, weights), strict=True):
         part.scale_embeddings = cfg.scale_embedding  # True: sqrt(d_model)
-        if positions is not None:  # sinusoidal or learned: row t is position t, from 0
-            table = positions(cfg.max_positions, 0).detach().float().cpu().numpy()
-            part.position_encodings.encodings = table
-    for i, layer in enumerate(enc.layer):
-        p = f"encoder.{0 if cfg.share_layers else i}"  # shared layers: written as copies
-        _attention(layer.self_attention, w, f"{p}.attn", cross=False)
-        _norm(layer.self_attention.layer_norm, w, f"{p}.attn_res.norm")
-        _ffn(layer.ffn, w, f"{p}.ffn")
-        _norm(layer.ffn.layer_norm, w, f"{p}.ffn_res.norm")
-    for i, layer in enumerate(dec.layer):
-        p = f"decoder.{0 if cfg.share_layers else i}"
-        _attention(layer.self_attention, w, f"{p}.self_attn", cross=False)
-        _norm(layer.self_attention.layer_norm, w, f"{p}.self_res.norm")
-        _attention(layer.attention, w, f"{p}.cross_attn", cross=True)
-        _norm(layer.attention.layer_norm, w, f"{p}.cross_res.norm")
-        _ffn(layer.ffn, w, f"{p}.ffn")
-        _norm(layer.ffn.layer_norm, w, f"{p}.ffn_res.norm")
-    if cfg.pre_norm:
-        _norm(enc.layer_norm, w, "encoder_norm")
-        _norm(dec.layer_norm, w, "decoder_norm")
+        if table is not None:  # sinusoidal or learned: row t is position t, from 0
+            part.position_encodings.encodings = _array(table)
+    for side, layers in ((enc, weights.encoder), (dec, weights.decoder)):
+        for layer_spec, layer in zip(side.layer, layers, strict=True):
+            _layer(layer_spec, layer)
+    if weights.encoder_norm is not None and weights.decoder_norm is not None:  # pre-LN
+        _norm(enc.layer_norm, weights.encoder_norm)
+        _norm(dec.layer_norm, weights.decoder_norm)
     spec.register_source_vocabulary(src.pieces_by_id())  # an imported table, or the spm's
     spec.register_target_vocabulary(tgt.pieces_by_id())
     ids, piece = tgt.specials, tgt.id_to_piece

@@ -11,8 +11,8 @@ same post-LN Transformer as mtkit's. Checked against ``modeling_marian.py`` (tra
   models are refused;
 - feed-forward: ``activation_function`` "relu" or "gelu" (HF's exact, erf-based GELU, as
   ``F.gelu``); every other variant switch of ModelConfig is refused by name (``SUPPORTS``);
-- attention scales q.k by head_dim**-0.5, as ``scaled_dot_product_attention``; our fused
-  ``qkv`` ([q; k; v] rows) and ``kv`` ([k; v]) projections are split into q/k/v_proj;
+- attention scales q.k by head_dim**-0.5, as ``scaled_dot_product_attention``; the q, k, v
+  and out projections of :mod:`mtkit.model.weights` (unfused) become q/k/v/out_proj;
 - embeddings: ``share_all_embeddings`` -> ``share_encoder_decoder_embeddings``; an output tied to
   the target embedding -> ``tie_word_embeddings``, else its own ``lm_head``; separate
   vocabularies -> ``vocab_size`` / ``decoder_vocab_size``; ``final_logits_bias`` is zero;
@@ -42,6 +42,13 @@ from mtkit.data.tokenizer import DEFAULT_SPECIAL_IDS, SpecialIds, Tokenizer
 from mtkit.errors import MtkitError
 from mtkit.export import ANY, GENERAL, check_supported, require, staged_dir
 from mtkit.model.transformer import Transformer
+from mtkit.model.weights import (
+    DecoderLayerWeights,
+    EncoderLayerWeights,
+    LinearWeights,
+    NormWeights,
+    read_weights,
+)
 
 # what MarianMTModel can represent beyond the general fields: per-side layer counts (general) and
 # its activation; every other variant is refused by name
@@ -129,16 +136,34 @@ def generation_defaults(
     )
 
 
-def _linear(out: dict[str, Tensor], names: list[str], linear: nn.Linear) -> None:
-    """Store ``linear`` under ``names``, splitting its rows evenly when it is fused."""
-    weights = linear.weight.detach().chunk(len(names), dim=0)
-    biases = linear.bias.detach().chunk(len(names), dim=0)
-    for name, w, b in zip(names, weights, biases, strict=True):
-        out[f"{name}.weight"], out[f"{name}.bias"] = w, b
+# MarianMTModel's names (``model.{encoder,decoder}.layers.{i}.<name>``) of a layer's parts, by
+# the fields of mtkit.model.weights' layer descriptions; each attention has q/k/v/out_proj
+MARIAN_ATTENTIONS = {"self_attention": "self_attn", "cross_attention": "encoder_attn"}
+MARIAN_NORMS = {
+    "self_attention_norm": "self_attn_layer_norm",
+    "cross_attention_norm": "encoder_attn_layer_norm",
+    "ffn_norm": "final_layer_norm",
+}
+MARIAN_PROJECTIONS = {"q": "q_proj", "k": "k_proj", "v": "v_proj", "out": "out_proj"}
 
 
-def _norm(out: dict[str, Tensor], name: str, norm: nn.LayerNorm) -> None:
-    out[f"{name}.weight"], out[f"{name}.bias"] = norm.weight.detach(), norm.bias.detach()
+def _put(out: dict[str, Tensor], name: str, part: LinearWeights | NormWeights) -> None:
+    out[f"{name}.weight"], out[f"{name}.bias"] = part.weight, part.bias  # type: ignore[assignment]
+
+
+def _marian_layer(
+    out: dict[str, Tensor], prefix: str, layer: EncoderLayerWeights | DecoderLayerWeights
+) -> None:
+    """One layer's weights under Marian's names (cross-attention in decoder layers only)."""
+    for field, name in MARIAN_ATTENTIONS.items():
+        if hasattr(layer, field):
+            for role, proj in MARIAN_PROJECTIONS.items():
+                _put(out, f"{prefix}.{name}.{proj}", getattr(getattr(layer, field), role))
+    for field, name in MARIAN_NORMS.items():
+        if hasattr(layer, field):
+            _put(out, f"{prefix}.{name}", getattr(layer, field))
+    _put(out, f"{prefix}.fc1", layer.ffn.fc1)
+    _put(out, f"{prefix}.fc2", layer.ffn.fc2)
 
 
 def marian_state_dict(model: Transformer) -> dict[str, Tensor]:
@@ -148,37 +173,19 @@ def marian_state_dict(model: Transformer) -> dict[str, Tensor]:
     """
     cfg = model.cfg
     check_marian_compatible(cfg)
+    weights = read_weights(model)
     out: dict[str, Tensor] = {}
-    src, tgt = model.src_embed.weight.detach(), model.tgt_embed.weight.detach()
-    out["model.encoder.embed_tokens.weight"] = src
-    out["model.decoder.embed_tokens.weight"] = tgt
+    out["model.encoder.embed_tokens.weight"] = weights.src_embedding
+    out["model.decoder.embed_tokens.weight"] = weights.tgt_embedding
     if cfg.share_all_embeddings:
-        out["model.shared.weight"] = src
-    head = model.output.weight.detach() if model.output is not None else tgt
-    out["lm_head.weight"] = head
-    bias = model.output_bias
+        out["model.shared.weight"] = weights.src_embedding
+    out["lm_head.weight"] = weights.projection
+    bias = weights.output_bias
     out["final_logits_bias"] = (torch.zeros(1, cfg.tgt_vocab_size) if bias is None
-                                else bias.detach().reshape(1, -1))  # fmt: skip
-    for i, layer in enumerate(model.encoder):
-        p = f"model.encoder.layers.{i}"
-        _linear(out, [f"{p}.self_attn.{n}_proj" for n in "qkv"], layer.attn.qkv)
-        _linear(out, [f"{p}.self_attn.out_proj"], layer.attn.out)
-        _norm(out, f"{p}.self_attn_layer_norm", layer.attn_res.norm)
-        _linear(out, [f"{p}.fc1"], layer.ffn.fc1)
-        _linear(out, [f"{p}.fc2"], layer.ffn.fc2)
-        _norm(out, f"{p}.final_layer_norm", layer.ffn_res.norm)
-    for i, layer in enumerate(model.decoder):
-        p = f"model.decoder.layers.{i}"
-        _linear(out, [f"{p}.self_attn.{n}_proj" for n in "qkv"], layer.self_attn.qkv)
-        _linear(out, [f"{p}.self_attn.out_proj"], layer.self_attn.out)
-        _norm(out, f"{p}.self_attn_layer_norm", layer.self_res.norm)
-        _linear(out, [f"{p}.encoder_attn.q_proj"], layer.cross_attn.q)
-        _linear(out, [f"{p}.encoder_attn.{n}_proj" for n in "kv"], layer.cross_attn.kv)
-        _linear(out, [f"{p}.encoder_attn.out_proj"], layer.cross_attn.out)
-        _norm(out, f"{p}.encoder_attn_layer_norm", layer.cross_res.norm)
-        _linear(out, [f"{p}.fc1"], layer.ffn.fc1)
-        _linear(out, [f"{p}.fc2"], layer.ffn.fc2)
-        _norm(out, f"{p}.final_layer_norm", layer.ffn_res.norm)
+                                else bias.reshape(1, -1))  # fmt: skip
+    for side, layers in (("encoder", weights.encoder), ("decoder", weights.decoder)):
+        for i, layer in enumerate(layers):
+            _marian_layer(out, f"model.{side}.layers.{i}", layer)
     return out
 
 

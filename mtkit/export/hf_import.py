@@ -33,9 +33,9 @@ from __future__ import annotations
 import json
 import pickle
 import warnings
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, fields
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import torch
 from torch import Tensor
@@ -45,8 +45,19 @@ from mtkit.config import ModelConfig
 from mtkit.data.tokenizer import DEFAULT_SPECIAL_IDS, SpecialIds, Tokenizer
 from mtkit.errors import MtkitError
 from mtkit.export import require
+from mtkit.export.hf import MARIAN_ATTENTIONS, MARIAN_NORMS, MARIAN_PROJECTIONS
 from mtkit.model.layers import sinusoidal_positions
 from mtkit.model.transformer import Transformer, build_model
+from mtkit.model.weights import (
+    AttentionWeights,
+    DecoderLayerWeights,
+    EncoderLayerWeights,
+    FeedForwardWeights,
+    LinearWeights,
+    ModelWeights,
+    NormWeights,
+    state_dict_from,
+)
 
 ACTIVATIONS = {"relu": "relu", "gelu": "gelu", "swish": "silu", "silu": "silu"}
 # config keys of older Marian/BART configs that transformers' MarianMTModel ignores: a value
@@ -56,6 +67,7 @@ ASSUMED = {
     "layernorm_embedding": False, "add_bias_logits": False, "static_position_embeddings": True,
     "is_encoder_decoder": True,
 }  # fmt: skip
+Layer = TypeVar("Layer", EncoderLayerWeights, DecoderLayerWeights)
 POSITION_ATOL = 1e-5  # a stored sinusoid table must be Marian's (and ours) to float32 rounding
 
 
@@ -198,67 +210,68 @@ class _Weights:
                 return self.state[name]
         raise MtkitError(f"weights: no {names[0]}")
 
-    def cat(self, prefix: str, parts: str, kind: str) -> Tensor:
-        return torch.cat([self.get(f"{prefix}.{p}_proj.{kind}") for p in parts])
+    def linear(self, name: str) -> LinearWeights:
+        return LinearWeights(self.get(f"{name}.weight"), self.get(f"{name}.bias"))
+
+    def norm(self, name: str) -> NormWeights:
+        return NormWeights(self.get(f"{name}.weight"), self.get(f"{name}.bias"))
 
     def rest(self) -> list[str]:
         return sorted(set(self.state) - self.used)
 
 
-def _layer(out: dict[str, Tensor], w: _Weights, ours: str, theirs: str, names: dict) -> None:
-    for our, their in names.items():
-        for kind in ("weight", "bias"):
-            out[f"{ours}.{our}.{kind}"] = w.get(f"{theirs}.{their}.{kind}")
+def _layer(w: _Weights, prefix: str, kind: type[Layer]) -> Layer:
+    """Marian's layer ``prefix`` (``model.encoder.layers.3``) as the description ``kind``."""
+    has = {field.name for field in fields(kind)}
+    parts: dict[str, Any] = {}
+    for field, name in MARIAN_ATTENTIONS.items():
+        if field in has:
+            roles = MARIAN_PROJECTIONS.items()
+            projections = {role: w.linear(f"{prefix}.{name}.{proj}") for role, proj in roles}
+            parts[field] = AttentionWeights(**projections)
+    for field, name in MARIAN_NORMS.items():
+        if field in has:
+            parts[field] = w.norm(f"{prefix}.{name}")
+    parts["ffn"] = FeedForwardWeights(w.linear(f"{prefix}.fc1"), w.linear(f"{prefix}.fc2"))
+    return kind(**parts)
 
 
 def mtkit_state_dict(state: dict[str, Tensor], cfg: ModelConfig) -> tuple[dict, ModelConfig]:
     """Our state dict from MarianMTModel's (and the config, with ``output_bias`` when the
     model has a nonzero ``final_logits_bias``); refuses weights left without a place."""
     w = _Weights(state)
-    out: dict[str, Tensor] = {}
     shared = "model.shared.weight"
-    out["src_embed.weight"] = w.get("model.encoder.embed_tokens.weight", shared)
-    out["tgt_embed.weight"] = out["src_embed.weight"]  # one table, under both names
+    src = w.get("model.encoder.embed_tokens.weight", shared)
+    tgt = src  # one table, under both names
     if not cfg.share_all_embeddings:
-        out["tgt_embed.weight"] = w.get("model.decoder.embed_tokens.weight", shared)
+        tgt = w.get("model.decoder.embed_tokens.weight", shared)
     for name in ("model.shared.weight", "model.encoder.embed_tokens.weight",
                  "model.decoder.embed_tokens.weight"):  # fmt: skip
         if cfg.share_all_embeddings and name in w.state:  # copies of one shared table
-            _same(w, name, out["src_embed.weight"])
+            _same(w, name, src)
+    output = None
     if not cfg.tie_output:
-        out["output.weight"] = w.get("lm_head.weight")
+        output = w.get("lm_head.weight")
     elif "lm_head.weight" in w.state:  # tied: transformers replaces it by the embedding
         w.used.add("lm_head.weight")
+    output_bias = None
     bias = w.get("final_logits_bias").reshape(-1) if "final_logits_bias" in w.state else None
     if bias is not None and bool(bias.any()):
-        out["output_bias"] = bias
+        output_bias = bias
         cfg = ModelConfig(**{**asdict(cfg), "output_bias": True})
     for side in ("encoder", "decoder"):
         key = f"model.{side}.embed_positions.weight"
         if key in w.state:
             _check_positions(w.get(key), cfg)
-    for i in range(cfg.encoder_layers):
-        p, o = f"model.encoder.layers.{i}", f"encoder.{i}"
-        for kind in ("weight", "bias"):
-            out[f"{o}.attn.qkv.{kind}"] = w.cat(f"{p}.self_attn", "qkv", kind)
-        _layer(out, w, o, p, {"attn.out": "self_attn.out_proj",
-                              "attn_res.norm": "self_attn_layer_norm", "ffn.fc1": "fc1",
-                              "ffn.fc2": "fc2", "ffn_res.norm": "final_layer_norm"})  # fmt: skip
-    for i in range(cfg.decoder_layers):
-        p, o = f"model.decoder.layers.{i}", f"decoder.{i}"
-        for kind in ("weight", "bias"):
-            out[f"{o}.self_attn.qkv.{kind}"] = w.cat(f"{p}.self_attn", "qkv", kind)
-            out[f"{o}.cross_attn.kv.{kind}"] = w.cat(f"{p}.encoder_attn", "kv", kind)
-        _layer(out, w, o, p, {"self_attn.out": "self_attn.out_proj",
-                              "self_res.norm": "self_attn_layer_norm",
-                              "cross_attn.q": "encoder_attn.q_proj",
-                              "cross_attn.out": "encoder_attn.out_proj",
-                              "cross_res.norm": "encoder_attn_layer_norm", "ffn.fc1": "fc1",
-                              "ffn.fc2": "fc2", "ffn_res.norm": "final_layer_norm"})  # fmt: skip
+    encoder = [_layer(w, f"model.encoder.layers.{i}", EncoderLayerWeights)
+               for i in range(cfg.encoder_layers)]  # fmt: skip
+    decoder = [_layer(w, f"model.decoder.layers.{i}", DecoderLayerWeights)
+               for i in range(cfg.decoder_layers)]  # fmt: skip
     if w.rest():
         raise MtkitError(f"weights: {w.rest()[0]} has no place in mtkit's model "
                          f"({len(w.rest())} such weights); not imported")  # fmt: skip
-    return out, cfg
+    weights = ModelWeights(src, tgt, encoder, decoder, output=output, output_bias=output_bias)
+    return state_dict_from(cfg, weights), cfg
 
 
 def _same(w: _Weights, name: str, tensor: Tensor) -> None:

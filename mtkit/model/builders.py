@@ -18,7 +18,8 @@ layers receive built parts and never read the config. Which part each switch cha
 per side instead of one per depth. :func:`check_model_config` refuses names and combinations
 no model is built from, before anything is built.
 
-State-dict names (what exporters read), per layer ``encoder.N.attn`` / ``decoder.N.self_attn``
+State-dict names (what :mod:`mtkit.model.weights` reads and writes; exporters and importers see
+its descriptions, never these names), per layer ``encoder.N.attn`` / ``decoder.N.self_attn``
 for self-attention and ``decoder.N.cross_attn`` for cross-attention; the default keeps its names:
 
 - ``kv_heads`` < ``heads``: self-attention ``q`` (D -> D) and ``kv`` (D -> 2 Hkv Dh, keys then

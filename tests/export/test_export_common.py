@@ -15,7 +15,8 @@ from mtkit.engines import load_engine
 from mtkit.engines.ct2 import max_target_len
 from mtkit.errors import MtkitError
 from mtkit.export.ct2 import export_ct2
-from mtkit.export.hf import export_hf, generation_defaults, marian_config
+from mtkit.export.hf import export_hf, generation_defaults, marian_config, marian_state_dict
+from mtkit.model.transformer import build_model
 from mtkit.staging import staged_dir
 
 
@@ -67,8 +68,22 @@ def test_marian_refuses_variants_by_name(field: str, value: object) -> None:
 
 
 def test_exporters_take_kv_heads_equal_to_heads() -> None:
-    """kv_heads = heads is the default model (the same fused qkv weights)."""
-    assert marian_config(ModelConfig(kv_heads=4))["encoder_attention_heads"] == 4
+    """kv_heads = heads is the default model: built from the same seed it has the same weights
+    under the same names, Marian accepts it and writes the same tensors; fewer key/value heads
+    are refused by name."""
+    small = dict(src_vocab_size=30, tgt_vocab_size=30, d_model=16, ffn_dim=32, heads=4)
+    models = []
+    for kv_heads in (0, 4):
+        torch.manual_seed(0)
+        models.append(build_model(ModelConfig(**small, kv_heads=kv_heads)))
+    default, equal = (m.state_dict() for m in models)
+    assert default.keys() == equal.keys()
+    assert all(torch.equal(default[k], equal[k]) for k in default)
+    written = [marian_state_dict(m) for m in models]  # marian_config's check first
+    assert written[0].keys() == written[1].keys()
+    assert all(torch.equal(written[0][k], written[1][k]) for k in written[0])
+    with pytest.raises(MtkitError, match=r"^model\.kv_heads=2 cannot be exported"):
+        marian_config(ModelConfig(**small, kv_heads=2))
 
 
 def test_generation_defaults() -> None:

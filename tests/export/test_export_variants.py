@@ -11,26 +11,54 @@ import torch
 from export_helpers import TEST_LINES, Ckpt, greedy_reference, make_ckpt, pad
 from variants import VARIANTS, variant_params
 
-from mtkit.config import SearchConfig, TranslateConfig
+from mtkit.config import ModelConfig, SearchConfig, TranslateConfig
 from mtkit.data.tokenizer import EOS_ID
 from mtkit.errors import MtkitError
+from mtkit.export import check_supported
 from mtkit.export.ct2 import SUPPORTS as CT2_SUPPORTS
-from mtkit.export.hf import SUPPORTS as HF_SUPPORTS
+from mtkit.export.ct2 import WHY as CT2_WHY
+from mtkit.export.hf import marian_config
 
 BOUND = 8  # greedy tokens per line: short outputs keep 20 exports quick
+WRITES = "writes"
+# By hand, from what CTranslate2 4.8's TransformerSpec and transformers' MarianMTModel can hold:
+# per variant (CTranslate2, Marian), WRITES or the field its one-line refusal names. An oracle
+# independent of the exporters' whitelists (SUPPORTS): change one, and this table must follow.
+EXPECTED: dict[str, tuple[str, str]] = {
+    "default": (WRITES, WRITES),
+    "pre_norm": (WRITES, "pre_norm"),  # Marian: post-LN only
+    "rmsnorm": (WRITES, "norm"),
+    "learned": (WRITES, "positions"),
+    "relative": (WRITES, "positions"),
+    "rope": (WRITES, "positions"),
+    "alibi": ("positions", "positions"),  # CTranslate2: ALiBi in the decoder only
+    "multi_query": (WRITES, "kv_heads"),
+    "grouped_query": (WRITES, "kv_heads"),
+    "gelu": (WRITES, WRITES),
+    "swiglu": (WRITES, "ffn_activation"),
+    "geglu": (WRITES, "ffn_activation"),
+    "no_bias": (WRITES, "bias"),
+    "average": ("decoder_self_attention", "decoder_self_attention"),
+    "shared_layers": (WRITES, "share_layers"),  # CTranslate2: as copies
+    "llama_like": (WRITES, "norm"),
+    "modern_mqa": (WRITES, "positions"),
+    "alibi_mqa_geglu": ("positions", "positions"),
+    "relative_gqa_shared": (WRITES, "positions"),
+    "average_learned_no_bias": ("decoder_self_attention", "norm"),
+}
 
 
-def writable(overrides: dict, supports: dict) -> bool:
-    """Whether an exporter's whitelist covers every field the variant changes."""
-    return all(
-        supports.get(k, ()) is None or v in supports.get(k, ()) for k, v in overrides.items()
-    )
+def expected(overrides: dict, exporter: int) -> str:
+    """EXPECTED for the variant with these overrides: 0 CTranslate2, 1 Marian."""
+    name = next(name for name, o in VARIANTS.items() if o == overrides)
+    return EXPECTED[name][exporter]
 
 
-def refused_fields(overrides: dict, supports: dict) -> str:
-    """A pattern for the one line naming a field the exporter cannot write."""
-    fields = [k for k, v in overrides.items() if not writable({k: v}, supports)]
-    return rf"^model\.({'|'.join(fields)})=.* cannot be exported"
+def refusal(field: str) -> str:
+    """The one line naming ``field`` (Marian's own post-LN check words pre_norm its way)."""
+    if field == "pre_norm":
+        return r"^model option pre_norm=true \(pre-LN\) cannot be exported"
+    return rf"^model\.{field}=.* cannot be exported"
 
 
 def variant_ckpt(ckpt_dir: Path, spms: dict, overrides: dict) -> Ckpt:
@@ -42,11 +70,24 @@ def greedy_lines(ck: Ckpt) -> list[str]:
     return ck.tgt.decode([greedy_reference(ck.model, row, BOUND) for row in ids])
 
 
-def test_whitelists_name_what_they_write() -> None:
-    refused = {name for name, o in VARIANTS.items() if not writable(o, CT2_SUPPORTS)}
-    assert refused == {"alibi", "average", "alibi_mqa_geglu", "average_learned_no_bias"}
-    hf = {name for name, o in VARIANTS.items() if writable(o, HF_SUPPORTS)}
-    assert hf == {"default", "pre_norm", "gelu"}  # pre_norm: refused by Marian's own check
+def test_every_variant_has_an_expectation() -> None:
+    assert EXPECTED.keys() == VARIANTS.keys()
+
+
+@pytest.mark.parametrize("overrides", variant_params())
+def test_whitelists_write_what_the_formats_hold(overrides: dict) -> None:
+    """Both exporters' config checks (no extra needed) against the hand-written table."""
+    cfg = ModelConfig(d_model=16, ffn_dim=32, heads=4, **overrides)
+    checks = (lambda: check_supported(cfg, "CTranslate2", CT2_SUPPORTS, CT2_WHY),
+              lambda: marian_config(cfg))  # fmt: skip
+    for exporter, check in enumerate(checks):
+        want = expected(overrides, exporter)
+        if want == WRITES:
+            check()
+            continue
+        with pytest.raises(MtkitError, match=refusal(want)) as err:
+            check()
+        assert "\n" not in str(err.value)
 
 
 @pytest.mark.parametrize("overrides", variant_params())
@@ -59,8 +100,8 @@ def test_ctranslate2_writes_what_it_can_and_decodes_as_mtkit(
     from mtkit.export.ct2 import export_ct2
 
     ck = variant_ckpt(ckpt_dir, spms, overrides)
-    if not writable(overrides, CT2_SUPPORTS):
-        with pytest.raises(MtkitError, match=refused_fields(overrides, CT2_SUPPORTS)) as err:
+    if expected(overrides, 0) != WRITES:
+        with pytest.raises(MtkitError, match=refusal(expected(overrides, 0))) as err:
             export_ct2(ck.path, tmp_path / "ct2")
         assert "\n" not in str(err.value) and not (tmp_path / "ct2").exists()
         return
@@ -97,12 +138,8 @@ def test_hugging_face_writes_gelu_and_refuses_the_rest(
     if not overrides:
         return  # the default model: tests/export/test_export_hf.py
     ck = variant_ckpt(ckpt_dir, spms, overrides)
-    if not writable(overrides, HF_SUPPORTS) or overrides.get("pre_norm"):
-        if writable(overrides, HF_SUPPORTS):
-            pattern = "pre_norm=true"  # Marian's own check: post-LN only
-        else:
-            pattern = refused_fields(overrides, HF_SUPPORTS)
-        with pytest.raises(MtkitError, match=pattern):
+    if expected(overrides, 1) != WRITES:
+        with pytest.raises(MtkitError, match=refusal(expected(overrides, 1))):
             export_hf(ck.path, tmp_path / "hf")
         assert not (tmp_path / "hf").exists()
         return
