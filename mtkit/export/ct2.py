@@ -40,7 +40,6 @@ from mtkit.model.weights import (
     read_weights,
 )
 
-
 # what CTranslate2 4.8's specs can represent beyond the general fields (a whitelist): RMSNorm,
 # learned positions (a position table), Shaw's relative positions, rotary (non-interleaved: the
 # rotate-half layout mtkit uses, rotary_interleave=False), grouped/multi-query attention
