@@ -4,12 +4,24 @@ from __future__ import annotations
 
 import json
 import random
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+import torch
 
 from mtkit.data.tokenizer import train_spm
+
+
+@pytest.fixture(scope="module")
+def one_thread() -> Iterator[None]:
+    """One intra-op torch thread: tiny models run fastest on one, and CI's cores are shared.
+    Modules ask for it with ``pytestmark = pytest.mark.usefixtures("one_thread")``."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
 
 # ---------------------------------------------------------------------------------------------
 # A small generated en-de corpus in every format `mtkit prepare` reads (data/, pipeline/, cli/)

@@ -17,14 +17,7 @@ from mtkit.decoding.search import Ensemble, beam_search
 from mtkit.errors import MtkitError
 from mtkit.model.transformer import Transformer, build_model
 
-
-@pytest.fixture(autouse=True, scope="module")
-def one_thread():
-    """Tiny models run fastest on one thread (and the test machine's cores are shared)."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 A, B = 4, 5

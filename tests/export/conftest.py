@@ -6,7 +6,6 @@ import sys
 from pathlib import Path
 
 import pytest
-import torch
 from export_helpers import TRAIN, Ckpt, make_ckpt
 
 from mtkit.data.tokenizer import train_spm
@@ -50,12 +49,8 @@ def offline():
 
 
 @pytest.fixture(autouse=True)
-def one_torch_thread():
-    """Tiny models: one thread is faster than two, and immune to a busy shared CPU."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+def _one_thread(one_thread: None) -> None:
+    """Every test here runs on one torch thread (tests/conftest.py)."""
 
 
 @pytest.fixture(scope="session")

@@ -13,13 +13,7 @@ from mtkit.data.tokenizer import BOS_ID
 from mtkit.model.inference import cache_bytes_per_sentence, quantize_int8
 from mtkit.precision import resolve_dtype
 
-
-@pytest.fixture(autouse=True, scope="module")
-def one_thread():
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 @pytest.mark.parametrize("variant", variant_params())

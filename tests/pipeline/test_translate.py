@@ -29,14 +29,7 @@ from mtkit.pipeline.translate import (
     translate_with,
 )
 
-
-@pytest.fixture(autouse=True, scope="module")
-def one_thread():
-    """Tiny models run fastest on one thread (and the test machine's cores are shared)."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 WORDS = "a man woman dog cat runs sits on the red blue green street house ball plays with".split()

@@ -3,19 +3,14 @@
 from __future__ import annotations
 
 import pytest
-import torch
 from click.testing import CliRunner, Result
 
 from mtkit.cli import cli
 
 
 @pytest.fixture(autouse=True)
-def one_thread() -> object:
-    """One intra-op thread: tiny models gain nothing from more, and CI cores are shared."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+def _one_thread(one_thread: None) -> None:
+    """Every test here runs on one torch thread (tests/conftest.py)."""
 
 
 @pytest.fixture
