@@ -42,7 +42,7 @@ from mtkit.languages import Languages
 from mtkit.model.transformer import Transformer, build_model
 
 
-@dataclass
+@dataclass(eq=False)  # state dicts hold tensors: compare their fields
 class ResumeState:
     """What `mtkit train` needs besides the model to continue a run exactly
     (:mod:`mtkit.training.state`)."""
@@ -69,7 +69,7 @@ class ResumeState:
                 "update": self.update, "epoch": self.epoch}  # fmt: skip
 
 
-@dataclass
+@dataclass(eq=False)
 class Checkpoint:
     """A model with everything needed to use it (see the module doc for the file)."""
 
