@@ -104,6 +104,7 @@ class Checkpoint:
         return cls.from_payload(load_checkpoint(path, map_location), str(path))
 
     def to_payload(self) -> dict[str, Any]:
+        """The file's dict (tensors and plain containers; unset optional fields left out)."""
         optional = {
             "vocab": self.vocab,
             "special_ids": self.special_ids.to_dict() if self.special_ids else None,

@@ -58,9 +58,9 @@ from mtkit.training.validate import validate
 class TrainData:
     train: ParallelData
     valid: ParallelData | None  # None: no validation
-    src_tokenizer: Tokenizer  # the tokenizers, their languages and tags go into every checkpoint
+    src_tokenizer: Tokenizer  # the tokenizers (with the source's tags) go into every checkpoint
     tgt_tokenizer: Tokenizer
-    languages: Languages | None = None  # the dataset's (manifest.json)
+    languages: Languages | None = None  # the dataset's (manifest.json), in every checkpoint too
     init: dict[str, Any] | None = None  # --init-from: the weights a new run starts from
 
 
