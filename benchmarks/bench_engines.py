@@ -98,10 +98,9 @@ def export_all(ckpt: Path) -> dict[str, Path]:
 
 def make_batches(lines: list[str], ckpt: Path, size: int) -> tuple[list[list[str]], list[int]]:
     """Lines sorted by source length (longest first), in groups of ``size``; and the order."""
-    from mtkit.checkpoint import load_checkpoint
-    from mtkit.data.tokenizer import Tokenizer
+    from mtkit.checkpoint import Checkpoint
 
-    src = Tokenizer(load_checkpoint(ckpt)["spm"]["src"])
+    src, _ = Checkpoint.load(ckpt).tokenizers()
     lengths = [len(ids) for ids in src.encode(lines)]
     order = sorted(range(len(lines)), key=lambda i: -lengths[i])
     ordered = [lines[i] for i in order]
@@ -154,9 +153,9 @@ def main(args: argparse.Namespace) -> None:
     ckpt = Path(args.checkpoint) if args.checkpoint else random_checkpoint(WORK)
     lines, refs = read_text("test_2016_flickr", "en"), read_text("test_2016_flickr", "de")
     lines, refs = lines[: args.limit or None], refs[: args.limit or None]
-    from mtkit.checkpoint import load_checkpoint
+    from mtkit.checkpoint import Checkpoint
 
-    max_positions = load_checkpoint(ckpt)["model_config"].get("max_positions", 1024)
+    max_positions = Checkpoint.load(ckpt).model_config.max_positions
     forced = dict(max_len_a=0.0, max_len_b=args.random_len, min_len=args.random_len)
     base = dict(
         repeat=args.repeat,

@@ -25,7 +25,6 @@ import shlex
 import subprocess
 import sys
 import time
-from dataclasses import asdict
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
@@ -79,7 +78,7 @@ def tiny_model(directory: Path) -> tuple[Path, Path]:
 def make_model(directory: Path) -> None:
     import torch
 
-    from mtkit.checkpoint import save_checkpoint
+    from mtkit.checkpoint import Checkpoint
     from mtkit.config import ModelConfig
     from mtkit.data.tokenizer import Tokenizer, train_spm
     from mtkit.model.transformer import build_model
@@ -96,8 +95,8 @@ def make_model(directory: Path) -> None:
         torch.manual_seed(0)
         model = build_model(cfg)
         spm = spm_path.read_bytes()
-        save_checkpoint({"model_config": asdict(cfg), "model": model.state_dict(),
-                         "spm": {"src": spm, "tgt": spm}}, ckpt_path)  # fmt: skip
+        tok = Tokenizer(spm)
+        Checkpoint.of(model, tok, tok).save(ckpt_path)
 
 
 def tree_memory(root: int) -> tuple[int, int]:

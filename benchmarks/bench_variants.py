@@ -113,15 +113,15 @@ def train_speed(run: Path) -> float | None:
 
 
 def checkpoint_info(path: Path) -> dict[str, Any]:
-    from mtkit.checkpoint import load_checkpoint, model_from_checkpoint
+    from mtkit.checkpoint import Checkpoint
     from mtkit.model.inference import cache_bytes_per_sentence
     from mtkit.model.transformer import build_model, count_parameters
 
-    ckpt = load_checkpoint(path)
-    model = model_from_checkpoint(ckpt, str(path)).eval()
-    state = ckpt.get("state", {})
+    ckpt = Checkpoint.load(path)
+    model = ckpt.build_model().eval()
+    state = ckpt.resume.state if ckpt.resume else {}
     return {
-        "update": int(ckpt.get("update", 0)),
+        "update": ckpt.resume.update if ckpt.resume else 0,
         "elapsed": float(state.get("elapsed", 0.0)),
         "params": count_parameters(model),
         "state_bytes": cache_bytes_per_sentence(build_model(model.cfg).eval(), 30, 30, 5),

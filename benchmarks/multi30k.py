@@ -42,12 +42,11 @@ def read_text(stem: str, lang: str) -> list[str]:
 def random_checkpoint(work: Path) -> Path:
     """A random transformer-small with a joint 8k spm trained on Multi30k train, cached in
     ``work``: raw decoding speed where no trained model is given."""
-    from dataclasses import asdict
-
     import torch
 
-    from mtkit.checkpoint import save_checkpoint
+    from mtkit.checkpoint import Checkpoint
     from mtkit.data.tokenizer import Tokenizer, train_spm
+    from mtkit.languages import Languages
     from mtkit.model.transformer import build_model, resolve_model_config
 
     path = work / "random-small.pt"
@@ -60,6 +59,6 @@ def random_checkpoint(work: Path) -> Path:
     cfg = resolve_model_config("transformer-small", n, n, {"share_all_embeddings": True})
     torch.manual_seed(0)
     model = build_model(cfg)
-    save_checkpoint({"model_config": asdict(cfg), "model": model.state_dict(),
-                     "spm": {"src": spm, "tgt": spm}}, path)  # fmt: skip
+    tok = Tokenizer(spm)
+    Checkpoint.of(model, tok, tok, languages=Languages(("en",), ("de",))).save(path)
     return path

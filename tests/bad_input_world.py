@@ -21,9 +21,9 @@ import torch
 from click.testing import CliRunner
 from training.training_helpers import train_args
 
-from mtkit import checkpoint as checkpoint_module
 from mtkit import staging as staging_module
 from mtkit.checkpoint import load_checkpoint
+from mtkit.checkpoint import storage as checkpoint_module
 from mtkit.cli import cli
 from mtkit.config import SearchConfig, TranslateConfig
 from mtkit.pipeline import translate as translate_module

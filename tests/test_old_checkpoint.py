@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from mtkit.checkpoint import load_checkpoint, model_from_checkpoint
-from mtkit.config import ModelConfig, TranslateConfig, from_dict
+from mtkit.checkpoint import Checkpoint
+from mtkit.config import TranslateConfig
 from mtkit.engines import load_engine
 from mtkit.model.transformer import build_model
 
@@ -20,14 +20,14 @@ EXPECTED = json.loads((FIXTURES / "old-default.json").read_text("utf-8"))
 
 
 def test_old_checkpoint_loads_with_the_same_parameter_names() -> None:
-    ckpt = load_checkpoint(CHECKPOINT)
-    model = model_from_checkpoint(ckpt, str(CHECKPOINT))
-    assert sorted(model.state_dict()) == EXPECTED["state_dict_keys"] == sorted(ckpt["model"])
+    ckpt = Checkpoint.load(CHECKPOINT)
+    model = ckpt.build_model()
+    assert sorted(model.state_dict()) == EXPECTED["state_dict_keys"] == sorted(ckpt.model)
 
 
 def test_default_model_initializes_as_before() -> None:
     """Same seed, same initial weights: runs started before the variants reproduce."""
-    cfg = from_dict(ModelConfig, load_checkpoint(CHECKPOINT)["model_config"])
+    cfg = Checkpoint.load(CHECKPOINT).model_config
     torch.manual_seed(0)
     sums = {k: float(v.double().sum()) for k, v in build_model(cfg).state_dict().items()}
     assert sums == pytest.approx(EXPECTED["init_sums_seed0"], rel=1e-12, abs=1e-12)

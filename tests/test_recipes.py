@@ -156,7 +156,12 @@ def test_wmt_recipe_every_target_offline(tmp_path: Path, recipe: str, src: str, 
 )
 def test_shipped_configs_resolve(config: Path) -> None:
     from mtkit.config import TrainConfig
-    from mtkit.pipeline.train import check_train_config, model_config, read_settings, train_config
+    from mtkit.pipeline.train_config import (
+        check_train_config,
+        model_config,
+        read_settings,
+        train_config,
+    )
 
     settings = read_settings(str(config), {"data": "data-bin"}, [])
     cfg = train_config(settings, TrainConfig())

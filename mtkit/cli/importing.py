@@ -22,21 +22,34 @@ FORMATS = ("hf",)
 )
 @click.option("-o", "--output", required=True, type=click.Path(), help="Checkpoint to write.")
 @click.option("--force", is_flag=True, help="Replace OUTPUT if it exists.")
-def import_model(model_dir: str, fmt: str, output: str, force: bool) -> None:
+@click.option(
+    "--source-lang",
+    help="The model's source language code(s), comma-separated "
+    "[default: source_lang of its tokenizer_config.json].",
+)
+@click.option(
+    "--target-lang",
+    help="The model's target language code(s), comma-separated "
+    "[default: target_lang of its tokenizer_config.json].",
+)
+def import_model(model_dir: str, fmt: str, output: str, force: bool, source_lang: str | None,
+                 target_lang: str | None) -> None:  # fmt: skip
     """Import MODEL_DIR as an mtkit checkpoint (translate, evaluate, fine-tune, export it).
 
     The checkpoint keeps the model's own vocabulary (vocab.json's ids) and special ids; anything
-    mtkit cannot represent exactly is refused, naming it, and nothing is written.
+    mtkit cannot represent exactly is refused, naming it, and nothing is written. It names its
+    languages when both sides are known (given, or in tokenizer_config.json).
     """
     with user_errors():
         from mtkit.export.hf_import import import_hf
 
-        result = import_hf(model_dir, output, force=force)
+        result = import_hf(model_dir, output, force, source_lang, target_lang)
         cfg, ids = result.config, result.special_ids
         vocab = "one vocabulary" if result.joint_vocab else "separate vocabularies"
+        pair = "-".join(result.languages.pair) if result.languages else "languages not named"
         click.echo(
-            f"{result.output}: MarianMTModel d={cfg.d_model} layers={cfg.encoder_layers}+"
-            f"{cfg.decoder_layers} {cfg.ffn_activation}, {vocab} "
+            f"{result.output}: MarianMTModel {pair}, d={cfg.d_model} layers="
+            f"{cfg.encoder_layers}+{cfg.decoder_layers} {cfg.ffn_activation}, {vocab} "
             f"{cfg.src_vocab_size}/{cfg.tgt_vocab_size}, pad {ids.pad} eos {ids.eos} "
             f"unk {ids.unk} start {ids.bos}"
         )

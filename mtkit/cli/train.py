@@ -97,7 +97,7 @@ def train(ctx: click.Context, config_path: str | None, sets: tuple[str, ...], qu
 def average(run_dir: str | None, last: int | None, checkpoints: tuple[str, ...],
             output: str) -> None:  # fmt: skip
     """Average model parameters of checkpoints into a new (inference) checkpoint."""
-    from mtkit.pipeline.train import run_average
+    from mtkit.pipeline.average import run_average
 
     with user_errors():
         click.echo(run_average(run_dir, last, checkpoints, output))

@@ -24,10 +24,11 @@ class StepDecoder(Protocol):
     """An encoder-decoder that decodes one token per row and step."""
 
     training: bool
+    # a multilingual vocabulary's target-language tags, which do not count as source pieces in
+    # the length limit (max_len_a); () for a model without such tags
+    tag_ids: tuple[int, ...]
     # optional: ``special_ids`` (mtkit.data.tokenizer.SpecialIds), the start token, EOS, PAD and
     # UNK of the model's vocabulary; the search uses mtkit's fixed ids for a model without it
-    # optional: ``tag_ids`` (tuple of ints), a multilingual vocabulary's target-language tags,
-    # which do not count as source pieces in the length limit (max_len_a)
 
     @property
     def max_positions(self) -> int: ...

@@ -61,7 +61,7 @@ class Ensemble:
             raise MtkitError(f"ensembled models have different target vocabularies {sorted(sizes)}")
         self.models = models
         self.special_ids = special_ids_of(models)
-        self.tag_ids: tuple[int, ...] = getattr(models[0], "tag_ids", ())  # see max_target_lengths
+        self.tag_ids = models[0].tag_ids  # see max_target_lengths
         self.max_positions = min(m.max_positions for m in models)
         self.states: list[DecodingState] = []
 

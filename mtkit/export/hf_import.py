@@ -40,12 +40,13 @@ from typing import Any, TypeVar
 import torch
 from torch import Tensor
 
-from mtkit.checkpoint import save_checkpoint, unpickling_problem, vocab_fields
+from mtkit.checkpoint import Checkpoint, unpickling_problem
 from mtkit.config import ModelConfig
 from mtkit.data.tokenizer import DEFAULT_SPECIAL_IDS, SpecialIds, Tokenizer
 from mtkit.errors import MtkitError
 from mtkit.export import require
 from mtkit.export.hf import MARIAN_ATTENTIONS, MARIAN_NORMS, MARIAN_PROJECTIONS
+from mtkit.languages import Languages
 from mtkit.model.layers import sinusoidal_positions
 from mtkit.model.transformer import Transformer, build_model
 from mtkit.model.weights import (
@@ -77,6 +78,7 @@ class Imported:
     config: ModelConfig
     special_ids: SpecialIds
     joint_vocab: bool
+    languages: Languages | None = None
 
 
 def _read_json(path: Path) -> Any:
@@ -328,16 +330,33 @@ def _own_ids(tok: Tokenizer) -> bool:
     return fixed and tok.vocab == [sp.IdToPiece(i) for i in range(sp.GetPieceSize())]
 
 
-def import_hf(model_dir: str | Path, output: str | Path, force: bool = False) -> Imported:
-    """Write the MarianMTModel directory ``model_dir`` as the mtkit checkpoint ``output``."""
+def import_hf(
+    model_dir: str | Path,
+    output: str | Path,
+    force: bool = False,
+    source_lang: str | None = None,
+    target_lang: str | None = None,
+) -> Imported:
+    """Write the MarianMTModel directory ``model_dir`` as the mtkit checkpoint ``output``, with
+    the language codes given, else those of its ``tokenizer_config.json`` (``source_lang``,
+    ``target_lang``); none when a side is named nowhere."""
     output = Path(output)
     if output.exists() and not force:
         raise MtkitError(f"{output}: already exists (give --force to replace it)")
     if output.is_dir():
         raise MtkitError(f"{output}: is a directory")
     model, src, tgt = read_marian(model_dir)
-    payload = {"model_config": asdict(model.cfg), "spm": {"src": src.proto, "tgt": tgt.proto},
-               "model": model.state_dict(), **vocab_fields(src, tgt),
-               "imported_from": {"format": "hf", "path": str(model_dir)}}  # fmt: skip
-    save_checkpoint(payload, output)
-    return Imported(output, model.cfg, model.special_ids, src.pieces_by_id() == tgt.pieces_by_id())
+    languages = _languages(Path(model_dir), source_lang, target_lang)
+    Checkpoint.of(model, src, tgt, languages=languages,
+                  imported_from={"format": "hf", "path": str(model_dir)}).save(output)  # fmt: skip
+    joint = src.pieces_by_id() == tgt.pieces_by_id()
+    return Imported(output, model.cfg, model.special_ids, joint, languages)
+
+
+def _languages(model_dir: Path, source: str | None, target: str | None) -> Languages | None:
+    """The codes given, else the tokenizer's (Marian's tokenizer_config.json names them)."""
+    config = model_dir / "tokenizer_config.json"
+    named = _read_json(config) if config.is_file() else {}
+    named = named if isinstance(named, dict) else {}
+    src, tgt = source or named.get("source_lang"), target or named.get("target_lang")
+    return Languages.from_dict({"src_lang": src, "tgt_lang": tgt})

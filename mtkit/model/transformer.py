@@ -110,12 +110,20 @@ def decoder_layer(parts: ModelParts) -> DecoderLayer:
 class Transformer(nn.Module):
     """Encoder-decoder with scaled, optionally shared embeddings and a tied output projection."""
 
-    def __init__(self, cfg: ModelConfig, special_ids: SpecialIds = DEFAULT_SPECIAL_IDS) -> None:
+    def __init__(
+        self,
+        cfg: ModelConfig,
+        special_ids: SpecialIds = DEFAULT_SPECIAL_IDS,
+        tag_ids: tuple[int, ...] = (),
+    ) -> None:
         super().__init__()
         check_model_config(cfg)
         parts = ModelParts(cfg)
         self.cfg = cfg
         self.special_ids = special_ids
+        # a multilingual source vocabulary's target-language tags (mtkit.data.tags): a leading
+        # tag does not count as a source piece in the decoding length limit (max_len_a)
+        self.tag_ids: tuple[int, ...] = tuple(tag_ids)
         pad = special_ids.pad
         self.embed_scale = math.sqrt(cfg.d_model) if cfg.scale_embedding else 1.0
         self.src_embed = nn.Embedding(cfg.src_vocab_size, cfg.d_model, padding_idx=pad)
@@ -236,9 +244,11 @@ def resolve_model_config(
     return from_dict(ModelConfig, values, where="model")
 
 
-def build_model(cfg: ModelConfig, special_ids: SpecialIds = DEFAULT_SPECIAL_IDS) -> Transformer:
+def build_model(
+    cfg: ModelConfig, special_ids: SpecialIds = DEFAULT_SPECIAL_IDS, tag_ids: tuple[int, ...] = ()
+) -> Transformer:
     """The model of ``cfg``, checked first (:func:`mtkit.model.builders.check_model_config`)."""
-    return Transformer(cfg, special_ids)
+    return Transformer(cfg, special_ids, tag_ids)
 
 
 def count_parameters(model: nn.Module) -> int:

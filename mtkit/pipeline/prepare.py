@@ -227,10 +227,10 @@ def resolve_tokenizers(cfg: PrepareConfig) -> tuple[Tokenizer, Tokenizer, Path, 
     if cfg.tokenizer_from and (cfg.src_spm or cfg.tgt_spm):
         raise MtkitError("give --spm (--src-spm/--tgt-spm) or --tokenizer-from, not both")
     if cfg.tokenizer_from:
-        from mtkit.checkpoint import load_checkpoint, tokenizers
+        from mtkit.checkpoint import Checkpoint
 
         path = Path(cfg.tokenizer_from)
-        return (*tokenizers(load_checkpoint(path), str(path)), path, path)
+        return (*Checkpoint.load(path).tokenizers(), path, path)
     src_path, tgt_path = resolve_spm(cfg)
     return Tokenizer.from_file(src_path), Tokenizer.from_file(tgt_path), src_path, tgt_path
 

@@ -1,24 +1,22 @@
 """Checkpoint averaging (Vaswani et al., 2017, section 6.1: the last 5 or 20 checkpoints).
 
 Floating-point parameters are averaged in float64 and cast back to their dtype; integer
-tensors must agree across checkpoints and are copied. The output keeps ``model_config``,
-``train_config``, ``spm`` (and an imported ``vocab`` with its ``special_ids``) of the first
-checkpoint and drops the optimizer and other training
-state, so it is an inference checkpoint (and not a point to resume training from).
+tensors must agree across checkpoints and are copied. The checkpoints must be of the same
+model, vocabularies and languages; the output keeps the first one's fields (configs,
+tokenizers, language codes, tags) and drops the training state, so it is an inference
+checkpoint (and not a point to resume training from).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import asdict, replace
 from pathlib import Path
-from typing import Any
 
 import torch
 
-from mtkit.checkpoint import load_checkpoint, save_checkpoint
+from mtkit.checkpoint import Checkpoint
 from mtkit.errors import MtkitError
-
-VOCAB_FIELDS = ("vocab", "special_ids")  # an imported vocabulary (mtkit.checkpoint)
 
 
 def average_state_dicts(states: Sequence[dict[str, torch.Tensor]]) -> dict[str, torch.Tensor]:
@@ -42,34 +40,37 @@ def average_state_dicts(states: Sequence[dict[str, torch.Tensor]]) -> dict[str, 
     return out
 
 
-def average_checkpoints(paths: Sequence[str | Path], output: str | Path) -> dict[str, Any]:
+def average_checkpoints(paths: Sequence[str | Path], output: str | Path) -> Checkpoint:
     """Average the models of ``paths`` into a new checkpoint at ``output`` (written atomically)."""
     if not paths:
         raise MtkitError("no checkpoints to average")
-    first = load_checkpoint(paths[0])
-    states = [first["model"]]
+    first = Checkpoint.load(paths[0])
+    states = [first.model]
     for path in paths[1:]:
-        ckpt = load_checkpoint(path)
-        if ckpt["model_config"] != first["model_config"]:
-            diff = sorted(k for k in first["model_config"]
-                          if ckpt["model_config"].get(k) != first["model_config"][k])  # fmt: skip
+        ckpt = Checkpoint.load(path)
+        if ckpt.model_config != first.model_config:
+            mine, theirs = asdict(first.model_config), asdict(ckpt.model_config)
+            diff = sorted(k for k in mine if theirs[k] != mine[k])
             raise MtkitError(
                 f"{path}: model config differs from {paths[0]} ({', '.join(diff)}); "
                 "only checkpoints of the same model can be averaged"
             )
-        for key in VOCAB_FIELDS:
-            if ckpt.get(key) != first.get(key):
-                raise MtkitError(f"{path}: its {key} differs from {paths[0]}'s")
-        if ckpt["model"].keys() != first["model"].keys():
+        for name in ("vocab", "special_ids"):
+            if getattr(ckpt, name) != getattr(first, name):
+                raise MtkitError(f"{path}: its {name} differs from {paths[0]}'s")
+        if ckpt.languages != first.languages:
+            raise MtkitError(
+                f"{path}: languages {_pair(ckpt)} differ from {paths[0]}'s ({_pair(first)}); "
+                "only models of the same languages can be averaged"
+            )
+        if ckpt.model.keys() != first.model.keys():
             raise MtkitError(f"{path}: parameters differ from {paths[0]}")
-        states.append(ckpt["model"])
-    payload = {
-        "model_config": first["model_config"],
-        "train_config": first.get("train_config", {}),
-        "spm": first["spm"],
-        **{key: first[key] for key in VOCAB_FIELDS if key in first},
-        "model": average_state_dicts(states),
-        "averaged_from": [str(p) for p in paths],
-    }
-    save_checkpoint(payload, output)
-    return payload
+        states.append(ckpt.model)
+    averaged = replace(first, model=average_state_dicts(states), resume=None,
+                       averaged_from=[str(p) for p in paths])  # fmt: skip
+    averaged.save(output)
+    return averaged
+
+
+def _pair(ckpt: Checkpoint) -> str:
+    return "-".join(ckpt.languages.pair) if ckpt.languages else "none named"

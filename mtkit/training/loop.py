@@ -26,15 +26,17 @@ from __future__ import annotations
 import math
 import sys
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from typing import Any
 
 import torch
 
+from mtkit.checkpoint import Checkpoint
 from mtkit.config import ModelConfig, TrainConfig
 from mtkit.data.binarized import ParallelData
 from mtkit.data.tokenizer import Tokenizer
 from mtkit.errors import MtkitError
+from mtkit.languages import Languages
 from mtkit.model.transformer import count_parameters
 from mtkit.training import distributed as D
 from mtkit.training.batching import Group, epoch_batches, iterate_groups, sentence_sizes
@@ -56,11 +58,10 @@ from mtkit.training.validate import validate
 class TrainData:
     train: ParallelData
     valid: ParallelData | None  # None: no validation
+    src_tokenizer: Tokenizer  # the tokenizers (with the source's tags) go into every checkpoint
     tgt_tokenizer: Tokenizer
-    spm: dict[str, bytes]  # {"src": bytes, "tgt": bytes}, stored in every checkpoint
-    vocab: dict[str, Any] = field(default_factory=dict)  # checkpoint.vocab_fields (imported ids)
+    languages: Languages | None = None  # the dataset's (manifest.json), in every checkpoint too
     init: dict[str, Any] | None = None  # --init-from: the weights a new run starts from
-    tag_ids: tuple[int, ...] = ()  # target-language tags: not counted by max_len_a (validation)
 
 
 @dataclass
@@ -81,8 +82,8 @@ class Trainer:
         self, cfg: TrainConfig, model_cfg: ModelConfig, data: TrainData, quiet: bool = False
     ) -> None:
         self.cfg, self.model_cfg, self.data, self.quiet = cfg, model_cfg, data, quiet
-        self.step = Stepper(cfg, model_cfg, data.tgt_tokenizer.specials, data.init)
-        self.step.model.tag_ids = data.tag_ids
+        self.step = Stepper(cfg, model_cfg, data.tgt_tokenizer.specials, data.init,
+                            data.src_tokenizer.tag_ids)  # fmt: skip
         self.where, self.device = self.step.where, self.step.device
         self.state = TrainState(precision=self.step.resolved.name)
         self.sizes = sentence_sizes(data.train.src_lengths, data.train.tgt_lengths)
@@ -95,36 +96,31 @@ class Trainer:
 
     # -- checkpoints ---------------------------------------------------------------------------
 
-    def load(self, ckpt: dict[str, Any]) -> None:
+    def load(self, ckpt: Checkpoint) -> None:
         """Continue from a checkpoint of this run (random states are restored by ``run``)."""
-        self.state = TrainState.from_dict(ckpt["state"])
+        if ckpt.resume is None:
+            raise MtkitError(f"{ckpt.where}: not a training checkpoint; cannot resume")
+        self.state = TrainState.from_dict(ckpt.resume.state)
         if self.state.precision:  # checkpoints before it was recorded: auto's choice now
             self.step.keep_precision(self.state.precision)
         self.state.precision = self.step.resolved.name
-        self.step.load_state_dicts(ckpt)
-        self._rng = ckpt["rng"]
+        self.step.load(ckpt, ckpt.resume)
+        self._rng = ckpt.resume.rng
         self.last_saved = self.state.update
         self.validated_at = self.state.history[-1]["update"] if self.state.history else None
 
-    def payload(self, rngs: list[dict[str, Any]]) -> dict[str, Any]:
-        return {
-            "model_config": asdict(self.model_cfg),
-            "train_config": asdict(self.cfg),
-            "spm": self.data.spm,
-            **self.data.vocab,
-            **self.step.state_dicts(),
-            "rng": rngs,
-            "state": self.state.to_dict(),
-            "update": self.state.update,
-            "epoch": self.state.epoch,
-        }
+    def checkpoint(self, rngs: list[dict[str, Any]]) -> Checkpoint:
+        data, resume = self.data, self.step.resume_state(rngs, self.state.to_dict())
+        return Checkpoint.of(self.step.model, data.src_tokenizer, data.tgt_tokenizer,
+                             languages=data.languages, train_config=asdict(self.cfg),
+                             resume=resume)  # fmt: skip
 
     def save(self, numbered: bool, best: bool) -> None:
         """checkpoint_last.pt (a numbered one too, or instead, see CheckpointDir.save).
         Collective: every rank's random state goes into rank 0's checkpoint."""
         rngs = D.gather_objects(rng_state(), self.where)
         if self.where.is_main:
-            self.ckpts.save(self.payload(rngs), self.state.update, numbered, best)
+            self.ckpts.save(self.checkpoint(rngs), self.state.update, numbered, best)
         self.last_saved = self.state.update
         D.barrier(self.where)
 
@@ -388,7 +384,7 @@ def train(
     cfg: TrainConfig,
     model_cfg: ModelConfig,
     data: TrainData,
-    resume: dict[str, Any] | None = None,
+    resume: Checkpoint | None = None,
     quiet: bool = False,
 ) -> TrainResult:
     """Train (or continue ``resume``, a checkpoint of this run) until a stop condition."""

@@ -10,12 +10,11 @@ Files of a run directory::
     .checkpoint_*.tmp        a write in progress (renamed when complete; a killed run's are
                              removed when training starts again)
 
-Beyond the keys listed in :mod:`mtkit.checkpoint`, `mtkit train` stores
-``optimizer``, ``scheduler``, ``scaler`` (state dicts), ``rng`` (one entry per rank: torch CPU,
-CUDA and Python ``random`` states), ``state`` (:class:`TrainState` as a dict: update, epoch and
+Beyond the model, `mtkit train`'s checkpoints hold a :class:`mtkit.checkpoint.ResumeState`:
+the optimizer's, schedule's and scaler's state dicts, ``rng`` (one entry per rank: torch CPU,
+CUDA and Python ``random`` states) and ``state`` (:class:`TrainState` as a dict: update, epoch and
 batches consumed in it, best metric, patience count, skipped batches and steps, elapsed seconds, the
-validation history, the loss sums of the next train record) and ``update``/``epoch`` at the top
-level for quick inspection.
+validation history, the loss sums of the next train record).
 """
 
 from __future__ import annotations
@@ -31,7 +30,7 @@ from typing import Any
 
 import torch
 
-from mtkit.checkpoint import save_checkpoint
+from mtkit.checkpoint import Checkpoint
 
 LAST, BEST = "checkpoint_last.pt", "checkpoint_best.pt"
 NUMBERED = re.compile(r"^checkpoint_(\d+)\.pt$")
@@ -112,11 +111,11 @@ class CheckpointDir:
         self.run_dir = Path(run_dir)
         self.keep_last = keep_last
 
-    def save(self, payload: dict[str, Any], update: int, numbered: bool, best: bool) -> None:
+    def save(self, ckpt: Checkpoint, update: int, numbered: bool, best: bool) -> None:
         """checkpoint_last.pt, through checkpoint_{update}.pt when ``numbered``; and
         checkpoint_best.pt, the same file, when ``best``."""
         path = self.run_dir / (f"checkpoint_{update}.pt" if numbered else LAST)
-        save_checkpoint(payload, path)
+        ckpt.save(path)
         if numbered:
             _link_or_copy(path, self.run_dir / LAST)
             self.prune()

@@ -20,6 +20,7 @@ import torch
 from torch.nn.utils import clip_grad_norm_
 
 from mtkit.allocator import keep_freed_memory
+from mtkit.checkpoint import Checkpoint, ResumeState
 from mtkit.config import ModelConfig, TrainConfig
 from mtkit.data.tokenizer import DEFAULT_SPECIAL_IDS, SpecialIds
 from mtkit.errors import MtkitError
@@ -33,7 +34,8 @@ from mtkit.training.state import seed_everything
 
 class Stepper:
     """Builds the model on this process's device (seeded; or with the weights ``init`` of
-    another run, ``--init-from``), wraps it in DDP under torchrun."""
+    another run, ``--init-from``), wraps it in DDP under torchrun. ``tag_ids``: the source
+    vocabulary's target-language tags (:attr:`Transformer.tag_ids`)."""
 
     def __init__(
         self,
@@ -41,6 +43,7 @@ class Stepper:
         model_cfg: ModelConfig,
         ids: SpecialIds = DEFAULT_SPECIAL_IDS,
         init: dict[str, torch.Tensor] | None = None,
+        tag_ids: tuple[int, ...] = (),
     ) -> None:
         self.cfg = cfg
         self.where = D.env_dist()
@@ -50,7 +53,7 @@ class Stepper:
         self._use_precision(D.resolve_precision(cfg.precision, self.device))
         D.init_group(self.where, self.device)
         seed_everything(cfg.seed + self.where.rank)
-        self.model = build_model(model_cfg, ids)
+        self.model = build_model(model_cfg, ids, tag_ids)
         if init is not None:
             self.model.load_state_dict(init)
         self.model = self.model.to(self.device)
@@ -92,20 +95,19 @@ class Stepper:
     def lr(self) -> float:
         return float(self.optimizer.param_groups[0]["lr"])
 
-    def state_dicts(self) -> dict[str, Any]:
-        return {
-            "model": self.model.state_dict(),
-            "optimizer": self.optimizer.state_dict(),
-            "scheduler": self.scheduler.state_dict(),
-            "scaler": self.scaler.state_dict(),
-        }
+    def resume_state(self, rng: list[dict[str, Any]], state: dict[str, Any]) -> ResumeState:
+        """The optimizer's, schedule's and scaler's states with the run's ``rng`` and ``state``."""
+        return ResumeState(optimizer=self.optimizer.state_dict(),
+                           scheduler=self.scheduler.state_dict(), rng=rng, state=state,
+                           scaler=self.scaler.state_dict())  # fmt: skip
 
-    def load_state_dicts(self, ckpt: dict[str, Any]) -> None:
-        self.model.load_state_dict(ckpt["model"])
-        self.optimizer.load_state_dict(ckpt["optimizer"])
-        self.scheduler.load_state_dict(ckpt["scheduler"])
-        if ckpt.get("scaler") and self.scaler.is_enabled():
-            self.scaler.load_state_dict(ckpt["scaler"])
+    def load(self, ckpt: Checkpoint, resume: ResumeState) -> None:
+        """Continue from ``ckpt``'s weights and ``resume``'s optimizer, schedule and scaler."""
+        self.model.load_state_dict(ckpt.model)
+        self.optimizer.load_state_dict(resume.optimizer)
+        self.scheduler.load_state_dict(resume.scheduler)
+        if resume.scaler and self.scaler.is_enabled():
+            self.scaler.load_state_dict(resume.scaler)
 
     def forward_backward(
         self, group: Group, flags: Callable[[], tuple[bool, ...]] = tuple

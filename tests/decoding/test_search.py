@@ -41,6 +41,7 @@ class ScriptedModel(nn.Module):
         super().__init__()
         self.table = table
         self.tgt_vocab_size, self.max_positions = vocab, 64
+        self.tag_ids: tuple[int, ...] = ()
         self.unused = nn.Parameter(torch.zeros(1))
 
     def encode(self, src: Tensor) -> Tensor:

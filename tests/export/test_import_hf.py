@@ -153,6 +153,35 @@ def test_mtkit_export_then_import_is_the_same_model(trained: Ckpt, tmp_path: Pat
 # -- refusals: one line, nothing written ----------------------------------------------------------
 
 
+def test_import_writes_the_languages_of_the_tokenizer_or_the_command_line(
+    marian_joint: Path, tmp_path: Path
+) -> None:
+    """tokenizer_config.json's source_lang/target_lang (null in save_pretrained's default),
+    given or overridden a side at a time by --source-lang/--target-lang."""
+    from mtkit.checkpoint import Checkpoint
+    from mtkit.languages import Languages
+
+    def run(model_dir: Path, *options: str) -> tuple[Languages | None, str]:
+        out = tmp_path / "model.pt"
+        args = ["import", str(model_dir), "-o", str(out), "--force", *options]
+        result = CliRunner().invoke(cli, args)
+        assert result.exit_code == 0, result.output
+        return Checkpoint.load(out).languages, result.output
+
+    languages, output = run(marian_joint)
+    assert languages is None and "MarianMTModel languages not named," in output
+    named = Path(shutil.copytree(marian_joint, tmp_path / "named"))
+    config = json.loads((named / "tokenizer_config.json").read_text(encoding="utf-8"))
+    config.update(source_lang="en", target_lang="de")
+    (named / "tokenizer_config.json").write_text(json.dumps(config), encoding="utf-8")
+    languages, output = run(named)
+    assert languages == Languages(("en",), ("de",)) and "MarianMTModel en-de," in output
+    assert run(named, "--target-lang", "fr")[0] == Languages(("en",), ("fr",))
+    given = run(marian_joint, "--source-lang", "en", "--target-lang", "de,fr")[0]
+    assert given == Languages(("en",), ("de", "fr"))
+    assert run(marian_joint, "--source-lang", "en")[0] is None  # a side named nowhere: none
+
+
 def refused(model_dir: Path, tmp_path: Path) -> str:
     out = tmp_path / "out" / "model.pt"
     result = CliRunner().invoke(cli, ["import", "--format", "hf", str(model_dir), "-o", str(out)])

@@ -161,7 +161,7 @@ def test_max_tokens_is_documented_as_counted(mtkit) -> None:
 def test_a_second_train_on_a_run_directory_in_use_is_refused_and_changes_nothing(
     tmp_path: Path, tiny_dataset: Path, mtkit
 ) -> None:
-    from mtkit.pipeline.train import run_dir_lock
+    from mtkit.pipeline.rundir import run_dir_lock
 
     run = tmp_path / "run"
     assert mtkit(*train_args(tiny_dataset, run, "--max-updates", "1")).exit_code == 0

@@ -13,7 +13,7 @@ from subprocess_helpers import assert_same_run
 from training_helpers import train_args
 from variants import VARIANTS
 
-from mtkit.checkpoint import load_checkpoint, model_from_checkpoint
+from mtkit.checkpoint import Checkpoint
 from mtkit.config import SearchConfig
 from mtkit.data.tokenizer import EOS_ID
 from mtkit.decoding.search import generate
@@ -44,12 +44,24 @@ def test_variant_resumes_bitwise_and_averages(
     for key, value in VARIANTS[name].items():
         assert a["model_config"][key] == value
 
-    averaged = average_checkpoints([straight / "checkpoint_3.pt", straight / "checkpoint_6.pt"],
-                                   tmp_path / "averaged.pt")  # fmt: skip
-    three, six = load_checkpoint(straight / "checkpoint_3.pt"), a
-    for key, tensor in averaged["model"].items():
-        mean = (three["model"][key].double() + six["model"][key].double()) / 2
-        torch.testing.assert_close(tensor, mean.float(), rtol=0, atol=0)
-    model = model_from_checkpoint(load_checkpoint(tmp_path / "averaged.pt")).eval()
-    hyps = generate([model], torch.tensor([[5, 6, 7, EOS_ID]]), SearchConfig(beam=2))
-    assert len(hyps) == 1 and hyps[0][0].tokens is not None
+    average_checkpoints([straight / "checkpoint_3.pt", straight / "checkpoint_6.pt"],
+                        tmp_path / "averaged.pt")  # fmt: skip
+    three = Checkpoint.load(straight / "checkpoint_3.pt")
+    mean = {key: ((tensor.double() + a["model"][key].double()) / 2).to(tensor.dtype)
+            for key, tensor in three.model.items()}  # fmt: skip
+    by_hand = three.build_model()
+    by_hand.load_state_dict(mean)
+    averaged = Checkpoint.load(tmp_path / "averaged.pt")
+    got, expected, first = (decode(m) for m in (averaged.build_model(), by_hand,
+                                                 three.build_model()))  # fmt: skip
+    assert got == expected  # the file decodes as the mean of the two models' weights does
+    assert got != first  # ... which is not what the first of them decodes
+    for key, tensor in averaged.model.items():
+        torch.testing.assert_close(tensor, mean[key], rtol=0, atol=0)
+
+
+def decode(model: torch.nn.Module) -> list[list[tuple[list[int], float]]]:
+    """Each sentence's 2-best (tokens, score) by beam search."""
+    src = torch.tensor([[5, 6, 7, EOS_ID], [8, 9, 10, 11]])
+    hyps = generate([model.eval()], src, SearchConfig(beam=2, nbest=2))
+    return [[(list(h.tokens), h.score) for h in nbest] for nbest in hyps]
