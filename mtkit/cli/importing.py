@@ -5,8 +5,7 @@ from __future__ import annotations
 import click
 
 from mtkit.cli.common import user_errors
-
-FORMATS = ("hf",)
+from mtkit.pipeline import export as pipeline
 
 
 @click.command("import")
@@ -15,10 +14,10 @@ FORMATS = ("hf",)
     "-f",
     "--format",
     "fmt",
-    type=click.Choice(FORMATS),
+    type=click.Choice(list(pipeline.IMPORT_FORMATS)),
     default="hf",
     show_default=True,
-    help="hf: a transformers MarianMTModel directory (an OPUS-MT model, save_pretrained).",
+    help="; ".join(f"{name}: {what}" for name, what in pipeline.IMPORT_FORMATS.items()) + ".",
 )
 @click.option("-o", "--output", required=True, type=click.Path(), help="Checkpoint to write.")
 @click.option("--force", is_flag=True, help="Replace OUTPUT if it exists.")
@@ -41,15 +40,4 @@ def import_model(model_dir: str, fmt: str, output: str, force: bool, source_lang
     languages when both sides are known (given, or in tokenizer_config.json).
     """
     with user_errors():
-        from mtkit.export.hf_import import import_hf
-
-        result = import_hf(model_dir, output, force, source_lang, target_lang)
-        cfg, ids = result.config, result.special_ids
-        vocab = "one vocabulary" if result.joint_vocab else "separate vocabularies"
-        pair = "-".join(result.languages.pair) if result.languages else "languages not named"
-        click.echo(
-            f"{result.output}: MarianMTModel {pair}, d={cfg.d_model} layers="
-            f"{cfg.encoder_layers}+{cfg.decoder_layers} {cfg.ffn_activation}, {vocab} "
-            f"{cfg.src_vocab_size}/{cfg.tgt_vocab_size}, pad {ids.pad} eos {ids.eos} "
-            f"unk {ids.unk} start {ids.bos}"
-        )
+        click.echo(pipeline.import_model(model_dir, output, fmt, force, source_lang, target_lang))

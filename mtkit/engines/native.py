@@ -13,8 +13,8 @@ import torch
 from torch import nn
 
 from mtkit.allocator import keep_freed_memory
-from mtkit.checkpoint import load_checkpoint, load_for_inference, tokenizers
-from mtkit.config import ModelConfig, SearchConfig, TranslateConfig, from_dict
+from mtkit.checkpoint import Checkpoint, load_for_inference
+from mtkit.config import SearchConfig, TranslateConfig
 from mtkit.data.tags import check_target
 from mtkit.data.tokenizer import Tokenizer
 from mtkit.decoding.batching import pad_batch
@@ -82,14 +82,12 @@ def describe(checkpoints: list[str], config: TranslateConfig) -> ModelInfo:
     """What the engine would know of ``checkpoints`` (tokenizers, limits, languages), checked
     as :func:`load` checks them, without building a model: for a process that only encodes."""
     _settings(config, announce=True)
-    ckpts = [load_checkpoint(path) for path in checkpoints]
-    pairs = [tokenizers(ckpt, path) for ckpt, path in zip(ckpts, checkpoints, strict=True)]
+    ckpts = [Checkpoint.load(path) for path in checkpoints]
+    pairs = [ckpt.tokenizers() for ckpt in ckpts]
     check_ensemble(checkpoints, pairs)
     check_target(config.tgt_lang, pairs[0][0].tags)
-    configs = [from_dict(ModelConfig, ckpt["model_config"], where=f"{path}: model_config")
-               for ckpt, path in zip(ckpts, checkpoints, strict=True)]  # fmt: skip
-    positions = min(cfg.max_positions for cfg in configs)
-    return ModelInfo(*pairs[0], positions, None)
+    positions = min(ckpt.model_config.max_positions for ckpt in ckpts)
+    return ModelInfo(*pairs[0], positions, ckpts[0].languages)
 
 
 def load(checkpoints: list[str], config: TranslateConfig, announce: bool = True) -> NativeEngine:
@@ -108,6 +106,6 @@ def load(checkpoints: list[str], config: TranslateConfig, announce: bool = True)
     first = loaded[0]
     positions = min(item.config.max_positions for item in loaded)
     engine = NativeEngine(models, first.src_tokenizer, first.tgt_tokenizer, config, device,
-                          positions, None)  # fmt: skip
+                          positions, first.languages)  # fmt: skip
     engine._generator(config.search)
     return engine

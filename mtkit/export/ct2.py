@@ -254,7 +254,7 @@ def export_ct2(
                              f"mtkit's ({problem}); nothing was written")  # fmt: skip
         if quantization != "float32":  # the checked float32 model, quantized
             _convert(ct2, ct2_spec(model, src, tgt), tmp, quantization)
-        write_sidecar(tmp, src, tgt, loaded.config.max_positions, None,
+        write_sidecar(tmp, src, tgt, loaded.config.max_positions, loaded.languages,
                       ctranslate2_version=ct2.__version__, checkpoint=str(checkpoint),
                       quantization=quantization)  # fmt: skip
     return Path(out_dir)

@@ -41,6 +41,7 @@ from mtkit.config import ModelConfig, SearchConfig
 from mtkit.data.tokenizer import DEFAULT_SPECIAL_IDS, SpecialIds, Tokenizer
 from mtkit.errors import MtkitError
 from mtkit.export import ANY, GENERAL, check_supported, require, staged_dir
+from mtkit.languages import Languages
 from mtkit.model.transformer import Transformer
 from mtkit.model.weights import (
     DecoderLayerWeights,
@@ -230,9 +231,13 @@ def max_logit_difference(model: Transformer, hf: nn.Module) -> float:
     return float((ours - theirs).abs().max())
 
 
-def write_tokenizer(out_dir: Path, src: Tokenizer, tgt: Tokenizer, max_length: int) -> None:
+def write_tokenizer(
+    out_dir: Path, src: Tokenizer, tgt: Tokenizer, max_length: int,
+    languages: Languages | None = None,
+) -> None:  # fmt: skip
     """MarianTokenizer files whose ids are ours (source.spm, vocab.json, ...): the sentencepiece
-    ids, or an imported model's piece table and special pieces."""
+    ids, or an imported model's piece table and special pieces; the language codes as
+    MarianTokenizer's ``source_lang``/``target_lang`` (what `mtkit import` reads back)."""
     transformers = require("transformers", "hf", "exporting to Hugging Face transformers")
     (out_dir / "source.spm").write_bytes(src.proto)
     (out_dir / "target.spm").write_bytes(tgt.proto)
@@ -247,6 +252,8 @@ def write_tokenizer(out_dir: Path, src: Tokenizer, tgt: Tokenizer, max_length: i
              "pad_token": pieces[ids.pad]}  # fmt: skip
     if tgt.vocab is None:
         names["bos_token"] = "<s>"  # Marian's tokenizer has none; our start token
+    if languages is not None:
+        names["source_lang"], names["target_lang"] = languages.pair
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # "Recommended: pip install sacremoses" (unused here)
         tok = transformers.MarianTokenizer(
@@ -315,5 +322,6 @@ def export_hf(
             if progress:
                 transformers.utils.logging.enable_progress_bar()
         max_len = loaded.config.max_positions
-        write_tokenizer(tmp, loaded.src_tokenizer, loaded.tgt_tokenizer, max_len)
+        write_tokenizer(tmp, loaded.src_tokenizer, loaded.tgt_tokenizer, max_len,
+                        loaded.languages)  # fmt: skip
     return HFExport(Path(out_dir), diff)

@@ -98,5 +98,12 @@ def read_tokenizer(model_dir: Path, side: str, meta: dict[str, Any]) -> Tokenize
 
 
 def export_languages(meta: dict[str, Any]) -> Languages | None:
-    """The language codes ``mtkit.json`` names (None where it names none)."""
-    return Languages.from_dict(meta)
+    """The language codes ``mtkit.json`` names; for an export written before it named them,
+    those of the checkpoint it was exported from, if that file is still there."""
+    found = Languages.from_dict(meta)
+    source = Path(str(meta.get("checkpoint") or ""))
+    if found is None and meta.get("checkpoint") and source.is_file():
+        from mtkit.checkpoint import Checkpoint  # older exports only: torch, imported lazily
+
+        return Checkpoint.load(source).languages
+    return found

@@ -1,5 +1,6 @@
-"""`mtkit export`: a checkpoint written for another engine, each format by its exporter in
-:mod:`mtkit.export` (imported when used: each needs its own extra)."""
+"""`mtkit export` and `mtkit import`: a checkpoint written for another engine, or another
+engine's model read into a checkpoint, each format by its converter in :mod:`mtkit.export`
+(imported when used: each needs its own extra)."""
 
 from __future__ import annotations
 
@@ -12,7 +13,10 @@ EXPORT_FORMATS = {
     "hf": "a transformers MarianMTModel directory (`pip install 'mtkit[hf]'`)",
     "ctranslate2": "a CTranslate2 model directory (`pip install 'mtkit[ct2]'`)",
 }
-__all__ = ["EXPORT_FORMATS", "QUANTIZATIONS", "export_model"]
+IMPORT_FORMATS = {
+    "hf": "a transformers MarianMTModel directory (an OPUS-MT model, save_pretrained)"
+}
+__all__ = ["EXPORT_FORMATS", "IMPORT_FORMATS", "QUANTIZATIONS", "export_model", "import_model"]
 
 
 def export_model(
@@ -34,3 +38,23 @@ def export_model(
 
     path = export_ct2(checkpoint, out_dir, quantization=quantization, force=force)
     return f"{path}: CTranslate2 model ({quantization}) + source.spm/target.spm"
+
+
+def import_model(
+    model_dir: str | Path, output: str | Path, fmt: str = "hf", force: bool = False,
+    source_lang: str | None = None, target_lang: str | None = None,
+) -> str:  # fmt: skip
+    """Import ``model_dir`` (format ``fmt``) as the checkpoint ``output``, naming the language
+    codes given or the model's own; a one-line summary of it."""
+    if fmt not in IMPORT_FORMATS:
+        raise MtkitError(f"--format: unknown import format {fmt!r} ({', '.join(IMPORT_FORMATS)})")
+    from mtkit.export.hf_import import import_hf
+
+    result = import_hf(model_dir, output, force, source_lang, target_lang)
+    cfg, ids = result.config, result.special_ids
+    vocab = "one vocabulary" if result.joint_vocab else "separate vocabularies"
+    pair = "-".join(result.languages.pair) if result.languages else "languages not named"
+    return (f"{result.output}: MarianMTModel {pair}, d={cfg.d_model} layers="
+            f"{cfg.encoder_layers}+{cfg.decoder_layers} {cfg.ffn_activation}, {vocab} "
+            f"{cfg.src_vocab_size}/{cfg.tgt_vocab_size}, pad {ids.pad} eos {ids.eos} "
+            f"unk {ids.unk} start {ids.bos}")  # fmt: skip
