@@ -3,21 +3,14 @@ must pass (the shared skeleton: encode, batch, decode, put back in order)."""
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import pytest
+from engine_helpers import KINDS, TRAIN, engine_config, make_ckpt
 
-from mtkit.config import TranslateConfig
 from mtkit.data.tokenizer import train_spm
 from mtkit.engines import load_engine
 from mtkit.engines.base import Engine
-
-sys.path.insert(0, str(Path(__file__).parents[1] / "export"))  # the export tests' models
-from export_helpers import TEST_LINES, TRAIN, make_ckpt  # noqa: E402
-
-SEARCH = dict(beam=2, max_len_a=1.0, max_len_b=2)
-LINES = TEST_LINES + [src for src, _ in TRAIN[:11]]
 
 
 @pytest.fixture(scope="session")
@@ -34,22 +27,6 @@ def engine_ct2_dir(engine_ckpt: Path, tmp_path_factory: pytest.TempPathFactory) 
     from mtkit.export.ct2 import export_ct2
 
     return export_ct2(engine_ckpt, tmp_path_factory.mktemp("engines") / "ct2")
-
-
-# test id: (engine, settings). CTranslate2 searches greedily here: its beam's length bound is
-# one per batch (mtkit.engines.ct2), so its beam scores depend on the batch, by design
-KINDS = {
-    "mtkit": ("mtkit", {}),
-    "mtkit-2-workers": ("mtkit", {"workers": 2, "threads": 1}),
-    "ctranslate2": ("ctranslate2", {"beam": 1}),
-    "ctranslate2-2-workers": ("ctranslate2", {"beam": 1, "workers": 2, "threads": 1}),
-}
-
-
-def engine_config(kind: str, **values: object) -> TranslateConfig:
-    name, runtime = KINDS[kind]
-    return TranslateConfig.from_flat({"engine": name, "device": "cpu", "threads": 1, **SEARCH,
-                                      **runtime, **values})  # fmt: skip
 
 
 @pytest.fixture(scope="session")

@@ -9,7 +9,7 @@ import sys
 
 import click
 import pytest
-from conftest import engine_config
+from engine_helpers import engine_config
 
 from mtkit.cli import cli
 from mtkit.config import TranslateConfig

@@ -7,7 +7,7 @@ from __future__ import annotations
 import math
 
 import pytest
-from conftest import KINDS, LINES
+from engine_helpers import KINDS, LINES
 
 from mtkit.engines.base import Engine, Translation, best_texts
 from mtkit.serve.app import token_counter

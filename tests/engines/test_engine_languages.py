@@ -8,7 +8,7 @@ import json
 from pathlib import Path
 
 import pytest
-from conftest import engine_config
+from engine_helpers import engine_config
 
 from mtkit.checkpoint import Checkpoint
 from mtkit.engines import load_engine
