@@ -114,3 +114,12 @@ def test_every_part_of_mtkit_has_rules() -> None:
     parts = {part_of(p) for p in PACKAGE.rglob("*.py")} - {"__init__", "__main__"}
     unplaced = parts - set(FORBIDDEN) - {"utils", "allocator", "staging", "metrics", "cpu"}
     assert not unplaced, f"add {sorted(unplaced)} to FORBIDDEN"
+
+
+@pytest.mark.parametrize(
+    "path", sorted(PACKAGE.rglob("*.py")), ids=lambda p: str(p.relative_to(PACKAGE))
+)
+def test_modules_stay_small(path: Path) -> None:
+    """STYLE: modules under ~400 lines (split along a seam instead)."""
+    lines = len(path.read_text(encoding="utf-8").splitlines())
+    assert lines <= 400, f"{path.relative_to(PACKAGE)}: {lines} lines"

@@ -1,4 +1,4 @@
-"""The model's weights by role, whatever their layout in the state dict (issue 26).
+"""The model's weights by role, whatever their layout in the state dict.
 
 Converters in and out (:mod:`mtkit.export`) map another format's names to these descriptions
 and never spell mtkit's state-dict paths: a parameter renamed, fused or split in the model
@@ -13,9 +13,8 @@ D -> Hkv Dh (Hkv < H with grouped-query attention), whatever the model fuses (se
 ``qkv`` with Hkv = H, ``q`` + ``kv`` otherwise; cross-attention's ``q`` + ``kv``; the average
 attention's gate). ``read_weights(model)`` splits the model's tensors (views, no copies);
 ``state_dict_from(cfg, weights)`` fuses them back into the state dict of ``Transformer(cfg)``,
-checking every name and shape; ``load_weights`` loads that into a model. Both directions refuse
-a tensor with no place (a parameter this module does not know, a bias the model lacks, a missing
-value), naming it.
+checking every name and shape; ``load_weights`` loads that into a model. Both directions refuse,
+naming it, a tensor with no place (an unknown parameter, a bias the model lacks, a missing value).
 """
 
 from __future__ import annotations
