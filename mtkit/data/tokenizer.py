@@ -177,7 +177,7 @@ class Tokenizer:
             found.append(piece)
         return found
 
-    @property
+    @functools.cached_property
     def tag_ids(self) -> tuple[int, ...]:
         """The ids of :attr:`tags`."""
         return tuple(self.piece_to_id(t) for t in self.tags)
