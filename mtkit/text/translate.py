@@ -30,7 +30,8 @@ class Segmented:
 
     def rebuild(self, results: Sequence[Sequence[Translation]], rank: int = 0) -> list[str]:
         """Each text with its sentences translated (hypothesis ``rank`` of each unit, its best
-        where it has fewer; "" for a unit with nothing to translate), the gaps as they were."""
+        where it has fewer; "" for a unit with nothing to translate; a sentence of one unit
+        exactly as the engine gave it), the gaps as they were."""
         if len(results) != len(self.units):
             raise ValueError(f"{len(results)} results for {len(self.units)} units")
         out, at = [], 0
@@ -39,10 +40,15 @@ class Segmented:
             for count in counts:
                 hyps = results[at : at + count]
                 at += count
-                words = [one_line(h[min(rank, len(h) - 1)].text).strip() for h in hyps if h]
-                sentences.append(" ".join(word for word in words if word))
+                texts = [one_line(h[min(rank, len(h) - 1)].text) if h else "" for h in hyps]
+                sentences.append(texts[0] if count == 1 else _joined(texts))
             out.append(text.rebuild(sentences))
         return out
+
+
+def _joined(parts: list[str]) -> str:
+    """A cut sentence's translation: its parts' translations, joined with a space."""
+    return " ".join(part.strip() for part in parts if part.strip())
 
 
 def prepare(

@@ -72,6 +72,12 @@ def test_cut_long_prefers_clause_boundaries() -> None:
     assert cut_long(sentence, words, 7) == ["one two three four, five six seven;",
                                             "eight nine ten eleven twelve"]  # fmt: skip
     assert cut_long(sentence, words, 100) == [sentence]
+    clause = "alpha beta gamma delta epsilon, zeta eta theta iota kappa lambda mu"
+    assert cut_long(clause, words, 8) == ["alpha beta gamma delta epsilon,",
+                                          "zeta eta theta iota kappa lambda mu"]  # fmt: skip
+    no_clause = clause.replace(",", "")
+    assert cut_long(no_clause, words, 8) == ["alpha beta gamma delta epsilon zeta eta",
+                                             "theta iota kappa lambda mu"]  # fmt: skip
 
 
 @pytest.mark.parametrize("limit", [1, 3, 10, 31])
