@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from conftest import HOSTILE
+from text_helpers import HOSTILE
 
 from mtkit.errors import MtkitError
 from mtkit.text import AnnotatedText, segment

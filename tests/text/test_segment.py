@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import pytest
-from conftest import HOSTILE
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from text_helpers import HOSTILE
 
 from mtkit.text import segment
 from mtkit.text.segment import cut_long, is_gap

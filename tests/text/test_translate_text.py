@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from conftest import HOSTILE
+from text_helpers import HOSTILE
 
 from mtkit.cli import cli
 from mtkit.engines.base import Engine, best_texts
