@@ -69,10 +69,14 @@ class TranslateRequest:
         """The texts cut into sentences of at most ``limit`` pieces, and the lines to
         translate (the sentences, tagged for a multilingual model's target)."""
         plan = prepare(self.texts, self.source, tokenizer, limit)
+        return plan, self.tagged(plan.units)
+
+    def tagged(self, lines: list[str]) -> list[str]:
+        """``lines`` with a multilingual model's target tag (unchanged for a bilingual one)."""
         if not self.tags:
-            return plan, plan.units
+            return lines
         try:
-            return plan, tag_lines(plan.units, self.target, self.tags)
+            return tag_lines(lines, self.target, self.tags)
         except MtkitError as err:
             raise ApiError(400, "q", str(err)) from None
 

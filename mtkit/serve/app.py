@@ -34,6 +34,7 @@ from mtkit.serve.api import (
 )
 from mtkit.serve.batcher import Batcher, Closed, QueueFull
 from mtkit.serve.languages import language_name
+from mtkit.text.recut import merged, short_units
 from mtkit.text.translate import source_limit
 
 log = logging.getLogger("mtkit.serve")
@@ -171,6 +172,11 @@ def create_app(service: Service) -> FastAPI:
                 return JSONResponse(build_response(checked, [], plan))
             results = await _translated(model.batcher, lines, checked.search,
                                         config.timeout - (time.monotonic() - start))  # fmt: skip
+            if plan is not None and (parts := short_units(plan.units, results)):
+                again = checked.tagged([part for pair in parts.values() for part in pair])
+                results = merged(results, parts, await _translated(
+                    model.batcher, again, checked.search,
+                    config.timeout - (time.monotonic() - start)))  # fmt: skip
         except ApiError as err:
             return error_response(err)
         state = request.scope.setdefault("state", {})

@@ -17,6 +17,7 @@ from mtkit.config import SearchConfig
 from mtkit.data.tokenizer import Tokenizer
 from mtkit.engines.base import Engine, Translation, one_line, warn
 from mtkit.text.annotated import AnnotatedText
+from mtkit.text.recut import merged, short_units
 from mtkit.text.segment import cut_long, segment
 
 
@@ -92,8 +93,14 @@ def translate_text(
     first_number: int = 1,
 ) -> list[str]:
     """Each text translated sentence by sentence, its layout kept: one engine call for the
-    sentences of all ``texts``; one output per text."""
+    sentences of all ``texts`` (and one more for sentences cut again, :mod:`mtkit.text.recut`);
+    one output per text."""
     plan = prepare(texts, lang, engine.src_tokenizer, source_limit(engine), first_number)
     if not plan.units:
         return plan.rebuild([])
-    return plan.rebuild(engine.translate(plan.units, search, first_number=first_number))
+    results = engine.translate(plan.units, search, first_number=first_number)
+    parts = short_units(plan.units, results)  # merged sentences: cut again, translated again
+    if parts:
+        again = engine.translate([p for pair in parts.values() for p in pair], search)
+        results = merged(results, parts, again)
+    return plan.rebuild(results)
