@@ -4,8 +4,9 @@ sentences to a line, translated as it is and with sentence splitting (``--split-
 For each join N (default 1, 2, 4, 8) the English test set is joined N lines to one (with a
 space) and translated twice with the same engine: each joined line as one sentence (what
 ``mtkit translate`` does by default), and each joined line as a text (segmented, translated
-sentence by sentence, sentences the segmenter merged cut again, rebuilt: ``--split-sentences``). Each output is scored against the German
-reference joined the same way (sacreBLEU, 13a, as ``mtkit evaluate``), and its words are
+sentence by sentence, sentences the segmenter merged cut again, rebuilt:
+``--split-sentences``). Each output is scored against the German reference joined the same
+way (sacreBLEU, 13a, as ``mtkit evaluate``), and its words are
 counted against the reference's and against the sentence-by-sentence translation of the
 unjoined test set, joined afterwards (the ceiling). Outputs are written to ``--out`` so that
 ``mtkit evaluate -i OUT/join4.split.de -r OUT/join4.ref.de`` gives the same figures.
