@@ -10,7 +10,9 @@ date, many languages, fast: sentencex.
 Rules kept whatever the segmenter says: a line break always ends a sentence (paragraphs,
 blank lines, list items); whitespace (and a byte-order mark) at the edges of a sentence belongs
 to the gaps; no character other than those is ever left out of a sentence. A sentence longer
-than a model's limit is cut further by :func:`cut_long` at a safe point.
+than a model's limit is cut further by :func:`cut_long` at a safe point; sentences the
+segmenter merged (a line that ends without punctuation) are found after translation and cut
+again by :mod:`mtkit.text.recut`.
 """
 
 from __future__ import annotations
