@@ -4,12 +4,15 @@ of its source and cut the source where the missing sentence most likely starts.
 A line that ends without punctuation runs into the next one ("a child splashing in the water
 Three people sit at a table."): no segmenter can see that boundary, and a sentence-level model
 translates the first sentence and stops. The evidence is the translation's length: a unit of at
-least :data:`MIN_WORDS` source words whose best translation has fewer than :data:`MIN_RATIO`
-words per source word covers too little. Only then is it cut, and only at a *candidate*: a
-space between a word ending in a lowercase letter and one starting with an uppercase letter,
-the candidate nearest to where the translation's coverage ends (its words mapped back through
-the ratio). Capital letters alone never cut; a unit without a candidate stays whole. The two
-parts are translated again and their translations joined with a space.
+least :data:`MIN_WORDS` source words whose best translation has fewer than :data:`MIN_SHARE`
+of the characters expected covers too little. Expected: the unit's length times the typical
+ratio of translation to source characters of the other units of its text (their median, at
+most 1; 1 with fewer than :data:`MIN_UNITS` units to tell), so that a target script denser
+than the source's (Chinese from English) is not taken for a short translation. Only then is a
+unit cut, and only at a *candidate*: a space between a word ending in a lowercase letter and
+one starting with an uppercase letter, the candidate nearest to where the translation's
+coverage ends. Capital letters alone never cut; a unit without a candidate stays whole. The
+two parts are translated again and their translations joined with a space.
 """
 
 from __future__ import annotations
@@ -20,22 +23,36 @@ from collections.abc import Sequence
 from mtkit.engines.base import Translation
 
 MIN_WORDS = 6  # shorter units are never cut again
-MIN_RATIO = 0.6  # target words per source word below which a translation covers too little
+MIN_UNITS = 5  # units needed for their median ratio; with fewer, 1 (alphabetic scripts)
+MIN_SHARE = 0.6  # of the expected translation length, below which a translation covers too little
 START = re.compile(r"(?<=[a-zà-ÿ])\s+(?=[A-ZÀ-Þ])")  # lowercase word end, space, capital
 
 
 def short_units(
-    units: Sequence[str], results: Sequence[Sequence[Translation]]
+    units: Sequence[str], results: Sequence[Sequence[Translation]], texts: Sequence[int] = ()
 ) -> dict[int, list[str]]:
-    """Units whose translation covers too little, each with the two parts to translate."""
+    """Units whose translation covers too little, each with the two parts to translate.
+    ``texts``: how many units each text has, in order (the typical ratio is each text's own,
+    so that a text's translation never depends on the texts beside it); () for one text."""
+    found, start = {}, 0
+    for count in texts or [len(units)]:
+        found.update(_short(units, results, range(start, start + count)))
+        start += count
+    return found
+
+
+def _short(
+    units: Sequence[str], results: Sequence[Sequence[Translation]], index: range
+) -> dict[int, list[str]]:
+    sized = [(i, len(units[i]), len(results[i][0].text.strip())) for i in index
+             if results[i] and len(units[i].split()) >= MIN_WORDS]  # fmt: skip
+    ratios = sorted(target / source for _, source, target in sized)
+    typical = min(1.0, ratios[len(ratios) // 2]) if len(ratios) >= MIN_UNITS else 1.0
     found = {}
-    for i, (unit, hyps) in enumerate(zip(units, results, strict=True)):
-        words = len(unit.split())
-        if words < MIN_WORDS or not hyps:
-            continue
-        ratio = len(hyps[0].text.split()) / words
-        if ratio < MIN_RATIO and (cut := _cut(unit, ratio)) is not None:
-            found[i] = [unit[: cut[0]], unit[cut[1] :]]
+    for i, source, target in sized:
+        covered = target / (source * typical) if typical > 0 else 1.0
+        if covered < MIN_SHARE and (cut := _cut(units[i], covered)) is not None:
+            found[i] = [units[i][: cut[0]], units[i][cut[1] :]]
     return found
 
 

@@ -29,6 +29,10 @@ class Segmented:
     units: list[str]  # every sentence (or part of a long one) of every text, in order
     parts: list[list[int]]  # per text, per sentence: how many units it was cut into
 
+    def sizes(self) -> list[int]:
+        """How many units each text has."""
+        return [sum(counts) for counts in self.parts]
+
     def rebuild(self, results: Sequence[Sequence[Translation]], rank: int = 0) -> list[str]:
         """Each text with its sentences translated (hypothesis ``rank`` of each unit, its best
         where it has fewer; "" for a unit with nothing to translate; a sentence of one unit
@@ -99,7 +103,7 @@ def translate_text(
     if not plan.units:
         return plan.rebuild([])
     results = engine.translate(plan.units, search, first_number=first_number)
-    parts = short_units(plan.units, results)  # merged sentences: cut again, translated again
+    parts = short_units(plan.units, results, plan.sizes())  # merged sentences: cut again
     if parts:
         again = engine.translate([p for pair in parts.values() for p in pair], search)
         results = merged(results, parts, again)
