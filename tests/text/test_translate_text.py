@@ -117,3 +117,33 @@ def test_cli_split_sentences_refuses_nbest(text_ckpt: Path, tmp_path: Path) -> N
     assert code != 0
     assert "--split-sentences gives one translation per line" in output
     assert len(output.strip().splitlines()) == 1
+
+
+def test_cli_split_sentences_on_hostile_lines(text_ckpt: Path, tmp_path: Path) -> None:
+    """BOM, CRLF, blank and whitespace lines, a 5,000-character line without a full stop,
+    emoji, right-to-left script, no final newline: one output line per input line."""
+    lines = ["\ufeffthe man runs. a dog walks.", "", "   ", "cat " * 1250, "red 😀 house. שלום.",
+             "\tthe woman runs on the street"]  # fmt: skip
+    source = tmp_path / "hostile.txt"
+    source.write_bytes("\r\n".join(lines).encode("utf-8"))
+    result = CliRunner().invoke(
+        cli,
+        [
+            "translate",
+            "-m",
+            str(text_ckpt),
+            "-i",
+            str(source),
+            "-q",
+            "--beam",
+            "1",
+            "--threads",
+            "1",
+            "--split-sentences",
+        ],
+    )
+    assert result.exit_code == 0, result.output
+    out = result.stdout.split("\n")
+    assert len(out) == len(lines) + 1 and out[-1] == ""
+    assert out[1:3] == ["", "   "] and out[5].startswith("\t") and out[0][0] != "\ufeff"
+    assert "line 4: a sentence of" in result.stderr and "truncated" not in result.stderr
