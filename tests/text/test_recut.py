@@ -31,14 +31,14 @@ def test_capital_letters_alone_never_cut(unit: str, translation: str) -> None:
     assert short_units([unit], [hyp(translation)]) == {}
 
 
-def test_the_expected_length_is_the_units_typical_ratio() -> None:
-    """A dense target script (four times shorter) is not a short translation; among such
-    translations, one that covers half of its source still is."""
+def test_a_script_without_spaces_is_not_short() -> None:
+    """Translations of two words for fifteen (a script without spaces) are not short; among
+    them, one of one word covers too little."""
     units = [f"{MERGED} {n}" for n in range(6)]
-    dense = [hyp("x" * (len(unit) // 4)) for unit in units]
+    dense = [hyp("xxxx yyyy") for _ in units]
     assert short_units(units, dense) == {}
     assert short_units(units[:1], dense[:1]) == {0: [FIRST, f"{SECOND} 0"]}  # too few to tell
-    dense[3] = hyp("x" * (len(units[3]) // 8))
+    dense[3] = hyp("xxxx")
     assert short_units(units, dense) == {3: [FIRST, f"{SECOND} 3"]}
     # each text its own typical ratio: four units, or two, are too few to tell
     assert short_units(units, dense, [4, 2]) == {i: [FIRST, f"{SECOND} {i}"] for i in range(6)}
