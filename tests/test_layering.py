@@ -1,7 +1,7 @@
 """Imports flow one way: cli -> pipeline -> {engines, export, training} -> {checkpoint, decoding,
 model, data} -> {config, cpu, devices, errors, processes, staging}; serve (the HTTP server)
-sits between pipeline and engines. Every import counts, lazy ones inside functions too (read
-from the source, not from what happens to be loaded).
+and text (the text layer) sit between pipeline and engines. Every import counts, lazy ones
+inside functions too (read from the source, not from what happens to be loaded).
 
 STYLE's rules for the edges, stated here: engines never import export (a format both use lives
 in ``formats``, the precision policy in ``precision``); serve never reads checkpoints or
@@ -21,7 +21,7 @@ import mtkit
 PACKAGE = Path(mtkit.__file__).parent
 CORE = {"decoding", "model", "data"}
 # what each part of mtkit must never import
-UPPER = {"cli", "pipeline", "serve", "engines", "export", "training"}  # above checkpoint
+UPPER = {"cli", "pipeline", "serve", "text", "engines", "export", "training"}  # above checkpoint
 BASE = UPPER | {"checkpoint", *CORE}  # what the bottom layer (stdlib-like helpers) never imports
 FORBIDDEN: dict[str, set[str]] = {
     "config": BASE,
@@ -37,9 +37,10 @@ FORBIDDEN: dict[str, set[str]] = {
     "model": UPPER | {"checkpoint", "decoding"},
     "decoding": UPPER | {"checkpoint", "model"},
     "checkpoint": UPPER | {"decoding"},
-    "training": {"cli", "pipeline", "serve", "engines", "export"},
-    "export": {"cli", "pipeline", "serve", "engines", "training"},
-    "engines": {"cli", "pipeline", "serve", "training", "export"},
+    "training": {"cli", "pipeline", "serve", "text", "engines", "export"},
+    "export": {"cli", "pipeline", "serve", "text", "engines", "training"},
+    "engines": {"cli", "pipeline", "serve", "text", "training", "export"},
+    "text": {"cli", "pipeline", "serve", "training", "export", "checkpoint"},  # over engines
     "serve": {"cli", "pipeline", "training", "export", "checkpoint"},  # over engines
     "pipeline": {"cli"},
     "cli": {"export", "training", "checkpoint", "serve", "model", "decoding"},

@@ -52,6 +52,9 @@ SEARCH_OPTIONS: list[tuple[tuple[str, ...], str, Any, str]] = [
      "inter_threads)."),
     (("--tgt-lang",), "tgt_lang", str, "Multilingual models: translate into this language "
      "(adds >>TGT<< to lines without a tag)."),
+    (("--split-sentences",), "split_sentences", None,
+     "Each input line is a text: cut into sentences, each translated, put back with the "
+     "line's spacing (default: each line is one sentence)."),
     (("--engine",), "engine", click.Choice(engine_names()),
      "; ".join(f"{e.name}: -m names a {e.model_format}" for e in ENGINES.values()) + "."),
 ]  # fmt: skip
@@ -90,7 +93,7 @@ def search_options(func: Callable, rows: list | None = None) -> Callable:
     default="-",
     show_default=True,
     type=click.Path(),
-    help="Source text, one sentence per line ('-': stdin).",
+    help="Source text, one sentence (--split-sentences: one text) per line ('-': stdin).",
 )
 @click.option(
     "-o",

@@ -96,6 +96,7 @@ class TranslateConfig:
     engine: str = "mtkit"  # a name in the registry, mtkit.engines (checked when loaded)
     chunk_lines: int = 10000  # lines read, sorted by length and translated at a time (streaming)
     tgt_lang: str = ""  # multilingual models: lines without a >>xx<< tag get this one
+    split_sentences: bool = False  # each line a text: cut into sentences, translated, rebuilt
 
     def __post_init__(self) -> None:
         rules = [
@@ -111,6 +112,9 @@ class TranslateConfig:
              f"got {self.quantize!r}"),
             (self.cpu_matmul in CPU_MATMULS, f"--cpu-matmul must be one of "
              f"{', '.join(CPU_MATMULS)}, got {self.cpu_matmul!r}"),
+            (not (self.split_sentences and self.search.nbest > 1),
+             "--split-sentences gives one translation per line; it cannot be combined with "
+             f"--nbest {self.search.nbest}"),
         ]  # fmt: skip
         for ok, message in rules:
             if not ok:

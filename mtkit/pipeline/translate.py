@@ -6,6 +6,10 @@ which encodes it with the source spm model, batches it by tokens, translates it 
 translations back in input order; the chunk is written (and flushed) before the next is read.
 Memory stays bounded whatever the input's size.
 
+With ``config.split_sentences`` each line is a text: cut into sentences (:mod:`mtkit.text`),
+each translated, put back with the line's own spacing; a sentence too long for the model is cut
+into parts, each translated (a warning names the line). Without it each line is one sentence.
+
 Line rules: exactly one output line per input line (``nbest`` > 1: ``nbest`` TSV rows per input
 line). Lines are split on ``\\n`` only; a trailing ``\\r`` (CRLF) and a UTF-8 byte-order mark at
 the start are dropped. Invalid UTF-8 is decoded with U+FFFD replacement characters and a warning
@@ -37,6 +41,7 @@ from mtkit.engines.base import Engine, Progress, Translation, best_texts, warn
 from mtkit.errors import MtkitError, naming_output
 from mtkit.pipeline.signals import Interrupted, SignalGuard
 from mtkit.staging import staged_file
+from mtkit.text import translate_text
 
 STDIO = "-"
 NBEST_HEADER = "LINE\tRANK\tSCORE\tLOGPROB\tTRANSLATION"
@@ -94,11 +99,9 @@ def translate_stream(
     """
     iterator = iter(lines)
     written = 0
-    nbest = engine.config.search.nbest
     try:
         while chunk := list(islice(iterator, engine.config.chunk_lines)):
-            results = engine.translate(chunk, first_number=written + 1, progress=progress)
-            data = format_results(results, written + 1, nbest).encode("utf-8")
+            data = translate_chunk(engine, chunk, written + 1, progress).encode("utf-8")
             with guard.writing() if guard is not None else nullcontext():
                 out.write(data)
                 out.flush()
@@ -107,6 +110,26 @@ def translate_stream(
         err.lines = written
         raise
     return written
+
+
+def translate_chunk(
+    engine: Engine, chunk: list[str], first_number: int, progress: Progress | None = None
+) -> str:
+    """A chunk's output text: one line per input line (n-best: ``nbest`` TSV rows each)."""
+    if not engine.config.split_sentences:
+        results = engine.translate(chunk, first_number=first_number, progress=progress)
+        return format_results(results, first_number, engine.config.search.nbest)
+    texts = translate_text(engine, chunk, source_language(engine), first_number=first_number)
+    if progress is not None:
+        progress.update(len(chunk))
+    return "".join(text + "\n" for text in texts)  # the gaps of a line hold no "\n"
+
+
+def source_language(engine: Engine) -> str:
+    """The language the segmenter is told: the model's (first) source language, else
+    English (sentencex's rules for languages it does not know)."""
+    languages = engine.languages()
+    return languages.sources[0] if languages is not None and languages.sources else "en"
 
 
 @dataclass
@@ -201,7 +224,10 @@ def translate_with(engine: Engine, lines: list[str]) -> list[str]:
     out: list[str] = []
     size = engine.config.chunk_lines
     for start in range(0, len(lines), size):
-        out.extend(
-            best_texts(engine.translate(lines[start : start + size], first_number=start + 1))
-        )
+        chunk = lines[start : start + size]
+        if engine.config.split_sentences:
+            lang = source_language(engine)
+            out.extend(translate_text(engine, chunk, lang, first_number=start + 1))
+        else:
+            out.extend(best_texts(engine.translate(chunk, first_number=start + 1)))
     return out

@@ -4,12 +4,17 @@
 "format": "text", "alternatives": N, "api_key": "..."}`` as JSON (or as an HTML form) and
 answers ``{"translatedText": "..."}`` (a list for a list), with ``"alternatives"`` (N more
 translations from the n-best list) when asked. mtkit adds ``"beam"`` (an int) to choose the
-beam per request. Unknown fields are ignored, as LibreTranslate does.
+beam per request, and ``"split"`` (a boolean, default true) to choose how a text is read.
+Unknown fields are ignored, as LibreTranslate does.
 
-Each text is split on newlines; every line is translated on its own and the translations are
-joined with ``\\n`` again (a ``\\r`` before a newline is dropped, as ``mtkit translate`` does).
-A multilingual model's server (several target languages, ``en``-``de,fr,cs``: issue 16)
-takes any of them as ``"target"`` and puts its tag ``>>xx<<`` before every line.
+With ``"split": true`` (the default) each text is cut into sentences (:mod:`mtkit.text`: line
+breaks always end one), each sentence is translated on its own, and the translations are put
+back into the text's own whitespace and line breaks (``\\r\\n`` and indentation kept). With
+``"split": false`` each text is split on newlines only; every line is translated as one sentence
+and the translations are joined with ``\\n`` again (a ``\\r`` before a newline is dropped, as
+``mtkit translate`` does). A multilingual model's server (several target languages,
+``en``-``de,fr,cs``: issue 16) takes any of them as ``"target"`` and puts its tag ``>>xx<<``
+before every line (every sentence).
 
 Problems raise :class:`ApiError`: an HTTP status and a JSON body that names the field.
 """
@@ -23,8 +28,10 @@ from typing import Any
 
 from mtkit.config import SearchConfig, ServeConfig
 from mtkit.data.tags import tag, tag_lines
+from mtkit.data.tokenizer import Tokenizer
 from mtkit.engines.base import Translation
 from mtkit.errors import MtkitError
+from mtkit.text import Segmented, prepare
 
 MAX_BEAM = 16  # a request may ask for any beam up to this
 
@@ -53,6 +60,25 @@ class TranslateRequest:
     alternatives: int
     search: SearchConfig
     detected: str | None  # source "auto": the model's source language
+    split: bool = False  # texts cut into sentences (see sentences())
+    source: str = ""  # the language the texts are in (the segmenter's rules)
+    target: str = ""  # a multilingual model's target, "" for a bilingual one
+    tags: list[str] | None = None  # a multilingual model's target tags
+
+    def sentences(self, tokenizer: Tokenizer, limit: int) -> tuple[Segmented, list[str]]:
+        """The texts cut into sentences of at most ``limit`` pieces, and the lines to
+        translate (the sentences, tagged for a multilingual model's target)."""
+        plan = prepare(self.texts, self.source, tokenizer, limit)
+        return plan, self.tagged(plan.units)
+
+    def tagged(self, lines: list[str]) -> list[str]:
+        """``lines`` with a multilingual model's target tag (unchanged for a bilingual one)."""
+        if not self.tags:
+            return lines
+        try:
+            return tag_lines(lines, self.target, self.tags)
+        except MtkitError as err:
+            raise ApiError(400, "q", str(err)) from None
 
 
 # ---------------------------------------------------------------------------------------------
@@ -122,6 +148,15 @@ def _int_field(data: dict[str, Any], name: str, default: int | None, low: int, h
     return value
 
 
+def _bool_field(data: dict[str, Any], name: str, default: bool) -> bool:
+    value = data.get(name, default)
+    if isinstance(value, str) and value.strip().lower() in ("true", "1", "false", "0"):
+        value = value.strip().lower() in ("true", "1")  # form fields are text
+    if not isinstance(value, bool):
+        raise ApiError(400, name, f"must be true or false, got {_kind(value)}")
+    return value
+
+
 def _texts(data: dict[str, Any]) -> tuple[list[str], bool]:
     if "q" not in data:
         raise ApiError(400, "q", "missing (the text to translate)")
@@ -172,13 +207,16 @@ def parse_request(
     except MtkitError as err:
         raise ApiError(400, "beam", str(err)) from None
     lines = [line for lines in per_text for line in lines]
-    if len(targets) > 1:  # each line gets the target's tag (or keeps its own)
+    split = _bool_field(data, "split", True)
+    tags = [tag(t) for t in targets] if len(targets) > 1 else None
+    if tags:  # each line gets the target's tag (or keeps its own); refused tags named here
         try:
-            lines = tag_lines(lines, target, [tag(t) for t in targets])
+            lines = tag_lines(lines, target, tags)
         except MtkitError as err:
             raise ApiError(400, "q", str(err)) from None
     detected = pair[0] if source == "auto" else None
-    return TranslateRequest(texts, many, lines, counts, alternatives, search, detected)
+    return TranslateRequest(texts, many, lines, counts, alternatives, search, detected, split,
+                            pair[0].split(",")[0], target if tags else "", tags)  # fmt: skip
 
 
 # ---------------------------------------------------------------------------------------------
@@ -190,14 +228,23 @@ def _joined(lines: list[list[Translation]], rank: int) -> str:
     return "\n".join(hyps[min(rank, len(hyps) - 1)].text if hyps else "" for hyps in lines)
 
 
-def build_response(request: TranslateRequest, results: list[list[Translation]]) -> dict[str, Any]:
-    """LibreTranslate's answer for ``results`` (one entry per line of ``request.lines``)."""
-    texts, alternatives, start = [], [], 0
-    for count in request.counts:
-        lines = results[start : start + count]
-        start += count
-        texts.append(_joined(lines, 0))
-        alternatives.append([_joined(lines, k) for k in range(1, request.alternatives + 1)])
+def build_response(
+    request: TranslateRequest, results: list[list[Translation]], plan: Segmented | None = None
+) -> dict[str, Any]:
+    """LibreTranslate's answer for ``results``: one entry per line of ``request.lines``, or
+    (texts cut into sentences) per unit of ``plan``."""
+    ranks = range(1, request.alternatives + 1)
+    if plan is not None:
+        texts = plan.rebuild(results)
+        ranked = [plan.rebuild(results, k) for k in ranks]
+        alternatives = [[text[i] for text in ranked] for i in range(len(texts))]
+    else:
+        texts, alternatives, start = [], [], 0
+        for count in request.counts:
+            lines = results[start : start + count]
+            start += count
+            texts.append(_joined(lines, 0))
+            alternatives.append([_joined(lines, k) for k in ranks])
     answer: dict[str, Any] = {"translatedText": texts if request.many else texts[0]}
     if request.alternatives:
         answer["alternatives"] = alternatives if request.many else alternatives[0]

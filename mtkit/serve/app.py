@@ -34,6 +34,8 @@ from mtkit.serve.api import (
 )
 from mtkit.serve.batcher import Batcher, Closed, QueueFull
 from mtkit.serve.languages import language_name
+from mtkit.text.recut import merged, short_units
+from mtkit.text.translate import source_limit
 
 log = logging.getLogger("mtkit.serve")
 
@@ -82,7 +84,7 @@ TRANSLATE_BODY = {
                 "properties": {
                     "q": {"oneOf": [{"type": "string"},
                                     {"type": "array", "items": {"type": "string"}}],
-                          "description": "Text (lines translated one by one) or a list of texts"},
+                          "description": "Text or a list of texts"},
                     "source": {"type": "string", "description": "Source code, or 'auto'"},
                     "target": {"type": "string"},
                     "format": {"type": "string", "enum": ["text"], "default": "text"},
@@ -90,6 +92,9 @@ TRANSLATE_BODY = {
                                      "description": "More translations from the n-best list"},
                     "beam": {"type": "integer", "minimum": 1,
                              "description": "Beam width (mtkit; default: the server's)"},
+                    "split": {"type": "boolean", "default": True,
+                              "description": "Cut texts into sentences, each translated (mtkit; "
+                                             "false: each line is one sentence)"},
                     "api_key": {"type": "string"},
                 },
             },
@@ -159,15 +164,24 @@ def create_app(service: Service) -> FastAPI:
             except MtkitError as err:
                 raise ApiError(400, "alternatives" if checked.alternatives else "beam",
                                str(err)) from None  # fmt: skip
-            if not checked.lines:
-                return JSONResponse(build_response(checked, []))
-            results = await _translated(model.batcher, checked.lines, checked.search,
+            plan, lines = None, checked.lines
+            if checked.split:  # sentences cut here, before the batcher, and put back after
+                plan, lines = checked.sentences(model.engine.src_tokenizer,
+                                                source_limit(model.engine))  # fmt: skip
+            if not lines:
+                return JSONResponse(build_response(checked, [], plan))
+            results = await _translated(model.batcher, lines, checked.search,
                                         config.timeout - (time.monotonic() - start))  # fmt: skip
+            if plan is not None and (parts := short_units(plan.units, results, plan.sizes())):
+                again = checked.tagged([part for pair in parts.values() for part in pair])
+                results = merged(results, parts, await _translated(
+                    model.batcher, again, checked.search,
+                    config.timeout - (time.monotonic() - start)))  # fmt: skip
         except ApiError as err:
             return error_response(err)
         state = request.scope.setdefault("state", {})
-        state["lines"], state["tokens"] = len(checked.lines), target_tokens(results)
-        return JSONResponse(build_response(checked, results))
+        state["lines"], state["tokens"] = len(lines), target_tokens(results)
+        return JSONResponse(build_response(checked, results, plan))
 
     @app.get("/languages")
     async def languages() -> Any:

@@ -6,9 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from engine_helpers import KINDS, TRAIN, engine_config, make_ckpt
+from engine_helpers import KINDS, engine_config, trained_ckpt
 
-from mtkit.data.tokenizer import train_spm
 from mtkit.engines import load_engine
 from mtkit.engines.base import Engine
 
@@ -16,9 +15,7 @@ from mtkit.engines.base import Engine
 @pytest.fixture(scope="session")
 def engine_ckpt(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A model briefly trained on a word-substitution task (distinct outputs per line)."""
-    spm = train_spm([x for pair in TRAIN for x in pair], vocab_size=110)
-    spms = {"src": spm, "tgt": spm}
-    return make_ckpt(tmp_path_factory.mktemp("engines"), spms, steps=120, max_positions=32).path
+    return trained_ckpt(tmp_path_factory.mktemp("engines"))
 
 
 @pytest.fixture(scope="session")

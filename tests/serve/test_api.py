@@ -98,3 +98,44 @@ def test_a_multilingual_server_tags_each_line_with_the_target() -> None:
             parse_request({"q": ">>xx<< a", "source": "en", "target": target}, pair,
                           SearchConfig(), cfg)  # fmt: skip
         assert err.value.field == field and says in str(err.value), err.value
+
+
+@pytest.mark.parametrize("value, split", [(None, True), (True, True), (False, False),
+                                          ("false", False), ("1", True)])  # fmt: skip
+def test_split_is_on_unless_turned_off(value: object, split: bool) -> None:
+    fields = {} if value is None else {"split": value}
+    assert parse(q="x", **fields).split is split
+
+
+def test_split_must_be_a_boolean() -> None:
+    with pytest.raises(ApiError, match="^split: must be true or false, got a number"):
+        parse(q="x", split=2)
+
+
+def hyps(lines: list[str], n: int = 2) -> list[list[Translation]]:
+    return [[Translation(f"{line.upper()}{'' if k == 0 else k}", 0.0, 0.0, 1) for k in range(n)]
+            for line in lines]  # fmt: skip
+
+
+def test_split_texts_come_back_in_their_layout(ckpt: str) -> None:
+    engine = load_engine([ckpt], TranslateConfig(device="cpu"))
+    fields = {"q": ["A man. The dog!\r\n\r\n  e", " ", "f"], "alternatives": 1}
+    checked = parse_request({"source": "en", "target": "de", **fields}, PAIR, SearchConfig(),
+                            ServeConfig())  # fmt: skip
+    plan, lines = checked.sentences(engine.src_tokenizer, 60)
+    assert lines == ["A man.", "The dog!", "e", "f"]
+    assert build_response(checked, hyps(lines), plan) == {
+        "translatedText": ["A MAN. THE DOG!\r\n\r\n  E", " ", "F"],
+        "alternatives": [["A MAN.1 THE DOG!1\r\n\r\n  E1"], [" "], ["F1"]],
+    }  # fmt: skip
+    one = parse(q="a b. c d", split=False)
+    assert one.lines == ["a b. c d"]
+    assert build_response(one, hyps(one.lines, 1)) == {"translatedText": "A B. C D"}
+
+
+def test_a_multilingual_server_tags_each_sentence(ckpt: str) -> None:
+    engine = load_engine([ckpt], TranslateConfig(device="cpu"))
+    checked = parse_request({"q": "A man. The dog\n>>cs<< d", "source": "en", "target": "fr"},
+                            ("en", "de,fr,cs"), SearchConfig(), ServeConfig())  # fmt: skip
+    _, lines = checked.sentences(engine.src_tokenizer, 60)
+    assert lines == [">>fr<< A man.", ">>fr<< The dog", ">>cs<< d"]

@@ -200,3 +200,16 @@ def test_sigterm_answers_requests_in_flight_then_exits_0(start_server: Callable,
         )
     assert "stopped by SIGTERM" in server.stderr()
     assert server.get("/health").status == 0  # no longer listening
+
+
+def test_a_text_of_sentences_comes_back_whole_as_translate_splits_it(server: Server, ckpt: str):
+    one = ". ".join(s.capitalize() for s in SENTENCES[:3]) + "!"  # three sentences on a line
+    two = "  " + ". ".join(s.capitalize() for s in SENTENCES[3:5]) + "?"
+    merged = f"{SENTENCES[5]} {SENTENCES[6].capitalize()} {SENTENCES[7]}"  # no full stop: recut
+    split = best(ckpt, [one, two, merged], "--split-sentences")
+    assert len(split[0].split()) > len(best(ckpt, [one])[0].split())  # more than one sentence
+    reply = server.translate({"q": f"{one}\r\n\r\n{two}"})
+    assert (reply.status, reply.body) == (200, {"translatedText": f"{split[0]}\r\n\r\n{split[1]}"})
+    assert server.translate({"q": merged}).body == {"translatedText": split[2]}
+    reply = server.translate({"q": [one, two], "split": False})
+    assert (reply.status, reply.body) == (200, {"translatedText": best(ckpt, [one, two])})

@@ -1,0 +1,12 @@
+"""Text around the model: sentences cut out of a text with their layout kept, and put back.
+
+The text layer sits above the engines and calls them; the engines stay sentence in, sentence
+out. :class:`AnnotatedText` is a text with its sentence ranges (``gap sentence gap ... gap``),
+:func:`segment` makes one, :func:`translate_text` translates whole texts through an engine.
+"""
+
+from mtkit.text.annotated import AnnotatedText
+from mtkit.text.segment import segment
+from mtkit.text.translate import Segmented, prepare, translate_text
+
+__all__ = ["AnnotatedText", "Segmented", "prepare", "segment", "translate_text"]
