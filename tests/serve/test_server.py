@@ -7,6 +7,7 @@ from __future__ import annotations
 import signal
 import threading
 import time
+import urllib.parse
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
@@ -213,3 +214,16 @@ def test_a_text_of_sentences_comes_back_whole_as_translate_splits_it(server: Ser
     assert server.translate({"q": merged}).body == {"translatedText": split[2]}
     reply = server.translate({"q": [one, two], "split": False})
     assert (reply.status, reply.body) == (200, {"translatedText": best(ckpt, [one, two])})
+    form = urllib.parse.urlencode(
+        {"q": f"{one}\n{two}", "source": "en", "target": "de", "split": "false"}
+    )
+    reply = server.request("POST", "/translate", form.encode(),
+                           {"Content-Type": "application/x-www-form-urlencoded"})  # fmt: skip
+    assert (reply.status, reply.body) == (
+        200,
+        {"translatedText": "\n".join(best(ckpt, [one, two]))},
+    )
+    form = urllib.parse.urlencode({"q": f"{one}\n{two}", "source": "en", "target": "de"})
+    reply = server.request("POST", "/translate", form.encode(),
+                           {"Content-Type": "application/x-www-form-urlencoded"})  # fmt: skip
+    assert (reply.status, reply.body) == (200, {"translatedText": f"{split[0]}\n{split[1]}"})
