@@ -169,7 +169,7 @@ def test_a_multilingual_run_writes_its_languages_and_tags(multi_run: Path) -> No
 
 
 def test_old_files_fall_back_as_before(tmp_path: Path, spm_bytes: bytes, tiny_dataset) -> None:
-    old = Path(__file__).parent / "fixtures" / "old-default.pt"
+    old = Path(__file__).parents[1] / "fixtures" / "old-default.pt"
     assert not {"src_lang", "tag_ids"} & set(load_checkpoint(old))
     ckpt = Checkpoint.load(old)
     assert ckpt.languages is None and ckpt.tag_ids == () and ckpt.resume is None
