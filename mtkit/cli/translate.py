@@ -55,6 +55,12 @@ SEARCH_OPTIONS: list[tuple[tuple[str, ...], str, Any, str]] = [
     (("--split-sentences",), "split_sentences", None,
      "Each input line is a text: cut into sentences, each translated, put back with the "
      "line's spacing (default: each line is one sentence)."),
+    (("--alignment",), "alignment", None,
+     "Also write each translation's word alignment: TRANSLATION<TAB>ALIGNMENT, Moses i-j "
+     "pairs over whitespace words (0-based), from the model's cross-attention."),
+    (("--alignment-layer",), "alignment_layer", int,
+     "Decoder layer whose cross-attention (averaged over heads) aligns words; negative counts "
+     "from the top (-2: the penultimate layer)."),
     (("--engine",), "engine", click.Choice(engine_names()),
      "; ".join(f"{e.name}: -m names a {e.model_format}" for e in ENGINES.values()) + "."),
 ]  # fmt: skip

@@ -20,16 +20,19 @@ from mtkit.config.evaluate import EvaluateConfig
 from mtkit.config.model import MODEL_PRESETS, ModelConfig
 from mtkit.config.search import (
     CPU_MATMULS,
+    DEFAULT_LAYER,
     DTYPES,
     LENPEN_STYLES,
     SearchConfig,
     TranslateConfig,
+    alignment_layer,
 )
 from mtkit.config.serve import LOG_LEVELS, ServeConfig
 from mtkit.config.train import TrainConfig
 
 __all__ = [
     "CPU_MATMULS",
+    "DEFAULT_LAYER",
     "DTYPES",
     "LENPEN_STYLES",
     "LOG_LEVELS",
@@ -42,6 +45,7 @@ __all__ = [
     "SpmConfig",
     "TrainConfig",
     "TranslateConfig",
+    "alignment_layer",
     "apply_overrides",
     "from_dict",
     "load_yaml",

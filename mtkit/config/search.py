@@ -11,6 +11,7 @@ from mtkit.config.common import from_dict
 from mtkit.errors import MtkitError
 
 LENPEN_STYLES = ("fairseq", "gnmt")  # fairseq: len**a | gnmt: ((5+len)/6)**a
+DEFAULT_LAYER = -2  # word alignments: the penultimate decoder layer (mtkit.engines.alignment)
 
 
 @dataclass(frozen=True)
@@ -35,6 +36,7 @@ class SearchConfig:
     top_p: float = 1.0
     temperature: float = 1.0
     seed: int = 1  # sampling
+    alignment: bool = False  # each hypothesis with its word alignment (mtkit.engines.alignment)
 
     def __post_init__(self) -> None:
         if self.beam is None:
@@ -97,6 +99,7 @@ class TranslateConfig:
     chunk_lines: int = 10000  # lines read, sorted by length and translated at a time (streaming)
     tgt_lang: str = ""  # multilingual models: lines without a >>xx<< tag get this one
     split_sentences: bool = False  # each line a text: cut into sentences, translated, rebuilt
+    alignment_layer: int = DEFAULT_LAYER  # decoder layer that aligns words (-1: the last)
 
     def __post_init__(self) -> None:
         rules = [
@@ -128,3 +131,16 @@ class TranslateConfig:
         search = {k: v for k, v in values.items() if k in names}
         runtime = {k: v for k, v in values.items() if k not in names}
         return from_dict(cls, {**runtime, "search": search}, where)
+
+
+def alignment_layer(asked: int, layers: int) -> int:
+    """``asked`` (0-based, or negative from the top: -1 the last layer) as a layer index of a
+    decoder with ``layers`` layers; the default -2 of a one-layer decoder is its only layer."""
+    index = asked + layers if asked < 0 else asked
+    if asked == DEFAULT_LAYER and layers == 1:
+        index = 0
+    if not 0 <= index < layers:
+        raise MtkitError(f"--alignment-layer {asked}: the model has {layers} decoder "
+                         f"layer{'s' if layers != 1 else ''} (0 to {layers - 1}, or -1 to "
+                         f"-{layers})")  # fmt: skip
+    return index

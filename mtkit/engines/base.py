@@ -20,6 +20,7 @@ from mtkit.cpu import Resolved
 from mtkit.data.batching import token_batches
 from mtkit.data.tags import tag_lines
 from mtkit.data.tokenizer import Tokenizer
+from mtkit.engines.alignment import Alignment
 from mtkit.languages import Languages
 
 
@@ -27,12 +28,14 @@ from mtkit.languages import Languages
 class Translation:
     """One hypothesis: detokenized ``text`` (one line), its ranking ``score`` (length-penalised),
     ``logprob`` (summed log-probabilities incl. EOS; NaN where an engine cannot tell) and
-    ``tokens``, the target pieces generated (EOS not counted)."""
+    ``tokens``, the target pieces generated (EOS not counted); ``alignment`` (when asked for)
+    the Moses word pairs between the line and ``text`` (:mod:`mtkit.engines.alignment`)."""
 
     text: str
     score: float
     logprob: float
     tokens: int = 0
+    alignment: Alignment | None = None  # asked for (SearchConfig.alignment): word pairs
 
 
 @dataclass(frozen=True)

@@ -23,10 +23,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from mtkit.config import SearchConfig, TranslateConfig
+from mtkit.config import SearchConfig, TranslateConfig, alignment_layer
 from mtkit.data.tags import check_target
 from mtkit.data.tokenizer import Tokenizer
 from mtkit.devices import parse_device
+from mtkit.engines.alignment import Alignment, word_alignment
 from mtkit.engines.base import Engine, Progress, Translation, announce_dtype, one_line
 from mtkit.errors import MtkitError
 from mtkit.formats.ctranslate2 import (
@@ -87,9 +88,25 @@ class Ct2Engine(Engine):
     max_positions: int
     config: TranslateConfig
     model_languages: Languages | None = None
+    layers: tuple[int, int] | None = None  # (alignment layer, decoder layers) of the export
+    where: str = ""  # the model directory, for messages
 
     def check(self, search: SearchConfig) -> None:
         check_search(search)
+        if search.alignment:
+            self._check_alignment()
+
+    def _check_alignment(self) -> None:
+        """Alignments come from the layer chosen at export time: refuse another one."""
+        if self.layers is None:
+            raise MtkitError(f"{self.where}: exported without an alignment layer (before "
+                             "mtkit 0.27); export it again for --alignment")  # fmt: skip
+        exported, layers = self.layers
+        asked = alignment_layer(self.config.alignment_layer, layers)
+        if asked != exported:
+            raise MtkitError(f"--alignment-layer {self.config.alignment_layer}: {self.where} "
+                             f"was exported to align with decoder layer {exported}, not {asked} "
+                             "(the layer is fixed in a CTranslate2 model)")  # fmt: skip
 
     def decode_batch(self, rows: list[list[int]], search: SearchConfig) -> list[list[Translation]]:
         return self._results(rows, self._submit(rows, search, asynchronous=False), search)
@@ -119,6 +136,7 @@ class Ct2Engine(Engine):
         pieces = [[self.src_tokenizer.id_to_piece(t) for t in row] for row in rows]
         bound = max(self._bound(row, search) for row in rows)
         options = search_options(search, bound, self.tgt_tokenizer)
+        options["return_attention"] = search.alignment
         return self.translator.translate_batch(pieces, asynchronous=asynchronous, **options)
 
     def _results(
@@ -127,11 +145,19 @@ class Ct2Engine(Engine):
         """Detokenize one batch's CTranslate2 results (cut to each row's bound)."""
         hyps = [_target_ids(self.tgt_tokenizer, r.hypotheses[0], self._bound(row, search))
                 for row, r in zip(rows, found, strict=True)]  # fmt: skip
-        texts = self.tgt_tokenizer.decode(hyps)
+        texts = [one_line(text) for text in self.tgt_tokenizer.decode(hyps)]
         return [
-            [Translation(one_line(text), r.scores[0] if r.scores else math.nan, math.nan, len(hyp))]
-            for r, hyp, text in zip(found, hyps, texts, strict=True)
-        ]
+            [Translation(text, r.scores[0] if r.scores else math.nan, math.nan, len(hyp),
+                         self._alignment(row, hyp, text, r) if search.alignment else None)]
+            for row, r, hyp, text in zip(rows, found, hyps, texts, strict=True)
+        ]  # fmt: skip
+
+    def _alignment(self, row: list[int], hyp: list[int], text: str, result: Any) -> Alignment:
+        """Word pairs from CTranslate2's attention (the exported layer, all heads averaged)."""
+        src_piece, tgt_piece = self.src_tokenizer.id_to_piece, self.tgt_tokenizer.id_to_piece
+        return word_alignment([src_piece(t) for t in row], [tgt_piece(t) for t in hyp],
+                              result.attention[0], bool(row) and row[0] in
+                              self.src_tokenizer.tag_ids, None, len(text.split()))  # fmt: skip
 
 
 def _target_ids(tgt: Tokenizer, pieces: list[str], bound: int) -> list[int]:
@@ -193,5 +219,8 @@ def load(models: list[str], config: TranslateConfig, announce: bool = True) -> C
     src = read_tokenizer(model_dir, "source", meta)
     check_target(config.tgt_lang, src.tags)
     tgt = read_tokenizer(model_dir, "target", meta)
+    layers = None
+    if isinstance(meta.get("alignment_layer"), int) and isinstance(meta.get("decoder_layers"), int):
+        layers = (meta["alignment_layer"], meta["decoder_layers"])
     return Ct2Engine(translator, src, tgt, int(meta.get("max_positions", 1024)), config,
-                     export_languages(meta))  # fmt: skip
+                     export_languages(meta), layers, str(model_dir))  # fmt: skip

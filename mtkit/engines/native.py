@@ -7,19 +7,20 @@ Lines are encoded with the checkpoint's source spm model, cut into batches of at
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import torch
-from torch import nn
+from torch import Tensor, nn
 
 from mtkit.allocator import keep_freed_memory
 from mtkit.checkpoint import Checkpoint, load_for_inference
-from mtkit.config import SearchConfig, TranslateConfig
+from mtkit.config import SearchConfig, TranslateConfig, alignment_layer
 from mtkit.data.tags import check_target
 from mtkit.data.tokenizer import Tokenizer
 from mtkit.decoding.batching import pad_batch
-from mtkit.decoding.search import generate
+from mtkit.decoding.search import Hypothesis, generate
 from mtkit.devices import torch_device
+from mtkit.engines.alignment import word_alignment
 from mtkit.engines.base import Engine, ModelInfo, Translation, announce_dtype, one_line
 from mtkit.errors import MtkitError
 from mtkit.languages import Languages
@@ -45,8 +46,34 @@ class NativeEngine(Engine):
         src = pad_batch([row + [ids.eos] for row in rows], self.device, ids.pad)
         found = generate(self.models, src, search, self._generator(search))
         texts = iter(self.tgt_tokenizer.decode([h.tokens for hyps in found for h in hyps]))
-        return [[Translation(one_line(next(texts)), h.score, h.logprob, len(h.tokens))
-                 for h in hyps] for hyps in found]  # fmt: skip
+        out = [[Translation(one_line(next(texts)), h.score, h.logprob, len(h.tokens))
+                for h in hyps] for hyps in found]  # fmt: skip
+        return self._aligned(rows, src, found, out) if search.alignment else out
+
+    def _aligned(
+        self, rows: list[list[int]], src: Tensor, found: list[list[Hypothesis]],
+        out: list[list[Translation]],
+    ) -> list[list[Translation]]:  # fmt: skip
+        """``out`` with each hypothesis' word alignment: one teacher-forced pass of the first
+        model up to the alignment layer over every (source, hypothesis) pair of the batch."""
+        model = self.models[0]
+        layer = alignment_layer(self.config.alignment_layer, model.cfg.decoder_layers)
+        pairs = [(i, h) for i, hyps in enumerate(found) for h in hyps]
+        if not pairs:
+            return out
+        ids = self.tgt_tokenizer.specials
+        tgt_in = pad_batch([[ids.bos] + h.tokens for _, h in pairs], self.device, ids.pad)
+        index = torch.tensor([i for i, _ in pairs], device=self.device)
+        with torch.inference_mode():
+            probs = model.cross_attention(src.index_select(0, index), tgt_in, layer).tolist()
+        src_piece, tgt_piece = self.src_tokenizer.id_to_piece, self.tgt_tokenizer.id_to_piece
+        tags = set(self.src_tokenizer.tag_ids)
+        aligned = iter(probs)
+        return [[replace(t, alignment=word_alignment(
+                    [src_piece(p) for p in rows[i]], [tgt_piece(p) for p in h.tokens],
+                    next(aligned), rows[i][0] in tags, None, len(t.text.split())))
+                 for h, t in zip(found[i], out[i], strict=True)]
+                for i in range(len(found))]  # fmt: skip
 
     def _generator(self, search: SearchConfig) -> torch.Generator | None:
         if not search.sampling:

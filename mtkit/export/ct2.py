@@ -19,7 +19,7 @@ import numpy as np
 from torch import Tensor
 
 from mtkit.checkpoint import load_for_inference
-from mtkit.config import ModelConfig
+from mtkit.config import DEFAULT_LAYER, ModelConfig, alignment_layer
 from mtkit.data.tokenizer import Tokenizer
 from mtkit.errors import MtkitError
 from mtkit.export import ANY, GENERAL, check_supported, staged_dir
@@ -147,7 +147,11 @@ def ct2_spec(model: Any, src: Tokenizer, tgt: Tokenizer) -> Any:
     weights = read_weights(model)
     options = _side_options(cfg)
     enc = transformer_spec.TransformerEncoderSpec(cfg.encoder_layers, cfg.heads, **options)
-    dec = transformer_spec.TransformerDecoderSpec(cfg.decoder_layers, cfg.heads, **options)
+    dec = transformer_spec.TransformerDecoderSpec(
+        cfg.decoder_layers, cfg.heads, **options,
+        alignment_layer=alignment_layer(DEFAULT_LAYER, cfg.decoder_layers),
+        alignment_heads=cfg.heads,  # all heads averaged, as mtkit's own engine does
+    )  # fmt: skip
     spec = transformer_spec.TransformerSpec(enc, dec)
     enc.embeddings[0].weight = _array(weights.src_embedding)
     dec.embeddings.weight = _array(weights.tgt_embedding)  # tied: the projection is the same
@@ -246,6 +250,7 @@ def export_ct2(
     loaded = load_for_inference(checkpoint)
     ct2 = ctranslate2_module()
     model, src, tgt = loaded.model, loaded.src_tokenizer, loaded.tgt_tokenizer
+    layers = model.cfg.decoder_layers
     with staged_dir(out_dir, force) as tmp:
         _convert(ct2, ct2_spec(model, src, tgt), tmp, "float32")
         problem = greedy_mismatch(model, src, tgt, tmp)
@@ -256,5 +261,6 @@ def export_ct2(
             _convert(ct2, ct2_spec(model, src, tgt), tmp, quantization)
         write_sidecar(tmp, src, tgt, loaded.config.max_positions, loaded.languages,
                       ctranslate2_version=ct2.__version__, checkpoint=str(checkpoint),
-                      quantization=quantization)  # fmt: skip
+                      quantization=quantization, decoder_layers=layers,
+                      alignment_layer=alignment_layer(DEFAULT_LAYER, layers))  # fmt: skip
     return Path(out_dir)

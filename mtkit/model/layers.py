@@ -185,6 +185,17 @@ class CrossAttention(nn.Module):
         p = self.dropout if self.training else 0.0
         return self.out(merge_heads(attention(q, k, v, keep, p)))
 
+    def probabilities(self, x: Tensor, k: Tensor, keep: Tensor | None) -> Tensor:
+        """The attention distribution over the source, averaged over heads: x (B, T, D),
+        k (B, Hkv, S, Dh) -> (B, T, S), each row summing to 1 over the kept positions (what
+        :meth:`forward` weighs the values with; word alignments read it)."""
+        q = split_heads(self.q(x), self.heads)
+        k = k.repeat_interleave(self.heads // self.kv_heads, dim=1)  # grouped-query heads
+        scores = (q.float() @ k.float().transpose(-1, -2)) / math.sqrt(q.shape[-1])
+        if keep is not None:
+            scores = scores.masked_fill(~keep, float("-inf"))
+        return scores.softmax(-1).mean(1)
+
 
 class Residual(nn.Module):
     """Post-LN, the paper's: norm(x + dropout(sublayer(x)))."""

@@ -91,6 +91,21 @@ class DecoderLayer(nn.Module):
         x = self._rest(x.view(r // group, group, x.shape[-1]), state.source, src_keep)
         return x.view(r, 1, x.shape[-1])
 
+    def attention_probabilities(
+        self, x: Tensor, source: SourceCache, src_keep: Tensor | None
+    ) -> Tensor:
+        """The cross-attention distribution (B, T, S) of a teacher-forced pass through this
+        layer, averaged over heads (x: this layer's input)."""
+        x = self.self_res(x, self.self_attn)
+        found: list[Tensor] = []
+
+        def capture(h: Tensor) -> Tensor:  # h: what the cross-attention sees (normed if pre-LN)
+            found.append(self.cross_attn.probabilities(h, source.k, src_keep))
+            return h
+
+        self.cross_res(x, capture)
+        return found[0]
+
     def _rest(self, x: Tensor, source: SourceCache, src_keep: Tensor | None) -> Tensor:
         x = self.cross_res(x, lambda h: self.cross_attn(h, source.k, source.v, src_keep))
         return self.ffn_res(x, self.ffn)
@@ -206,6 +221,19 @@ class Transformer(nn.Module):
 
     def forward(self, src: Tensor, tgt_in: Tensor) -> Tensor:
         return self.decode(tgt_in, self.encode(src))
+
+    def cross_attention(self, src: Tensor, tgt_in: Tensor, layer: int) -> Tensor:
+        """Teacher forcing up to decoder layer ``layer`` (0-based): its cross-attention
+        distribution (B, T, S) averaged over heads, row t the step that predicts target token t
+        (word alignments, as Bergamot and OPUS-MT read them). Layers above are not run."""
+        enc = self.encode(src)
+        x = self._embed(self.tgt_embed, self.tgt_positions, tgt_in)
+        stack = self.decoder_stack()
+        for below in stack[:layer]:
+            x = below(x, below.cross_attn.memory_kv(enc.memory), enc.src_keep)
+        chosen = stack[layer]
+        return chosen.attention_probabilities(x, chosen.cross_attn.memory_kv(enc.memory),
+                                              enc.src_keep)  # fmt: skip
 
     @property
     def max_positions(self) -> int:

@@ -29,7 +29,7 @@ import sys
 import time
 from collections.abc import Iterable, Iterator
 from contextlib import AbstractContextManager, nullcontext
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from itertools import islice
 from pathlib import Path
 from typing import Any, BinaryIO
@@ -37,33 +37,47 @@ from typing import Any, BinaryIO
 from mtkit.config import TranslateConfig
 from mtkit.data.lines import decode_lines
 from mtkit.engines import load_engine
-from mtkit.engines.base import Engine, Progress, Translation, best_texts, warn
+from mtkit.engines.alignment import moses
+from mtkit.engines.base import Engine, Progress, Translation, warn
 from mtkit.errors import MtkitError, naming_output
 from mtkit.pipeline.signals import Interrupted, SignalGuard
 from mtkit.staging import staged_file
-from mtkit.text import translate_text
+from mtkit.text import TextTranslation, translate_texts
 
 STDIO = "-"
 NBEST_HEADER = "LINE\tRANK\tSCORE\tLOGPROB\tTRANSLATION"
 MAX_ENCODING_WARNINGS = 10
 
 
-def format_results(results: list[list[Translation]], first_number: int, nbest: int) -> str:
+def format_results(results: list[list[Translation]], first_number: int, nbest: int,
+                   alignment: bool = False) -> str:  # fmt: skip
     """Output text of a chunk: one line per input line, or ``nbest`` TSV rows per input line.
 
     TSV columns: ``LINE`` (1-based input line), ``RANK`` (1 = best), ``SCORE`` (length-penalised,
-    used for ranking), ``LOGPROB`` (summed token log-probabilities incl. EOS), ``TRANSLATION``.
-    A line with nothing to translate gives ``nbest`` rows with score 0 and an empty translation.
+    used for ranking), ``LOGPROB`` (summed token log-probabilities incl. EOS), ``TRANSLATION``,
+    and with ``alignment`` ``ALIGNMENT`` (Moses pairs). A line with nothing to translate gives
+    ``nbest`` rows with score 0 and an empty translation.
     """
     if nbest <= 1:
-        return "".join(text + "\n" for text in best_texts(results))
+        best = [TextTranslation(hyps[0].text, hyps[0].alignment) if hyps
+                else TextTranslation("", ()) for hyps in results]  # fmt: skip
+        return format_texts(best, alignment)
     rows = []
-    blank = [Translation("", 0.0, 0.0)] * nbest
+    blank = [Translation("", 0.0, 0.0, 0, ())] * nbest
     for number, hyps in enumerate(results, start=first_number):
         for rank, hyp in enumerate(hyps or blank, start=1):
             text = hyp.text.replace("\t", " ")
-            rows.append(f"{number}\t{rank}\t{hyp.score:.4f}\t{hyp.logprob:.4f}\t{text}\n")
+            extra = f"\t{moses(hyp.alignment or ())}" if alignment else ""
+            rows.append(f"{number}\t{rank}\t{hyp.score:.4f}\t{hyp.logprob:.4f}\t{text}{extra}\n")
     return "".join(rows)
+
+
+def format_texts(found: list[TextTranslation], alignment: bool = False) -> str:
+    """One line per translation; with ``alignment``: ``TRANSLATION<TAB>ALIGNMENT`` (Moses
+    ``i-j`` pairs; a tab in a translation becomes a space)."""
+    if not alignment:
+        return "".join(t.text + "\n" for t in found)
+    return "".join(f"{t.text.replace(chr(9), ' ')}\t{moses(t.alignment or ())}\n" for t in found)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -116,13 +130,28 @@ def translate_chunk(
     engine: Engine, chunk: list[str], first_number: int, progress: Progress | None = None
 ) -> str:
     """A chunk's output text: one line per input line (n-best: ``nbest`` TSV rows each)."""
-    if not engine.config.split_sentences:
+    aligned = engine.config.search.alignment
+    if engine.config.search.nbest > 1:
         results = engine.translate(chunk, first_number=first_number, progress=progress)
-        return format_results(results, first_number, engine.config.search.nbest)
-    texts = translate_text(engine, chunk, source_language(engine), first_number=first_number)
+        return format_results(results, first_number, engine.config.search.nbest, aligned)
+    found = translated(engine, chunk, first_number, progress)
+    return format_texts(found, aligned)  # the gaps of a line hold no "\n"
+
+
+def translated(
+    engine: Engine, lines: list[str], first_number: int = 1, progress: Progress | None = None
+) -> list[TextTranslation]:
+    """Each line's best translation (with its alignment when the search asks for one): a line
+    is a sentence, or with ``split_sentences`` a text (:func:`mtkit.text.translate_texts`)."""
+    if not engine.config.split_sentences:
+        results = engine.translate(lines, first_number=first_number, progress=progress)
+        return [TextTranslation(hyps[0].text, hyps[0].alignment) if hyps
+                else TextTranslation("", () if engine.config.search.alignment else None)
+                for hyps in results]  # fmt: skip
+    found = translate_texts(engine, lines, source_language(engine), first_number=first_number)
     if progress is not None:
-        progress.update(len(chunk))
-    return "".join(text + "\n" for text in texts)  # the gaps of a line hold no "\n"
+        progress.update(len(lines))
+    return found
 
 
 def source_language(engine: Engine) -> str:
@@ -219,15 +248,19 @@ def translate_lines(checkpoints: list[str], lines: list[str], config: TranslateC
     return translate_with(load_engine(checkpoints, config), lines)
 
 
+def align_lines(
+    checkpoints: list[str], lines: list[str], config: TranslateConfig
+) -> list[TextTranslation]:
+    """:func:`translate_lines` with each translation's word alignment (Moses pairs over the
+    line's and the translation's whitespace words)."""
+    config = replace(config, search=config.search.replace(alignment=True))
+    engine, size = load_engine(checkpoints, config), config.chunk_lines
+    return [t for start in range(0, len(lines), size)
+            for t in translated(engine, lines[start : start + size], start + 1)]  # fmt: skip
+
+
 def translate_with(engine: Engine, lines: list[str]) -> list[str]:
     """Translate with an already loaded engine; one output per input."""
-    out: list[str] = []
     size = engine.config.chunk_lines
-    for start in range(0, len(lines), size):
-        chunk = lines[start : start + size]
-        if engine.config.split_sentences:
-            lang = source_language(engine)
-            out.extend(translate_text(engine, chunk, lang, first_number=start + 1))
-        else:
-            out.extend(best_texts(engine.translate(chunk, first_number=start + 1)))
-    return out
+    return [t.text for start in range(0, len(lines), size)
+            for t in translated(engine, lines[start : start + size], start + 1)]  # fmt: skip

@@ -174,7 +174,7 @@ def create_app(service: Service) -> FastAPI:
                                         config.timeout - (time.monotonic() - start))  # fmt: skip
             if plan is not None and (parts := short_units(plan.units, results, plan.sizes())):
                 again = checked.tagged([part for pair in parts.values() for part in pair])
-                results = merged(results, parts, await _translated(
+                results = merged(plan.units, results, parts, await _translated(
                     model.batcher, again, checked.search,
                     config.timeout - (time.monotonic() - start)))  # fmt: skip
         except ApiError as err:

@@ -7,6 +7,20 @@ out. :class:`AnnotatedText` is a text with its sentence ranges (``gap sentence g
 
 from mtkit.text.annotated import AnnotatedText
 from mtkit.text.segment import segment
-from mtkit.text.translate import Segmented, prepare, translate_text
+from mtkit.text.translate import (
+    Segmented,
+    TextTranslation,
+    prepare,
+    translate_text,
+    translate_texts,
+)
 
-__all__ = ["AnnotatedText", "Segmented", "prepare", "segment", "translate_text"]
+__all__ = [
+    "AnnotatedText",
+    "Segmented",
+    "TextTranslation",
+    "prepare",
+    "segment",
+    "translate_text",
+    "translate_texts",
+]

@@ -22,6 +22,7 @@ import re
 from collections.abc import Sequence
 
 from mtkit.engines.base import Translation
+from mtkit.text.aligned import Piece, joined, located
 
 MIN_WORDS = 6  # shorter units are never cut again
 MIN_UNITS = 5  # units needed to tell a text's typical ratio
@@ -70,19 +71,25 @@ def _cut(unit: str, covered: float) -> tuple[int, int] | None:
 
 
 def merged(
+    units: Sequence[str],
     results: Sequence[Sequence[Translation]],
     parts: dict[int, list[str]],
     part_results: Sequence[Sequence[Translation]],
 ) -> list[list[Translation]]:
     """``results`` with each unit of ``parts`` replaced by its parts' best translations joined
-    with a space (one hypothesis: scores summed)."""
+    with a space (one hypothesis: scores summed; the alignment re-indexed to the unit)."""
     out = [list(hyps) for hyps in results]
     at = 0
     for i, pieces in parts.items():
-        hyps = [h[0] for h in part_results[at : at + len(pieces)] if h]
+        found = part_results[at : at + len(pieces)]
         at += len(pieces)
-        if hyps:
-            text = " ".join(h.text.strip() for h in hyps if h.text.strip())
+        kept = [Piece(piece, offset, hyps[0].text.strip(), hyps[0].alignment)
+                for piece, offset, hyps in zip(pieces, located(units[i], pieces), found,
+                                               strict=True)
+                if hyps and hyps[0].text.strip()]  # fmt: skip
+        hyps = [h[0] for h in found if h]
+        if kept:
+            text, alignment = joined(units[i], kept, [""] + [" "] * (len(kept) - 1) + [""])
             out[i] = [Translation(text, sum(h.score for h in hyps), sum(h.logprob for h in hyps),
-                                  sum(h.tokens for h in hyps))]  # fmt: skip
+                                  sum(h.tokens for h in hyps), alignment)]  # fmt: skip
     return out

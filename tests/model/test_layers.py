@@ -139,3 +139,21 @@ def test_residuals_by_hand() -> None:
     double = lambda h: 2 * h  # noqa: E731
     torch.testing.assert_close(Residual(norm, 0.0)(x, double), norm(3 * x))
     torch.testing.assert_close(PreNormResidual(norm, 0.0)(x, double), x + 2 * norm(x))
+
+
+@pytest.mark.parametrize("kv_heads", [1, 2, 4])
+def test_cross_attention_probabilities_weigh_the_values(kv_heads: int) -> None:
+    """Each head's distribution times the values is what the layer computes: the average the
+    alignments read is that of the heads the forward pass uses."""
+    torch.manual_seed(0)
+    cross = CrossAttention(D, H, kv_heads, 0.0, True).eval()
+    x, memory = randn(2, 3, D), randn(2, 5, D, seed=1)
+    source = cross.memory_kv(memory)
+    probs = cross.probabilities(x, source.k, KEEP)
+    assert probs.shape == (2, 3, 5)
+    torch.testing.assert_close(probs.sum(-1), torch.ones(2, 3))
+    assert bool((probs.masked_select(~KEEP[:, 0].expand(2, 3, 5)) == 0).all())
+    one = CrossAttention(D, 1, 1, 0.0, True).eval()  # one head: the average is the distribution
+    src1 = one.memory_kv(memory)
+    weighted = one.out(one.probabilities(x, src1.k, KEEP) @ src1.v[:, 0])
+    torch.testing.assert_close(one(x, src1.k, src1.v, KEEP), weighted, atol=1e-6, rtol=1e-5)

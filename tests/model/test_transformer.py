@@ -356,3 +356,20 @@ def test_grouped_query_projections_start_at_the_full_head_scale(kv_heads: int) -
     for kind, tensors in weights.items():
         for w in tensors:
             assert 0.97 * full[kind] < w.abs().max().item() <= full[kind], kind
+
+
+@pytest.mark.parametrize("variant", variant_params())
+def test_cross_attention_reads_one_layer_of_the_teacher_forced_pass(variant: dict) -> None:
+    """Rows are distributions over the real source tokens; a sentence's rows do not depend on
+    the batch it is in (padding); the layer chosen matters."""
+    model = tiny(**variant)
+    src = batch([7, 4], 23)
+    tgt = torch.cat([torch.full((2, 1), BOS_ID), batch([5, 3], 29, seed=2)], dim=1)
+    with torch.no_grad():
+        probs = [model.cross_attention(src, tgt, layer) for layer in (0, 1)]
+        alone = model.cross_attention(src[1:, :4], tgt[1:, :4], 1)
+    assert probs[0].shape == (2, 6, 7)
+    torch.testing.assert_close(probs[1].sum(-1), torch.ones(2, 6))
+    assert bool((probs[1][1, :, 4:] == 0).all())  # padding gets nothing
+    torch.testing.assert_close(probs[1][1:, :4, :4], alone, atol=1e-5, rtol=1e-5)
+    assert not torch.allclose(probs[0], probs[1])

@@ -46,7 +46,12 @@ def test_a_script_without_spaces_is_not_short() -> None:
 
 def test_parts_translations_replace_the_unit() -> None:
     results = [hyp("X"), hyp("Ein Kind."), []]
-    out = merged(results, {1: [FIRST, SECOND]}, [hyp("Ein Kind. "), hyp("Drei Leute.")])
+    out = merged(
+        ["", f"{FIRST} {SECOND}", ""],
+        results,
+        {1: [FIRST, SECOND]},
+        [hyp("Ein Kind. "), hyp("Drei Leute.")],
+    )
     assert out[0] == hyp("X") and out[2] == []
     assert out[1] == [Translation("Ein Kind. Drei Leute.", -2.0, -4.0, 4)]
 

@@ -1,0 +1,81 @@
+"""Word alignments carried from the pieces a text was cut into to the whole text.
+
+An engine aligns each unit it translated (a sentence, or part of one) with its translation, as
+Moses pairs over the unit's whitespace words (:mod:`mtkit.engines.alignment`). The text layer
+joins units into sentences and sentences into texts; :func:`joined` re-indexes the pairs on the
+way: a word of a piece is found in the whole by its character offset, so that a word cut in two
+(a long run without spaces cut for the model's limit) or two sentences written without a space
+between them map to the one whitespace word of the whole text they are part of.
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_right
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from mtkit.engines.alignment import Alignment
+
+
+@dataclass(frozen=True)
+class Piece:
+    """A translated piece of a whole: its source ``text`` at character ``offset`` of the whole
+    source, its ``translation`` and the pairs between them (None: the engine gave none)."""
+
+    text: str
+    offset: int
+    translation: str
+    alignment: Alignment | None
+
+
+def word_starts(text: str) -> list[int]:
+    """Where each whitespace word of ``text`` starts (the words of ``text.split()``)."""
+    starts, inside = [], False
+    for i, char in enumerate(text):
+        if char.isspace():
+            inside = False
+        elif not inside:
+            starts.append(i)
+            inside = True
+    return starts
+
+
+def word_map(piece: str, offset: int, whole: list[int]) -> list[int]:
+    """The word of the whole (starts ``whole``) that each word of ``piece``, found at
+    character ``offset`` of the whole, falls in."""
+    return [max(0, bisect_right(whole, offset + start) - 1) for start in word_starts(piece)]
+
+
+def joined(
+    source: str, pieces: Sequence[Piece], glue: Sequence[str]
+) -> tuple[str, Alignment | None]:
+    """The pieces' translations joined (``glue[k]`` before piece k, and ``glue[-1]`` after the
+    last: one more glue than pieces), and their pairs over the words of ``source`` (the whole)
+    and of the joined translation; None if any piece has no alignment."""
+    out, starts = [glue[0]], []
+    at = len(glue[0])
+    for piece, after in zip(pieces, glue[1:], strict=True):
+        starts.append(at)
+        out += [piece.translation, after]
+        at += len(piece.translation) + len(after)
+    text = "".join(out)
+    if any(piece.alignment is None for piece in pieces):
+        return text, None
+    src_whole, tgt_whole = word_starts(source), word_starts(text)
+    pairs = set()
+    for piece, start in zip(pieces, starts, strict=True):
+        src = word_map(piece.text, piece.offset, src_whole)
+        tgt = word_map(piece.translation, start, tgt_whole)
+        pairs.update((src[i], tgt[j]) for i, j in piece.alignment or ()
+                     if i < len(src) and j < len(tgt))  # fmt: skip
+    return text, tuple(sorted(pairs))
+
+
+def located(whole: str, parts: Sequence[str]) -> list[int]:
+    """Where each of ``parts`` (substrings of ``whole``, in order, not overlapping) starts."""
+    offsets, at = [], 0
+    for part in parts:
+        found = whole.find(part, at)
+        offsets.append(found if found >= 0 else at)
+        at = (found if found >= 0 else at) + len(part)
+    return offsets
