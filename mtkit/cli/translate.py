@@ -60,7 +60,7 @@ SEARCH_OPTIONS: list[tuple[tuple[str, ...], str, Any, str]] = [
      "pairs over whitespace words (0-based), from the model's cross-attention."),
     (("--alignment-layer",), "alignment_layer", int,
      "Decoder layer whose cross-attention (averaged over heads) aligns words; negative counts "
-     "from the top (-2: the penultimate layer)."),
+     "from the top (-1: the last layer)."),
     (("--engine",), "engine", click.Choice(engine_names()),
      "; ".join(f"{e.name}: -m names a {e.model_format}" for e in ENGINES.values()) + "."),
 ]  # fmt: skip

@@ -11,7 +11,7 @@ from mtkit.config.common import from_dict
 from mtkit.errors import MtkitError
 
 LENPEN_STYLES = ("fairseq", "gnmt")  # fairseq: len**a | gnmt: ((5+len)/6)**a
-DEFAULT_LAYER = -2  # word alignments: the penultimate decoder layer (mtkit.engines.alignment)
+DEFAULT_LAYER = -1  # word alignments: the last decoder layer (mtkit.engines.alignment)
 
 
 @dataclass(frozen=True)
@@ -135,10 +135,8 @@ class TranslateConfig:
 
 def alignment_layer(asked: int, layers: int) -> int:
     """``asked`` (0-based, or negative from the top: -1 the last layer) as a layer index of a
-    decoder with ``layers`` layers; the default -2 of a one-layer decoder is its only layer."""
+    decoder with ``layers`` layers."""
     index = asked + layers if asked < 0 else asked
-    if asked == DEFAULT_LAYER and layers == 1:
-        index = 0
     if not 0 <= index < layers:
         raise MtkitError(f"--alignment-layer {asked}: the model has {layers} decoder "
                          f"layer{'s' if layers != 1 else ''} (0 to {layers - 1}, or -1 to "

@@ -39,13 +39,13 @@ def test_each_target_piece_takes_the_source_piece_it_attends_to_most() -> None:
 
 
 @pytest.mark.parametrize(("asked", "layers", "index"),
-                         [(-2, 6, 4), (-1, 6, 5), (0, 6, 0), (5, 6, 5), (-6, 6, 0), (-2, 1, 0),
-                          (-1, 1, 0), (0, 1, 0)])  # fmt: skip
+                         [(-2, 6, 4), (-1, 6, 5), (0, 6, 0), (5, 6, 5), (-6, 6, 0), (-1, 1, 0),
+                          (0, 1, 0)])  # fmt: skip
 def test_the_layer_counts_from_the_top_when_negative(asked: int, layers: int, index: int) -> None:
     assert alignment_layer(asked, layers) == index
 
 
-@pytest.mark.parametrize(("asked", "layers"), [(6, 6), (-7, 6), (1, 1), (-3, 2)])
+@pytest.mark.parametrize(("asked", "layers"), [(6, 6), (-7, 6), (1, 1), (-2, 1), (-3, 2)])
 def test_a_layer_the_model_lacks_is_named(asked: int, layers: int) -> None:
     with pytest.raises(MtkitError, match=f"--alignment-layer {asked}: the model has {layers}"):
         alignment_layer(asked, layers)
@@ -92,6 +92,6 @@ def test_ctranslate2_gives_the_native_engines_pairs(load_kind) -> None:
 
 def test_ctranslate2_refuses_another_layer_than_exported(load_kind) -> None:
     pytest.importorskip("ctranslate2")
-    engine = load_kind("ctranslate2", alignment_layer=-1)  # exported: -2 of 2 layers, 0
+    engine = load_kind("ctranslate2", alignment_layer=0)  # exported: the last of 2, 1
     with pytest.raises(MtkitError, match="exported to align with decoder layer"):
         engine.translate(LINES[:1], SearchConfig(beam=1, alignment=True))
