@@ -98,6 +98,9 @@ class ConfigOption(click.Option):
         text = _default_text(self.config_value)
         if self.show_default and text is not None and not self.is_flag:
             extra["default"] = text
+        elif self.is_flag and self.secondary_opts and isinstance(self.config_value, bool):
+            names = self.opts if self.config_value else self.secondary_opts  # also when None
+            extra["default"] = names[0].lstrip("-")  # (override) stands for "not given"
         return extra
 
     def type_cast_value(self, ctx: click.Context, value: Any) -> Any:

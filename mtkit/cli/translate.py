@@ -55,6 +55,12 @@ SEARCH_OPTIONS: list[tuple[tuple[str, ...], str, Any, str]] = [
     (("--split-sentences",), "split_sentences", None,
      "Each input line is a text: cut into sentences, each translated, put back with the "
      "line's spacing (default: each line is one sentence)."),
+    (("--format",), "format", click.Choice(["text", "html", "xml"]),
+     "text: one line (one sentence, or --split-sentences one text) per line; html, xml: the "
+     "whole input is one document, its markup carried to the translated words."),
+    (("--spans/--no-spans",), "spans", None,
+     "Keep URLs, e-mail addresses, numbers, @mentions, #hashtags, emoji and `code` verbatim "
+     "(masked before the model, restored after)."),
     (("--alignment",), "alignment", None,
      "Also write each translation's word alignment: TRANSLATION<TAB>ALIGNMENT, Moses i-j "
      "pairs over whitespace words (0-based), from the model's cross-attention."),

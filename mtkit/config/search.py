@@ -11,6 +11,7 @@ from mtkit.config.common import from_dict
 from mtkit.errors import MtkitError
 
 LENPEN_STYLES = ("fairseq", "gnmt")  # fairseq: len**a | gnmt: ((5+len)/6)**a
+TEXT_FORMATS = ("text", "html", "xml")  # what a translated text is (mtkit.text)
 DEFAULT_LAYER = -1  # word alignments: the last decoder layer (mtkit.engines.alignment)
 
 
@@ -100,6 +101,8 @@ class TranslateConfig:
     tgt_lang: str = ""  # multilingual models: lines without a >>xx<< tag get this one
     split_sentences: bool = False  # each line a text: cut into sentences, translated, rebuilt
     alignment_layer: int = DEFAULT_LAYER  # decoder layer that aligns words (-1: the last)
+    spans: bool = True  # URLs, e-mails, numbers, @mentions, #hashtags, emoji, code kept verbatim
+    format: str = "text"  # text (lines) | html | xml (the whole input one document)
 
     def __post_init__(self) -> None:
         rules = [
@@ -118,6 +121,11 @@ class TranslateConfig:
             (not (self.split_sentences and self.search.nbest > 1),
              "--split-sentences gives one translation per line; it cannot be combined with "
              f"--nbest {self.search.nbest}"),
+            (self.format in TEXT_FORMATS, f"--format must be one of {', '.join(TEXT_FORMATS)}, "
+             f"got {self.format!r}"),
+            (self.format == "text" or (self.search.nbest == 1 and not self.search.alignment),
+             f"--format {self.format} gives one document; it cannot be combined with --nbest or "
+             "--alignment"),
         ]  # fmt: skip
         for ok, message in rules:
             if not ok:

@@ -21,7 +21,7 @@ and prepare, ``mtkit.pipeline.translate``) iterates a binary stream, which yield
 from __future__ import annotations
 
 import codecs
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 
 from mtkit.errors import MtkitError
 
@@ -76,3 +76,15 @@ def decode_lines(
         if number == 1 and raw == BOM:
             return
         yield decode_line(raw, name, number, on_invalid)
+
+
+Numbers = int | Sequence[int]  # in warnings: the first line's number, or each line's
+
+
+def line_numbers(numbers: Numbers, count: int) -> list[int]:
+    """Each of ``count`` lines' number: from ``numbers`` on, or ``numbers`` itself."""
+    if isinstance(numbers, int):
+        return list(range(numbers, numbers + count))
+    if len(numbers) != count:
+        raise ValueError(f"{len(numbers)} line numbers for {count} lines")
+    return list(numbers)

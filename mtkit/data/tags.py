@@ -20,6 +20,7 @@ import re
 from collections.abc import Iterable, Sequence
 from typing import NamedTuple
 
+from mtkit.data.lines import Numbers, line_numbers
 from mtkit.errors import MtkitError
 
 TAG = re.compile(r"^>>[^\s<>]+<<$")
@@ -106,7 +107,7 @@ def check_target(tgt_lang: str, tags: Sequence[str]) -> None:
 
 
 def tag_lines(
-    lines: Sequence[str], tgt_lang: str, tags: Sequence[str], first_number: int = 1
+    lines: Sequence[str], tgt_lang: str, tags: Sequence[str], first_number: Numbers = 1
 ) -> list[str]:
     """Lines as a multilingual model reads them: a line that starts with a tag the model
     knows keeps it; any other non-blank line gets ``>>tgt_lang<<`` (without ``tgt_lang`` it
@@ -117,7 +118,7 @@ def tag_lines(
     if not tags:
         return list(lines)
     known, out = set(tags), []
-    for number, line in enumerate(lines, start=first_number):
+    for number, line in zip(line_numbers(first_number, len(lines)), lines, strict=True):
         code, _ = split_tag(line.lstrip())
         if code and TAG.match(code) and code not in known:
             raise MtkitError(f"line {number}: unknown target-language tag {code} "

@@ -18,6 +18,7 @@ from typing import Protocol
 from mtkit.config import SearchConfig, TranslateConfig
 from mtkit.cpu import Resolved
 from mtkit.data.batching import token_batches
+from mtkit.data.lines import Numbers, line_numbers
 from mtkit.data.tags import tag_lines
 from mtkit.data.tokenizer import Tokenizer
 from mtkit.engines.alignment import Alignment
@@ -97,7 +98,7 @@ class Engine(ABC):
                 progress.update(len(rows))
         return found
 
-    def encode(self, lines: Sequence[str], first_number: int = 1) -> list[list[int]]:
+    def encode(self, lines: Sequence[str], first_number: Numbers = 1) -> list[list[int]]:
         """Piece ids per line, as :func:`encode_sources` gives them for this engine."""
         return encode_sources(self.src_tokenizer, lines, self.max_source_pieces, first_number,
                               self.config.tgt_lang)  # fmt: skip
@@ -106,11 +107,12 @@ class Engine(ABC):
         self,
         lines: Sequence[str],
         search: SearchConfig | None = None,
-        first_number: int = 1,
+        first_number: Numbers = 1,
         progress: Progress | None = None,
     ) -> list[list[Translation]]:
         """Per line, up to ``search.nbest`` translations, best first; [] for a line with
-        nothing to translate. ``first_number`` numbers the lines in warnings; ``progress`` is
+        nothing to translate. ``first_number`` numbers the lines in warnings (or gives each
+        line's number); ``progress`` is
         told how many lines each batch finished."""
         search = search or self.config.search
         self.check(search)
@@ -152,7 +154,7 @@ def announce_dtype(asked: str, resolved: Resolved) -> None:
 
 
 def encode_sources(
-    tokenizer: Tokenizer, lines: Sequence[str], cap: int, first_number: int = 1,
+    tokenizer: Tokenizer, lines: Sequence[str], cap: int, first_number: Numbers = 1,
     tgt_lang: str = "",
 ) -> list[list[int]]:  # fmt: skip
     """Piece ids per line (no EOS), cut to ``cap`` pieces with a warning naming the line; []
@@ -161,7 +163,7 @@ def encode_sources(
     lines = tag_lines(lines, tgt_lang, tokenizer.tags, first_number)
     texts = [line.encode("utf-8", "replace").decode("utf-8") for line in lines]
     ids = tokenizer.encode([text if text.strip() else "" for text in texts])
-    for number, row in enumerate(ids, start=first_number):
+    for number, row in zip(line_numbers(first_number, len(ids)), ids, strict=True):
         if len(row) > cap:
             warn(f"line {number}: {len(row)} pieces, truncated to the first {cap} "
                  "(--max-input-tokens)")  # fmt: skip

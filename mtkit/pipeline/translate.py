@@ -42,7 +42,7 @@ from mtkit.engines.base import Engine, Progress, Translation, warn
 from mtkit.errors import MtkitError, naming_output
 from mtkit.pipeline.signals import Interrupted, SignalGuard
 from mtkit.staging import staged_file
-from mtkit.text import TextTranslation, translate_texts
+from mtkit.text import TextOptions, TextTranslation, translate_texts
 
 STDIO = "-"
 NBEST_HEADER = "LINE\tRANK\tSCORE\tLOGPROB\tTRANSLATION"
@@ -141,17 +141,17 @@ def translate_chunk(
 def translated(
     engine: Engine, lines: list[str], first_number: int = 1, progress: Progress | None = None
 ) -> list[TextTranslation]:
-    """Each line's best translation (with its alignment when the search asks for one): a line
-    is a sentence, or with ``split_sentences`` a text (:func:`mtkit.text.translate_texts`)."""
-    if not engine.config.split_sentences:
-        results = engine.translate(lines, first_number=first_number, progress=progress)
-        return [TextTranslation(hyps[0].text, hyps[0].alignment) if hyps
-                else TextTranslation("", () if engine.config.search.alignment else None)
-                for hyps in results]  # fmt: skip
-    found = translate_texts(engine, lines, source_language(engine), first_number=first_number)
-    if progress is not None:
-        progress.update(len(lines))
-    return found
+    """Each line's best translation (with its alignment when the search asks for one) through
+    the text layer: a line is a sentence, or with ``split_sentences`` a text."""
+    return translate_texts(engine, lines, text_options(engine), first_number=first_number,
+                           progress=progress)  # fmt: skip
+
+
+def text_options(engine: Engine) -> TextOptions:
+    """How ``engine``'s config reads lines (:class:`mtkit.text.TextOptions`)."""
+    config = engine.config
+    return TextOptions(source_language(engine), config.split_sentences, config.spans,
+                       config.format)  # fmt: skip
 
 
 def source_language(engine: Engine) -> str:
@@ -205,7 +205,9 @@ def translate_file(
             engine = load_engine(checkpoints, config)
             progress = _progress_bar() if show_progress else None
             with _open_input(input, stdin) as source:
-                if output == STDIO:
+                if config.format != "text":  # one document: read whole, written whole
+                    count = translate_document(engine, source, output, stdout)
+                elif output == STDIO:
                     out = stdout or sys.stdout.buffer
                     count = translate_stream(engine, read_lines(source), out, progress, guard)
                 else:
@@ -235,6 +237,29 @@ def _translate_to_file(
     """Write to a temporary file beside ``output``; rename it over ``output`` when complete."""
     with staged_file(output) as handle:
         return translate_stream(engine, lines, handle, progress, guard)
+
+
+def translate_document(
+    engine: Engine, source: BinaryIO, output: str, stdout: BinaryIO | None = None
+) -> int:
+    """The whole of ``source`` as one HTML or XML document (``config.format``), translated
+    into ``output`` (written whole, or not at all); returns 1."""
+    data = source.read()
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as err:
+        warn(f"invalid UTF-8 at byte {err.start} of the document, bad bytes replaced by U+FFFD")
+        text = data.decode("utf-8", "replace")
+    text = text.removeprefix("\ufeff")
+    (found,) = translate_texts(engine, [text], text_options(engine))
+    if output == STDIO:
+        out = stdout or sys.stdout.buffer
+        out.write(found.text.encode("utf-8"))
+        out.flush()
+    else:
+        with staged_file(output) as handle:
+            handle.write(found.text.encode("utf-8"))
+    return 1
 
 
 def _progress_bar() -> Any:

@@ -1,7 +1,7 @@
 """LibreTranslate's request and response shapes, and every check on a request, without HTTP.
 
 ``POST /translate`` takes ``{"q": "text" or ["a", "b"], "source": "en", "target": "de",
-"format": "text", "alternatives": N, "api_key": "..."}`` as JSON (or as an HTML form) and
+"format": "text" or "html", "alternatives": N, "api_key": "..."}`` as JSON (or as an HTML form) and
 answers ``{"translatedText": "..."}`` (a list for a list), with ``"alternatives"`` (N more
 translations from the n-best list) when asked. mtkit adds ``"beam"`` (an int) to choose the
 beam per request, and ``"split"`` (a boolean, default true) to choose how a text is read.
@@ -14,7 +14,11 @@ back into the text's own whitespace and line breaks (``\\r\\n`` and indentation 
 and the translations are joined with ``\\n`` again (a ``\\r`` before a newline is dropped, as
 ``mtkit translate`` does). A multilingual model's server (several target languages,
 ``en``-``de,fr,cs``: issue 16) takes any of them as ``"target"`` and puts its tag ``>>xx<<``
-before every line (every sentence).
+before every line (every sentence). ``"format": "html"``: each text is an HTML document or
+fragment, its blocks translated as texts and its inline markup carried to the translated words
+(:mod:`mtkit.text.markup`). URLs, e-mail addresses, numbers, mentions, hashtags, emoji and
+inline code come back verbatim in every format (:mod:`mtkit.text.spans`). How a request is
+translated: :mod:`mtkit.serve.texts`.
 
 Problems raise :class:`ApiError`: an HTTP status and a JSON body that names the field.
 """
@@ -28,12 +32,10 @@ from typing import Any
 
 from mtkit.config import SearchConfig, ServeConfig
 from mtkit.data.tags import tag, tag_lines
-from mtkit.data.tokenizer import Tokenizer
-from mtkit.engines.base import Translation
 from mtkit.errors import MtkitError
-from mtkit.text import Segmented, prepare
 
 MAX_BEAM = 16  # a request may ask for any beam up to this
+FORMATS = ("text", "html")  # as LibreTranslate's
 
 
 class ApiError(Exception):
@@ -64,12 +66,7 @@ class TranslateRequest:
     source: str = ""  # the language the texts are in (the segmenter's rules)
     target: str = ""  # a multilingual model's target, "" for a bilingual one
     tags: list[str] | None = None  # a multilingual model's target tags
-
-    def sentences(self, tokenizer: Tokenizer, limit: int) -> tuple[Segmented, list[str]]:
-        """The texts cut into sentences of at most ``limit`` pieces, and the lines to
-        translate (the sentences, tagged for a multilingual model's target)."""
-        plan = prepare(self.texts, self.source, tokenizer, limit)
-        return plan, self.tagged(plan.units)
+    format: str = "text"  # text | html
 
     def tagged(self, lines: list[str]) -> list[str]:
         """``lines`` with a multilingual model's target tag (unchanged for a bilingual one)."""
@@ -198,10 +195,12 @@ def parse_request(
         raise ApiError(400, wrong, f"this server translates {pair[0]}-{pair[1]} only, "
                                    f"not {source}-{target}")  # fmt: skip
     form = _text_field(data, "format", "text")
-    if form != "text":
-        raise ApiError(400, "format", f"only 'text' is supported, got {form!r}")
+    if form not in FORMATS:
+        raise ApiError(400, "format", f"must be 'text' or 'html', got {form!r}")
     beam = _int_field(data, "beam", search.width, 1, MAX_BEAM)
     alternatives = _int_field(data, "alternatives", 0, 0, beam - 1)
+    if alternatives and form != "text":
+        raise ApiError(400, "alternatives", f"given for format 'text' only, not {form!r}")
     try:
         search = search.replace(beam=beam, nbest=alternatives + 1)
     except MtkitError as err:
@@ -216,35 +215,17 @@ def parse_request(
             raise ApiError(400, "q", str(err)) from None
     detected = pair[0] if source == "auto" else None
     return TranslateRequest(texts, many, lines, counts, alternatives, search, detected, split,
-                            pair[0].split(",")[0], target if tags else "", tags)  # fmt: skip
+                            pair[0].split(",")[0], target if tags else "", tags, form)  # fmt: skip
 
 
 # ---------------------------------------------------------------------------------------------
 # The answer
 
 
-def _joined(lines: list[list[Translation]], rank: int) -> str:
-    """One text: each line's hypothesis of ``rank`` (its best where it has fewer)."""
-    return "\n".join(hyps[min(rank, len(hyps) - 1)].text if hyps else "" for hyps in lines)
-
-
 def build_response(
-    request: TranslateRequest, results: list[list[Translation]], plan: Segmented | None = None
+    request: TranslateRequest, texts: list[str], alternatives: list[list[str]]
 ) -> dict[str, Any]:
-    """LibreTranslate's answer for ``results``: one entry per line of ``request.lines``, or
-    (texts cut into sentences) per unit of ``plan``."""
-    ranks = range(1, request.alternatives + 1)
-    if plan is not None:
-        texts = plan.rebuild(results)
-        ranked = [plan.rebuild(results, k) for k in ranks]
-        alternatives = [[text[i] for text in ranked] for i in range(len(texts))]
-    else:
-        texts, alternatives, start = [], [], 0
-        for count in request.counts:
-            lines = results[start : start + count]
-            start += count
-            texts.append(_joined(lines, 0))
-            alternatives.append([_joined(lines, k) for k in ranks])
+    """LibreTranslate's answer: a translation per text (and its ``alternatives``, per text)."""
     answer: dict[str, Any] = {"translatedText": texts if request.many else texts[0]}
     if request.alternatives:
         answer["alternatives"] = alternatives if request.many else alternatives[0]
@@ -252,8 +233,3 @@ def build_response(
         detected = {"confidence": 100.0, "language": request.detected}
         answer["detectedLanguage"] = [detected] * len(texts) if request.many else detected
     return answer
-
-
-def target_tokens(results: list[list[Translation]]) -> int:
-    """Target pieces of the best translations (for the log)."""
-    return sum(hyps[0].tokens for hyps in results if hyps)

@@ -27,14 +27,14 @@ from mtkit.engines.base import Engine
 from mtkit.errors import MtkitError
 from mtkit.serve.api import (
     ApiError,
+    TranslateRequest,
     build_response,
     decode_body,
     parse_request,
-    target_tokens,
 )
 from mtkit.serve.batcher import Batcher, Closed, QueueFull
 from mtkit.serve.languages import language_name
-from mtkit.text.recut import merged, short_units
+from mtkit.serve.texts import TEXT_THREADS, Answer, batcher_units, translate_request
 from mtkit.text.translate import source_limit
 
 log = logging.getLogger("mtkit.serve")
@@ -87,7 +87,7 @@ TRANSLATE_BODY = {
                           "description": "Text or a list of texts"},
                     "source": {"type": "string", "description": "Source code, or 'auto'"},
                     "target": {"type": "string"},
-                    "format": {"type": "string", "enum": ["text"], "default": "text"},
+                    "format": {"type": "string", "enum": ["text", "html"], "default": "text"},
                     "alternatives": {"type": "integer", "minimum": 0, "default": 0,
                                      "description": "More translations from the n-best list"},
                     "beam": {"type": "integer", "minimum": 1,
@@ -164,24 +164,19 @@ def create_app(service: Service) -> FastAPI:
             except MtkitError as err:
                 raise ApiError(400, "alternatives" if checked.alternatives else "beam",
                                str(err)) from None  # fmt: skip
-            plan, lines = None, checked.lines
-            if checked.split:  # sentences cut here, before the batcher, and put back after
-                plan, lines = checked.sentences(model.engine.src_tokenizer,
-                                                source_limit(model.engine))  # fmt: skip
-            if not lines:
-                return JSONResponse(build_response(checked, [], plan))
-            results = await _translated(model.batcher, lines, checked.search,
-                                        config.timeout - (time.monotonic() - start))  # fmt: skip
-            if plan is not None and (parts := short_units(plan.units, results, plan.sizes())):
-                again = checked.tagged([part for pair in parts.values() for part in pair])
-                results = merged(plan.units, results, parts, await _translated(
-                    model.batcher, again, checked.search,
-                    config.timeout - (time.monotonic() - start)))  # fmt: skip
+            search = checked.search
+            if checked.format != "text":  # markup is carried by the word alignments
+                search = search.replace(alignment=True)
+                try:
+                    model.engine.check(search)
+                except MtkitError as err:
+                    raise ApiError(400, "format", str(err)) from None
+            answer = await _answered(model, checked, search, start + config.timeout)
         except ApiError as err:
             return error_response(err)
         state = request.scope.setdefault("state", {})
-        state["lines"], state["tokens"] = len(lines), target_tokens(results)
-        return JSONResponse(build_response(checked, results, plan))
+        state["lines"], state["tokens"] = answer.units, answer.tokens
+        return JSONResponse(build_response(checked, answer.texts, answer.alternatives))
 
     @app.get("/languages")
     async def languages() -> Any:
@@ -218,6 +213,26 @@ def create_app(service: Service) -> FastAPI:
 def _key_in_headers(request: Request) -> bool:
     """Whether the client sent a key in a header (else it may come in the body)."""
     return bool(request.headers.get("x-api-key") or request.headers.get("authorization"))
+
+
+async def _answered(
+    model: Model, checked: TranslateRequest, search: SearchConfig, deadline: float
+) -> Answer:
+    """The request through the text layer (:mod:`mtkit.serve.texts`, in a text thread), its
+    units through the batcher, within the ``deadline`` (monotonic seconds)."""
+    loop = asyncio.get_running_loop()
+
+    async def submit(lines: list[str]) -> list:
+        return await _translated(model.batcher, checked.tagged(lines), search,
+                                 deadline - time.monotonic())  # fmt: skip
+
+    engine = model.engine
+    try:
+        return await loop.run_in_executor(TEXT_THREADS, translate_request, checked,
+                                          engine.src_tokenizer, source_limit(engine),
+                                          batcher_units(submit, loop))  # fmt: skip
+    except MtkitError as err:  # a document the text layer cannot read (XML that does not parse)
+        raise ApiError(400, "q", str(err)) from None
 
 
 async def _translated(

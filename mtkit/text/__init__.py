@@ -1,16 +1,24 @@
-"""Text around the model: sentences cut out of a text with their layout kept, and put back.
+"""Text around the model: texts, documents and their markup cut into sentences, translated,
+and put back, written once above the engines (the engines stay sentence in, sentence out).
 
-The text layer sits above the engines and calls them; the engines stay sentence in, sentence
-out. :class:`AnnotatedText` is a text with its sentence ranges (``gap sentence gap ... gap``),
-:func:`segment` makes one, :func:`translate_text` translates whole texts through an engine.
+:mod:`~mtkit.text.translate` is the entry point (:func:`translate_documents`, and
+:func:`translate_texts` over an engine): a text's leading tag, its sentences
+(:mod:`~mtkit.text.segment`, :class:`AnnotatedText`: ``gap sentence gap ... gap``), the spans
+that must come out verbatim (:mod:`~mtkit.text.spans`), sentences too long for the model or
+merged by the segmenter (:mod:`~mtkit.text.recut`), word alignments carried from units to
+texts (:mod:`~mtkit.text.aligned`), and HTML/XML (:mod:`~mtkit.text.markup`, whose inline
+tags ride on the alignments: :mod:`~mtkit.text.inline`, :mod:`~mtkit.text.carry`,
+:mod:`~mtkit.text.write`, the tag tables in :mod:`~mtkit.text.tags`).
 """
 
 from mtkit.text.annotated import AnnotatedText
 from mtkit.text.segment import segment
 from mtkit.text.translate import (
     Segmented,
+    TextOptions,
     TextTranslation,
     prepare,
+    translate_documents,
     translate_text,
     translate_texts,
 )
@@ -18,9 +26,11 @@ from mtkit.text.translate import (
 __all__ = [
     "AnnotatedText",
     "Segmented",
+    "TextOptions",
     "TextTranslation",
     "prepare",
     "segment",
+    "translate_documents",
     "translate_text",
     "translate_texts",
 ]

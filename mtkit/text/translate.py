@@ -1,26 +1,63 @@
-"""Translate whole texts through an engine: segment, translate every sentence, rebuild.
+"""Translate whole texts: segment, mask what must not be translated, translate every
+sentence, restore, rebuild: the one text layer that `mtkit translate`, `mtkit serve` and the
+library calls share, for every engine.
 
-:func:`prepare` cuts each text into sentences (:func:`~mtkit.text.segment.segment`) and each
+:func:`prepare` takes off a text's leading ``>>xx<<`` tag (a multilingual model's target: it
+then applies to every sentence), cuts the text into sentences
+(:func:`~mtkit.text.segment.segment`; or, without ``split``, takes it as one sentence, as it
+is), masks each sentence's untranslatable spans (:mod:`mtkit.text.spans`) and cuts a masked
 sentence longer than the engine's limit into parts (:func:`~mtkit.text.segment.cut_long`, one
-warning per such sentence, naming its line); the parts of all texts are the *units*, the lines
+warning per such sentence, naming its line). The parts of all texts are the *units*, the lines
 an engine translates, all in one call (so batching across texts goes on as before). A
 :class:`Segmented` puts the units' translations back: a cut sentence's parts joined with a
-space, the sentences into the original gaps.
+space, its spans restored, the sentences into the original gaps, the word alignments carried
+along (:mod:`mtkit.text.aligned`). :func:`translate_documents` is the entry point: plain text,
+or HTML/XML whose blocks come here as texts (:mod:`mtkit.text.markup`).
+
+Who translates the units is the caller's: an engine (:func:`engine_units`) or the server's
+cross-request batcher; the text layer sees only a function from lines to hypotheses.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 
-from mtkit.config import SearchConfig
+from mtkit.config import TEXT_FORMATS, SearchConfig
+from mtkit.data.tags import split_tag
 from mtkit.data.tokenizer import Tokenizer
 from mtkit.engines.alignment import Alignment
-from mtkit.engines.base import Engine, Translation, one_line, warn
+from mtkit.engines.base import Engine, Progress, Translation, one_line, warn
+from mtkit.errors import MtkitError
 from mtkit.text.aligned import Piece, joined, located
 from mtkit.text.annotated import AnnotatedText
 from mtkit.text.recut import merged, short_units
 from mtkit.text.segment import cut_long, segment
+from mtkit.text.spans import Masked, mask
+
+# lines and each line's number in warnings (its text's) -> hypotheses (an engine, the batcher)
+Units = Callable[[list[str], list[int]], list[list[Translation]]]
+
+
+@dataclass(frozen=True)
+class TextOptions:
+    """How texts are read: their language (the segmenter's rules), whether they are cut into
+    sentences, whether untranslatable spans are kept verbatim, and their format."""
+
+    lang: str = "en"
+    split: bool = True  # False: each text is one sentence, translated as it is
+    spans: bool = True  # URLs, e-mails, numbers, mentions, hashtags, emoji, code kept verbatim
+    format: str = "text"  # text | html | xml
+
+    def __post_init__(self) -> None:
+        if self.format not in TEXT_FORMATS:
+            raise MtkitError(f"format must be one of {', '.join(TEXT_FORMATS)}, "
+                             f"got {self.format!r}")  # fmt: skip
+
+    @property
+    def needs_alignment(self) -> bool:
+        """Markup is carried by the word alignments: the engine must give them."""
+        return self.format != "text"
 
 
 @dataclass(frozen=True)
@@ -40,6 +77,40 @@ class Segmented:
     units: list[str]  # every sentence (or part of a long one) of every text, in order
     parts: list[list[int]]  # per text, per sentence: how many units it was cut into
     offsets: list[int] = field(default_factory=list)  # per unit: where it starts in its sentence
+    masks: list[Masked | None] = field(default_factory=list)  # per sentence, all texts in order
+    tags: list[str] = field(default_factory=list)  # per text: its leading >>xx<< tag, or ""
+
+    def owners(self) -> list[int]:
+        """Each unit's text (its index)."""
+        return [t for t, size in enumerate(self.sizes()) for _ in range(size)]
+
+    def lines(self, units: Sequence[str] | None = None, owners: Sequence[int] = ()) -> list[str]:
+        """What an engine translates: the units (or ``units`` of texts ``owners``), each with
+        its text's tag."""
+        if units is None:
+            units, owners = self.units, self.owners()
+        if not any(self.tags):
+            return list(units)
+        return [f"{self.tags[t]} {unit}" if self.tags[t] else unit
+                for unit, t in zip(units, owners, strict=True)]  # fmt: skip
+
+    def recut(self, results: Sequence[Sequence[Translation]]) -> dict[int, list[str]]:
+        """Units whose translation covers too little (:mod:`mtkit.text.recut`), each with the
+        two parts to translate instead."""
+        return short_units(self.units, results, self.sizes())
+
+    def again(self, parts: dict[int, list[str]]) -> tuple[list[str], list[int]]:
+        """The lines that translate ``parts`` (tagged as their texts), and their texts."""
+        owners = self.owners()
+        texts = [owners[i] for i, pair in parts.items() for _ in pair]
+        return self.lines([p for pair in parts.values() for p in pair], texts), texts
+
+    def merged(
+        self, results: Sequence[Sequence[Translation]], parts: dict[int, list[str]],
+        again: Sequence[Sequence[Translation]],
+    ) -> list[list[Translation]]:  # fmt: skip
+        """``results`` with the units of ``parts`` replaced by their parts' translations."""
+        return merged(self.units, results, parts, again)
 
     def sizes(self) -> list[int]:
         """How many units each text has."""
@@ -59,6 +130,7 @@ class Segmented:
         if len(results) != len(self.units):
             raise ValueError(f"{len(results)} results for {len(self.units)} units")
         offsets = self.offsets or [0] * len(self.units)
+        masks = iter(self.masks or [None] * sum(len(counts) for counts in self.parts))
         out, at = [], 0
         for text, counts in zip(self.texts, self.parts, strict=True):
             sentences = []
@@ -66,7 +138,9 @@ class Segmented:
                 pieces = [_piece(self.units[u], offsets[u], results[u], rank)
                           for u in range(at, at + count)]  # fmt: skip
                 at += count
-                sentences.append(_sentence(sentence, pieces))
+                masked = next(masks)
+                found = _sentence(masked.text if masked else sentence, pieces)
+                sentences.append(masked.restore(*found) if masked else found)
             gaps = [text.gap(i) for i in range(len(text) + 1)]
             whole = [Piece(text.sentence(i), start, *sentences[i])
                      for i, (start, _) in enumerate(text.sentences)]  # fmt: skip
@@ -95,13 +169,22 @@ def _sentence(sentence: str, pieces: list[Piece]) -> tuple[str, Alignment | None
 
 
 def prepare(
-    texts: Sequence[str], lang: str, tokenizer: Tokenizer, limit: int, first_number: int = 1
+    texts: Sequence[str],
+    options: TextOptions,
+    tokenizer: Tokenizer,
+    limit: int,
+    first_number: int = 1,
 ) -> Segmented:
-    """``texts`` (of language ``lang``) cut into units of at most ``limit`` source pieces;
-    ``first_number`` numbers the texts in warnings (a text is a line of the input)."""
-    annotated = [segment(text, lang) for text in texts]
-    sentences = [s for text in annotated for s in text.all_sentences()]
-    lengths = iter(len(ids) for ids in tokenizer.encode(sentences)) if sentences else iter(())
+    """``texts`` cut into units of at most ``limit`` source pieces (with ``options.split``;
+    else each text is one unit, as it is); ``first_number`` numbers the texts in warnings (a
+    text is a line of the input)."""
+    tagged = [_tagged(text, tokenizer.tags) for text in texts]
+    annotated = [segment(body, options.lang) if options.split else _whole(body)
+                 for _, body in tagged]  # fmt: skip
+    plain = [s for text in annotated for s in text.all_sentences()]
+    masks = [mask(s) if options.spans else None for s in plain]
+    sentences = [m.text if m else s for m, s in zip(masks, plain, strict=True)]
+    lengths = iter(len(ids) for ids in tokenizer.encode(sentences)) if options.split else None
     units: list[str] = []
     parts: list[list[int]] = []
     offsets: list[int] = []
@@ -109,10 +192,13 @@ def prepare(
     def pieces(text: str) -> int:
         return len(tokenizer.encode_one(text))
 
+    at = iter(sentences)
     for number, text in enumerate(annotated, start=first_number):
         counts = []
-        for sentence in text.all_sentences():
-            cut = [sentence] if next(lengths) <= limit else cut_long(sentence, pieces, limit)
+        for _ in range(len(text)):
+            sentence = next(at)
+            fits = lengths is None or next(lengths) <= limit
+            cut = [sentence] if fits else cut_long(sentence, pieces, limit)
             if len(cut) > 1:
                 warn(f"line {number}: a sentence of {pieces(sentence)} pieces, more than the "
                      f"limit of {limit}, cut into {len(cut)} parts, each translated")  # fmt: skip
@@ -120,13 +206,113 @@ def prepare(
             offsets.extend(located(sentence, cut))
             counts.append(len(cut))
         parts.append(counts)
-    return Segmented(annotated, units, parts, offsets)
+    return Segmented(annotated, units, parts, offsets, masks, [tag for tag, _ in tagged])
+
+
+def _tagged(text: str, known: Sequence[str]) -> tuple[str, str]:
+    """(a multilingual model's leading tag, the text without it and the space after it)."""
+    code, rest = split_tag(text.lstrip())
+    if not known or not code:
+        return "", text
+    return code, rest.lstrip(" \t")
+
+
+def _whole(text: str) -> AnnotatedText:
+    """A text as one sentence, as it is (an empty text has none)."""
+    return AnnotatedText(text, ((0, len(text)),) if text else ())
 
 
 def source_limit(engine: Engine) -> int:
     """Source pieces a unit may have: the engine's cut, less one for a multilingual model's
     target-language tag."""
     return max(1, engine.max_source_pieces - (1 if engine.src_tokenizer.tags else 0))
+
+
+def translate_plans(
+    texts: Sequence[str],
+    options: TextOptions,
+    tokenizer: Tokenizer,
+    limit: int,
+    units: Units,
+    first_number: int = 1,
+) -> tuple[Segmented, list[list[Translation]]]:
+    """Plain texts prepared and their units translated by ``units`` (one call; one more for
+    sentences cut again, :mod:`mtkit.text.recut`): ``plan.translated(results, rank)`` gives
+    the texts."""
+    plan = prepare(texts, options, tokenizer, limit, first_number)
+    if not plan.units:
+        return plan, []
+    results = units(plan.lines(), [first_number + t for t in plan.owners()])
+    if options.split and (parts := plan.recut(results)):  # merged sentences: cut again
+        lines, owners = plan.again(parts)
+        results = plan.merged(results, parts, units(lines, [first_number + t for t in owners]))
+    return plan, results
+
+
+def translate_documents(
+    texts: Sequence[str],
+    options: TextOptions,
+    tokenizer: Tokenizer,
+    limit: int,
+    units: Units,
+    first_number: int = 1,
+) -> list[TextTranslation]:
+    """Each text translated, its layout (and markup) kept: the text layer's entry point.
+    HTML and XML: the blocks of every document are plain texts (cut into sentences), whose
+    word alignments carry the inline markup (``units`` must give alignments)."""
+    if options.format == "text":
+        plan, results = translate_plans(texts, options, tokenizer, limit, units, first_number)
+        return plan.translated(results)
+    from mtkit.text.markup import translate_markup
+
+    plain = replace(options, format="text", split=True)
+
+    def blocks(found: list[str]) -> list[tuple[str, Alignment | None]]:
+        plan, results = translate_plans(found, plain, tokenizer, limit, units, first_number)
+        return [(t.text, t.alignment) for t in plan.translated(results)]
+
+    return [TextTranslation(document)
+            for document in translate_markup(texts, options.format, blocks)]  # fmt: skip
+
+
+def engine_units(
+    engine: Engine, search: SearchConfig | None, progress: Progress | None = None
+) -> Units:
+    """``engine`` translating units with ``search`` (``progress`` told of each batch)."""
+
+    def translate(lines: list[str], numbers: list[int]) -> list[list[Translation]]:
+        return engine.translate(lines, search, first_number=numbers, progress=progress)
+
+    return translate
+
+
+def translate_texts(
+    engine: Engine,
+    texts: Sequence[str],
+    options: TextOptions,
+    search: SearchConfig | None = None,
+    first_number: int = 1,
+    progress: Progress | None = None,
+) -> list[TextTranslation]:
+    """:func:`translate_documents` through ``engine`` (its search unless ``search``; word
+    alignments asked for where markup needs them). ``progress`` hears of each batch when
+    units are the texts themselves (plain text, not split), else of the texts at the end."""
+    search = search or engine.config.search
+    if options.needs_alignment and not search.alignment:
+        search = search.replace(alignment=True)
+    per_batch = not options.split and options.format == "text"
+    engine_lines = engine_units(engine, search, progress if per_batch else None)
+    sent = [0]
+
+    def units(lines: list[str], numbers: list[int]) -> list[list[Translation]]:
+        sent[0] += len(lines)
+        return engine_lines(lines, numbers)
+
+    found = translate_documents(texts, options, engine.src_tokenizer, source_limit(engine),
+                                units, first_number)  # fmt: skip
+    if progress is not None:  # the texts with nothing to translate, or all of them
+        progress.update(len(texts) - sent[0] if per_batch else len(texts))
+    return found
 
 
 def translate_text(
@@ -136,26 +322,6 @@ def translate_text(
     search: SearchConfig | None = None,
     first_number: int = 1,
 ) -> list[str]:
-    """Each text translated sentence by sentence, its layout kept (:func:`translate_texts`)."""
-    return [found.text for found in translate_texts(engine, texts, lang, search, first_number)]
-
-
-def translate_texts(
-    engine: Engine,
-    texts: Sequence[str],
-    lang: str,
-    search: SearchConfig | None = None,
-    first_number: int = 1,
-) -> list[TextTranslation]:
-    """Each text translated sentence by sentence, its layout kept: one engine call for the
-    sentences of all ``texts`` (and one more for sentences cut again, :mod:`mtkit.text.recut`);
-    one output per text, with its word alignment when ``search.alignment`` asks for it."""
-    plan = prepare(texts, lang, engine.src_tokenizer, source_limit(engine), first_number)
-    if not plan.units:
-        return plan.translated([])
-    results = engine.translate(plan.units, search, first_number=first_number)
-    parts = short_units(plan.units, results, plan.sizes())  # merged sentences: cut again
-    if parts:
-        again = engine.translate([p for pair in parts.values() for p in pair], search)
-        results = merged(plan.units, results, parts, again)
-    return plan.translated(results)
+    """Each plain text translated sentence by sentence, its layout kept."""
+    found = translate_texts(engine, texts, TextOptions(lang), search, first_number)
+    return [t.text for t in found]

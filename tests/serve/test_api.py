@@ -6,7 +6,6 @@ import pytest
 
 from mtkit.config import SearchConfig, ServeConfig, TranslateConfig
 from mtkit.engines import load_engine
-from mtkit.engines.base import Translation
 from mtkit.errors import MtkitError
 from mtkit.languages import Languages
 from mtkit.serve.api import ApiError, build_response, decode_body, parse_request, split_lines
@@ -66,14 +65,12 @@ def test_refusals_name_the_field(fields: dict, field: str, says: str) -> None:
 
 
 def test_answers_in_libretranslates_shapes() -> None:
-    hyp = lambda text: Translation(text, 0.0, 0.0, 2)  # noqa: E731
-    results = [[hyp("A1"), hyp("A2")], [], [hyp("C1"), hyp("C2")]]
     many = parse(q=["a\nb", "c"], alternatives=1, source="auto")
-    assert build_response(many, results) == {
+    assert build_response(many, ["A1\n", "C1"], [["A2\n"], ["C2"]]) == {
         "translatedText": ["A1\n", "C1"], "alternatives": [["A2\n"], ["C2"]],
         "detectedLanguage": [{"confidence": 100.0, "language": "en"}] * 2,
     }  # fmt: skip
-    assert build_response(parse(q="c"), results[2:]) == {"translatedText": "C1"}
+    assert build_response(parse(q="c"), ["C1"], [[]]) == {"translatedText": "C1"}
 
 
 def test_languages_come_from_the_options_or_the_engine(ckpt: str) -> None:
@@ -110,32 +107,3 @@ def test_split_is_on_unless_turned_off(value: object, split: bool) -> None:
 def test_split_must_be_a_boolean() -> None:
     with pytest.raises(ApiError, match="^split: must be true or false, got a number"):
         parse(q="x", split=2)
-
-
-def hyps(lines: list[str], n: int = 2) -> list[list[Translation]]:
-    return [[Translation(f"{line.upper()}{'' if k == 0 else k}", 0.0, 0.0, 1) for k in range(n)]
-            for line in lines]  # fmt: skip
-
-
-def test_split_texts_come_back_in_their_layout(ckpt: str) -> None:
-    engine = load_engine([ckpt], TranslateConfig(device="cpu"))
-    fields = {"q": ["A man. The dog!\r\n\r\n  e", " ", "f"], "alternatives": 1}
-    checked = parse_request({"source": "en", "target": "de", **fields}, PAIR, SearchConfig(),
-                            ServeConfig())  # fmt: skip
-    plan, lines = checked.sentences(engine.src_tokenizer, 60)
-    assert lines == ["A man.", "The dog!", "e", "f"]
-    assert build_response(checked, hyps(lines), plan) == {
-        "translatedText": ["A MAN. THE DOG!\r\n\r\n  E", " ", "F"],
-        "alternatives": [["A MAN.1 THE DOG!1\r\n\r\n  E1"], [" "], ["F1"]],
-    }  # fmt: skip
-    one = parse(q="a b. c d", split=False)
-    assert one.lines == ["a b. c d"]
-    assert build_response(one, hyps(one.lines, 1)) == {"translatedText": "A B. C D"}
-
-
-def test_a_multilingual_server_tags_each_sentence(ckpt: str) -> None:
-    engine = load_engine([ckpt], TranslateConfig(device="cpu"))
-    checked = parse_request({"q": "A man. The dog\n>>cs<< d", "source": "en", "target": "fr"},
-                            ("en", "de,fr,cs"), SearchConfig(), ServeConfig())  # fmt: skip
-    _, lines = checked.sentences(engine.src_tokenizer, 60)
-    assert lines == [">>fr<< A man.", ">>fr<< The dog", ">>cs<< d"]

@@ -13,7 +13,10 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import pytest
-from serve_helpers import Reply, Server, best, sentences, translated
+from click.testing import CliRunner
+from serve_helpers import FAST, Reply, Server, best, sentences, translated
+
+from mtkit.cli import cli
 
 SENTENCES = sentences(200)
 
@@ -80,7 +83,9 @@ BAD: list[tuple[bytes, dict[str, str], int, str]] = [
     (b'{"q": "a", "source": "en", "target": "de", "alternatives": "x"}', {}, 400,
      "alternatives"),
     (b'{"q": "a", "source": "en", "target": "de", "beam": 0}', {}, 400, "beam"),
-    (b'{"q": "a", "source": "en", "target": "de", "format": "html"}', {}, 400, "format"),
+    (b'{"q": "a", "source": "en", "target": "de", "format": "markdown"}', {}, 400, "format"),
+    (b'{"q": "<p>a</p>", "source": "en", "target": "de", "format": "html", "alternatives": 1}',
+     {}, 400, "alternatives"),
     (b'{"q": "' + b"a\\n" * 30 + b'", "source": "en", "target": "de"}', {}, 400, "q"),  # lines
     (b'{"q": "' + b"a " * 600 + b'", "source": "en", "target": "de"}', {}, 400, "q"),  # chars
     (b'{"q": "' + b"a" * 5000 + b'", "source": "en", "target": "de"}', {}, 413, "body"),
@@ -227,3 +232,20 @@ def test_a_text_of_sentences_comes_back_whole_as_translate_splits_it(server: Ser
     reply = server.request("POST", "/translate", form.encode(),
                            {"Content-Type": "application/x-www-form-urlencoded"})  # fmt: skip
     assert (reply.status, reply.body) == (200, {"translatedText": f"{split[0]}\n{split[1]}"})
+
+
+def test_an_html_post_comes_back_with_its_tags_as_translate_gives_it(server: Server, ckpt: str):
+    words = SENTENCES[8].split()
+    post = (f'<p>{" ".join(words[:2])} <a href="https://x.org/@bob?a=1&amp;b=2" '
+            f'class="mention">@bob</a> <b>{" ".join(words[2:])}</b>. {SENTENCES[9].capitalize()}.'
+            f'</p><p>See https://x.org/a for #more 😀<br>{SENTENCES[10]}</p>')  # fmt: skip
+    result = CliRunner().invoke(cli, ["translate", "-m", ckpt, *FAST, "-q", "--format", "html"],
+                                input=post)  # fmt: skip
+    assert result.exit_code == 0, result.output
+    reply = server.translate({"q": [post], "format": "html"})
+    assert (reply.status, reply.body) == (200, {"translatedText": [result.stdout]})
+    out = result.stdout
+    for kept in ('<a href="https://x.org/@bob?a=1&amp;b=2" class="mention">', "@bob</a>", "<b>",
+                 "</b>", "https://x.org/a", "#more", "😀", "<br>"):  # fmt: skip
+        assert out.count(kept) == 1, (kept, out)
+    assert out.startswith("<p>") and out.count("<p>") == out.count("</p>") == 2

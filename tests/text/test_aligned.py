@@ -11,7 +11,7 @@ from text_helpers import HOSTILE
 from mtkit.cli import cli
 from mtkit.config import SearchConfig
 from mtkit.engines.base import Engine
-from mtkit.text import segment, translate_texts
+from mtkit.text import TextOptions, segment, translate_texts
 from mtkit.text.aligned import Piece, joined, located, word_starts
 
 pytestmark = pytest.mark.usefixtures("one_thread")
@@ -36,7 +36,7 @@ def test_words_of_pieces_are_found_by_offset_in_the_whole() -> None:
 
 def test_a_texts_pairs_are_its_sentences_pairs_shifted(engine: Engine) -> None:
     text = "man man. cat in on runs.\n\n  a cat small big blue house."
-    (found,) = translate_texts(engine, [text], "en", ALIGNED)
+    (found,) = translate_texts(engine, [text], TextOptions("en"), ALIGNED)
     sentences = segment(text, "en").all_sentences()
     alone = engine.translate(sentences, ALIGNED)
     expected, src_at, tgt_at = set(), 0, 0
@@ -50,7 +50,7 @@ def test_a_texts_pairs_are_its_sentences_pairs_shifted(engine: Engine) -> None:
 @pytest.mark.parametrize("name", list(HOSTILE))
 def test_hostile_texts_align_within_their_words(engine: Engine, name: str) -> None:
     text = HOSTILE[name]
-    (found,) = translate_texts(engine, [text], "en", ALIGNED)
+    (found,) = translate_texts(engine, [text], TextOptions("en"), ALIGNED)
     assert found.alignment is not None
     assert all(0 <= i < len(text.split()) and 0 <= j < len(found.text.split())
                for i, j in found.alignment)  # fmt: skip

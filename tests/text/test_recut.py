@@ -61,9 +61,10 @@ class Stub:
 
     def __init__(self, engine: Engine) -> None:
         self.src_tokenizer, self.max_source_pieces = engine.src_tokenizer, 1000
+        self.config = engine.config
         self.calls: list[list[str]] = []
 
-    def translate(self, lines, search=None, first_number=1):
+    def translate(self, lines, search=None, first_number=1, progress=None):  # noqa: ARG002
         self.calls.append(list(lines))
         return [hyp(" ".join(line.split()[:2]).upper()) for line in lines]
 

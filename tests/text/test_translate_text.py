@@ -10,7 +10,7 @@ from text_helpers import HOSTILE
 
 from mtkit.cli import cli
 from mtkit.engines.base import Engine, best_texts
-from mtkit.text import segment, translate_text
+from mtkit.text import TextOptions, segment, translate_text, translate_texts
 from mtkit.text.translate import source_limit
 
 pytestmark = pytest.mark.usefixtures("one_thread")
@@ -40,10 +40,14 @@ def test_a_text_is_its_sentences_translated_alone(engine: Engine) -> None:
 
 
 def test_texts_keep_their_layout_and_count(engine: Engine) -> None:
-    out = translate_text(engine, TEXTS, "en")
+    found = translate_texts(engine, TEXTS, TextOptions("en", spans=False))
+    out = [t.text for t in found]
     assert out == [one_by_one(engine, text) for text in TEXTS]
     assert out[2:4] == ["", " \t "]
     assert out[1].startswith("  ") and "\r\n\r\n\t" in out[1]
+    # with the spans kept (the default), the emoji comes back where the model dropped it
+    spans = translate_text(engine, TEXTS, "en")
+    assert "😀" in spans[4] and "😀" not in out[4] and spans[:4] == out[:4]
 
 
 def test_one_engine_call_for_all_texts(engine: Engine, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -1,0 +1,94 @@
+"""A checked request translated through the text layer, its units through the batcher.
+
+The server reads texts as `mtkit translate` does, through :mod:`mtkit.text` (segmentation,
+untranslatable spans, markup, alignments): the text layer runs in a thread of
+:data:`TEXT_THREADS` and hands its units to the cross-request batcher on the event loop
+(:func:`batcher_units`), so that the units of concurrent requests are still decoded together.
+With ``"split": false`` each line of a text is one sentence, translated as it is, and the
+lines are joined with ``\\n`` again.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+
+from mtkit.data.tokenizer import Tokenizer
+from mtkit.engines.base import Translation
+from mtkit.serve.api import TranslateRequest, split_lines
+from mtkit.text import TextOptions, translate_documents
+from mtkit.text.translate import Units, translate_plans
+
+# text-layer work of requests waiting on the batcher: threads that mostly wait, one per request
+TEXT_THREADS = ThreadPoolExecutor(max_workers=64, thread_name_prefix="mtkit-text")
+
+
+@dataclass
+class Answer:
+    """A request's translations, its alternatives (per text, per rank), and for the log the
+    units decoded and their target tokens."""
+
+    texts: list[str]
+    alternatives: list[list[str]]
+    units: int = 0
+    tokens: int = 0
+
+
+@dataclass
+class Counted:
+    """The units a request sent to the batcher, and the target tokens that came back."""
+
+    units: Units
+    lines: int = 0
+    tokens: int = 0
+
+    def __call__(self, lines: list[str], numbers: list[int]) -> list[list[Translation]]:
+        results = self.units(lines, numbers)
+        self.lines += len(lines)
+        self.tokens += sum(hyps[0].tokens for hyps in results if hyps)
+        return results
+
+
+def batcher_units(
+    submit: Callable[[list[str]], Awaitable[list[list[Translation]]]],
+    loop: asyncio.AbstractEventLoop,
+) -> Units:
+    """Units translated by ``submit`` (a coroutine on ``loop``), called from a text thread."""
+
+    def translate(lines: list[str], numbers: list[int]) -> list[list[Translation]]:
+        return asyncio.run_coroutine_threadsafe(submit(lines), loop).result()
+
+    return translate
+
+
+def translate_request(
+    request: TranslateRequest, tokenizer: Tokenizer, limit: int, units: Units
+) -> Answer:
+    """The request's texts translated (``limit``: source pieces a unit may have)."""
+    counted = Counted(units)
+    options = TextOptions(request.source, request.split, True, request.format)
+    ranks = range(1, request.alternatives + 1)
+    if request.format != "text":
+        found = translate_documents(request.texts, options, tokenizer, limit, counted)
+        return Answer([t.text for t in found], [[] for _ in found], counted.lines, counted.tokens)
+    if request.split:
+        plan, results = translate_plans(request.texts, options, tokenizer, limit, counted)
+        by_rank = [[t.text for t in plan.translated(results, k)] for k in range(len(ranks) + 1)]
+    else:
+        lines = [line for text in request.texts for line in split_lines(text)]
+        plan, results = translate_plans(lines, options, tokenizer, limit, counted)
+        by_rank = [_texts([t.text for t in plan.translated(results, k)], request.counts)
+                   for k in range(len(ranks) + 1)]  # fmt: skip
+    alternatives = [[texts[i] for texts in by_rank[1:]] for i in range(len(request.texts))]
+    return Answer(by_rank[0], alternatives, counted.lines, counted.tokens)
+
+
+def _texts(lines: list[str], counts: list[int]) -> list[str]:
+    """Translated lines joined into their texts with ``\\n``."""
+    out, at = [], 0
+    for count in counts:
+        out.append("\n".join(lines[at : at + count]))
+        at += count
+    return out
