@@ -12,12 +12,15 @@ alignments). Each output is scored against the German reference joined the same 
 (sacreBLEU, 13a, as ``mtkit evaluate``; the HTML output's paragraphs as their text), and its
 words are counted against the reference's and against the sentence-by-sentence translation of
 the unjoined test set, joined afterwards (the ceiling, "alone"). Throughput is given as a ratio
-to "alone" (the same sentences, one per line: plain sentence-per-line translation). A last
+to "alone" (the same sentences, one per line: plain sentence-per-line translation), and at
+the end, for one join, as the median of interleaved rounds (timings on a shared 2-core machine
+vary by 20 % from run to run; the rounds are what to quote). A last
 row translates the unjoined test set without the spans layer (``--no-spans``), to show what
 masking costs or changes. Outputs are written to ``--out`` so that
 ``mtkit evaluate -i OUT/join4.split.de -r OUT/join4.ref.de`` gives the same figures.
 
     .venv/bin/python benchmarks/bench_text.py CKPT [--joins 1,2,4,8] [--threads 1] [--out DIR]
+        [--throughput-join 4] [--rounds 3]
 """
 
 from __future__ import annotations
@@ -85,6 +88,8 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--beam", type=int, default=5)
     parser.add_argument("--out", type=Path, default=Path(".bench/text"))
+    parser.add_argument("--throughput-join", type=int, default=4)
+    parser.add_argument("--rounds", type=int, default=3)
     args = parser.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
     print_machine()
@@ -107,9 +112,32 @@ def main() -> None:
             (args.out / f"join{n}.{mode}.de").write_text("".join(o + "\n" for o in out), "utf-8")
             print(row(n, mode, out, refs, ceiling, took, seconds), flush=True)
     raw, took = timed(engine, src, TextOptions(split=False, spans=False))
+    print(row(1, "alone", alone, ref, alone, seconds, seconds))
     print(row(1, "no-spans", raw, ref, alone, took, seconds))
     changed = sum(a != b for a, b in zip(alone, raw, strict=True))
     print(f"lines whose translation the spans layer changes: {changed} of {len(src)}")
+    throughput(engine, src, args.throughput_join, args.rounds)
+
+
+def throughput(engine: Engine, src: list[str], n: int, rounds: int) -> None:
+    """Seconds of each mode over ``rounds`` interleaved rounds (the median), as a ratio to
+    plain sentence-per-line translation of the same sentences."""
+    lines = joined(src, n)
+    modes = {
+        "alone": lambda: timed(engine, src, TextOptions(split=False))[1],
+        "no-spans": lambda: timed(engine, src, TextOptions(split=False, spans=False))[1],
+        "split": lambda: timed(engine, lines, TextOptions())[1],
+        "html": lambda: timed_html(engine, lines)[1],
+    }
+    seconds: dict[str, list[float]] = {mode: [] for mode in modes}
+    for _ in range(rounds):
+        for mode, run in modes.items():
+            seconds[mode].append(run())
+    median = {mode: sorted(times)[len(times) // 2] for mode, times in seconds.items()}
+    print(f"\nthroughput, join {n}, median of {rounds} interleaved rounds:")
+    for mode, took in median.items():
+        rounds_text = " ".join(f"{t:.1f}" for t in seconds[mode])
+        print(f"  {mode:<9} {took:6.1f} s  ({rounds_text})  {median['alone'] / took:5.2f}x")
 
 
 def row(n: int, mode: str, out: list[str], refs: list[str], ceiling: list[str], took: float,

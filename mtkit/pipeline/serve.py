@@ -20,9 +20,10 @@ from typing import Any
 from mtkit.config import ServeConfig, TranslateConfig
 from mtkit.engines import load_engine
 from mtkit.errors import MtkitError
-from mtkit.serve.app import Model, Service, create_app, token_counter
+from mtkit.serve.app import create_app
 from mtkit.serve.batcher import Batcher
 from mtkit.serve.languages import resolve_languages
+from mtkit.serve.service import Model, Service, token_counter
 
 log = logging.getLogger("mtkit.serve")
 GRACE = 5.0  # seconds beyond the request timeout that a shutdown waits for requests in flight

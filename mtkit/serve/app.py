@@ -10,20 +10,16 @@ and for translations the lines and target tokens.
 from __future__ import annotations
 
 import asyncio
-import hmac
 import logging
 import math
 import time
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
 from importlib import resources
 from typing import Any
 
 from fastapi import FastAPI, Request
 from fastapi.responses import HTMLResponse, JSONResponse
 
-from mtkit.config import SearchConfig, ServeConfig
-from mtkit.engines.base import Engine
+from mtkit.config import SearchConfig
 from mtkit.errors import MtkitError
 from mtkit.serve.api import (
     ApiError,
@@ -34,44 +30,18 @@ from mtkit.serve.api import (
 )
 from mtkit.serve.batcher import Batcher, Closed, QueueFull
 from mtkit.serve.languages import language_name
+from mtkit.serve.service import (
+    Model,
+    Service,
+    check_key,
+    error_response,
+    key_in_headers,
+    read_body,
+)
 from mtkit.serve.texts import TEXT_THREADS, Answer, batcher_units, translate_request
 from mtkit.text.translate import source_limit
 
 log = logging.getLogger("mtkit.serve")
-
-
-@dataclass
-class Model:
-    """A loaded model, its language pair, its default search and its batcher."""
-
-    engine: Engine
-    pair: tuple[str, str]
-    batcher: Batcher
-    search: SearchConfig
-    name: str = ""
-
-
-@dataclass
-class Service:
-    """What the app serves: ``model`` is None while loading (and after a failed load)."""
-
-    config: ServeConfig
-    model: Model | None = None
-    error: str = ""  # why loading failed
-    started: float = field(default_factory=time.monotonic)
-
-    def ready(self) -> Model:
-        if self.model is None:
-            why = f"the model failed to load: {self.error}" if self.error else "loading the model"
-            raise ApiError(503, "model", why, {"Retry-After": "1"})
-        return self.model
-
-
-def token_counter(engine: Engine) -> Callable[[Sequence[str]], int]:
-    """Source pieces + EOS of some lines, with the engine's source tokenizer and its cut
-    (:attr:`~mtkit.engines.base.Engine.max_source_pieces`): what a batch of them costs."""
-    tokenizer, cap = engine.src_tokenizer, engine.max_source_pieces
-    return lambda lines: sum(min(len(ids), cap) + 1 for ids in tokenizer.encode(list(lines)))
 
 
 TRANSLATE_BODY = {
@@ -104,42 +74,6 @@ TRANSLATE_BODY = {
 }  # fmt: skip
 
 
-async def read_body(request: Request, limit: int) -> bytes:
-    """The request body, refused with 413 as soon as it exceeds ``limit`` bytes."""
-    too_big = ApiError(413, "body", f"larger than the limit of {limit} bytes (--max-body-bytes)")
-    length = request.headers.get("content-length", "")
-    if length.isdigit() and int(length) > limit:
-        raise too_big
-    chunks, size = [], 0
-    async for chunk in request.stream():
-        size += len(chunk)
-        if size > limit:
-            raise too_big
-        chunks.append(chunk)
-    return b"".join(chunks)
-
-
-def check_key(config: ServeConfig, request: Request, data: dict[str, Any] | None) -> None:
-    """With --api-key: the key from ``Authorization: Bearer``, ``X-API-Key`` or ``api_key``."""
-    if not config.api_key:
-        return
-    given = request.headers.get("x-api-key") or ""
-    auth = request.headers.get("authorization", "")
-    if auth.lower().startswith("bearer "):
-        given = auth[7:].strip()
-    if not given and data is not None and isinstance(data.get("api_key"), str):
-        given = data["api_key"]
-    if not given:
-        raise ApiError(401, "api_key", "this server needs an API key (api_key, or the header "
-                                       "'Authorization: Bearer KEY')")  # fmt: skip
-    if not hmac.compare_digest(given.encode("utf-8", "replace"), config.api_key.encode()):
-        raise ApiError(403, "api_key", "invalid API key")
-
-
-def error_response(err: ApiError) -> JSONResponse:
-    return JSONResponse(err.body(), status_code=err.status, headers=err.headers)
-
-
 def create_app(service: Service) -> FastAPI:
     """The app: /translate, /languages, /health, / (the page), /docs and /openapi.json."""
     config = service.config
@@ -152,7 +86,7 @@ def create_app(service: Service) -> FastAPI:
         """Translate one text or a list of texts (LibreTranslate's API)."""
         start = time.monotonic()
         try:
-            if _key_in_headers(request):  # refuse a wrong key before reading the body
+            if key_in_headers(request):  # refuse a wrong key before reading the body
                 check_key(config, request, None)
             model = service.ready()
             data = decode_body(await read_body(request, config.max_body_bytes),
@@ -208,11 +142,6 @@ def create_app(service: Service) -> FastAPI:
         return HTMLResponse(PAGE)
 
     return app
-
-
-def _key_in_headers(request: Request) -> bool:
-    """Whether the client sent a key in a header (else it may come in the body)."""
-    return bool(request.headers.get("x-api-key") or request.headers.get("authorization"))
 
 
 async def _answered(

@@ -10,7 +10,7 @@ import pytest
 from engine_helpers import KINDS, LINES
 
 from mtkit.engines.base import Engine, Translation, best_texts
-from mtkit.serve.app import token_counter
+from mtkit.serve.service import token_counter
 
 
 def same(a: list[list[Translation]], b: list[list[Translation]], engine: Engine) -> bool:

@@ -1,4 +1,4 @@
-"""mtkit.serve.app's pieces without HTTP: readiness, the batcher's token counter, the API key."""
+"""mtkit.serve.service: readiness, the batcher's token counter, the API key."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ pytest.importorskip("fastapi", reason="needs the 'serve' extra: pip install -e '
 
 from mtkit.config import ServeConfig  # noqa: E402
 from mtkit.serve.api import ApiError  # noqa: E402
-from mtkit.serve.app import Service, check_key  # noqa: E402
+from mtkit.serve.service import Service, check_key  # noqa: E402
 
 
 class FakeTokenizer:
