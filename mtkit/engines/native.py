@@ -8,6 +8,7 @@ Lines are encoded with the checkpoint's source spm model, cut into batches of at
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from typing import Any
 
 import torch
 from torch import Tensor, nn
@@ -25,6 +26,7 @@ from mtkit.engines.base import Engine, ModelInfo, Translation, announce_dtype, o
 from mtkit.errors import MtkitError
 from mtkit.languages import Languages
 from mtkit.model.inference import check_precision, prepare_for_inference
+from mtkit.model.transformer import EncoderOut
 from mtkit.precision import resolve_dtype
 
 
@@ -44,18 +46,22 @@ class NativeEngine(Engine):
     def decode_batch(self, rows: list[list[int]], search: SearchConfig) -> list[list[Translation]]:
         ids = self.src_tokenizer.specials  # the checkpoint's (an imported vocabulary's) ids
         src = pad_batch([row + [ids.eos] for row in rows], self.device, ids.pad)
-        found = generate(self.models, src, search, self._generator(search))
+        first = KeepsEncoding(self.models[0]) if search.alignment else self.models[0]
+        found = generate([first, *self.models[1:]], src, search, self._generator(search))
         texts = iter(self.tgt_tokenizer.decode([h.tokens for hyps in found for h in hyps]))
         out = [[Translation(one_line(next(texts)), h.score, h.logprob, len(h.tokens))
                 for h in hyps] for hyps in found]  # fmt: skip
-        return self._aligned(rows, src, found, out) if search.alignment else out
+        if isinstance(first, KeepsEncoding):
+            return self._aligned(rows, src, first.encoded, found, out)
+        return out
 
     def _aligned(
-        self, rows: list[list[int]], src: Tensor, found: list[list[Hypothesis]],
-        out: list[list[Translation]],
+        self, rows: list[list[int]], src: Tensor, enc: EncoderOut | None,
+        found: list[list[Hypothesis]], out: list[list[Translation]],
     ) -> list[list[Translation]]:  # fmt: skip
         """``out`` with each hypothesis' word alignment: one teacher-forced pass of the first
-        model up to the alignment layer over every (source, hypothesis) pair of the batch."""
+        model up to the alignment layer over every (source, hypothesis) pair of the batch,
+        on the encoder output the search computed (``enc``)."""
         model = self.models[0]
         layer = alignment_layer(self.config.alignment_layer, model.cfg.decoder_layers)
         pairs = [(i, h) for i, hyps in enumerate(found) for h in hyps]
@@ -64,8 +70,12 @@ class NativeEngine(Engine):
         ids = self.tgt_tokenizer.specials
         tgt_in = pad_batch([[ids.bos] + h.tokens for _, h in pairs], self.device, ids.pad)
         index = torch.tensor([i for i, _ in pairs], device=self.device)
+        if enc is not None:
+            keep = None if enc.src_keep is None else enc.src_keep.index_select(0, index)
+            enc = EncoderOut(enc.memory.index_select(0, index), keep)
         with torch.inference_mode():
-            probs = model.cross_attention(src.index_select(0, index), tgt_in, layer).tolist()
+            probs = model.cross_attention(src.index_select(0, index), tgt_in, layer,
+                                          enc).tolist()  # fmt: skip
         src_piece, tgt_piece = self.src_tokenizer.id_to_piece, self.tgt_tokenizer.id_to_piece
         tags = set(self.src_tokenizer.tag_ids)
         aligned = iter(probs)
@@ -81,6 +91,22 @@ class NativeEngine(Engine):
         if self.generator is None:
             self.generator = torch.Generator(self.device).manual_seed(search.seed)
         return self.generator
+
+
+class KeepsEncoding:
+    """A model for the search that remembers its last encoder output (``encoded``), so that
+    the alignment pass need not encode the batch again; everything else is the model's."""
+
+    def __init__(self, model: nn.Module) -> None:
+        self._model = model
+        self.encoded: EncoderOut | None = None
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._model, name)
+
+    def encode(self, src: Tensor) -> EncoderOut:
+        self.encoded = self._model.encode(src)
+        return self.encoded
 
 
 def check_ensemble(paths: list[str], tokenizers: list[tuple[Tokenizer, Tokenizer]]) -> None:

@@ -222,11 +222,14 @@ class Transformer(nn.Module):
     def forward(self, src: Tensor, tgt_in: Tensor) -> Tensor:
         return self.decode(tgt_in, self.encode(src))
 
-    def cross_attention(self, src: Tensor, tgt_in: Tensor, layer: int) -> Tensor:
+    def cross_attention(
+        self, src: Tensor, tgt_in: Tensor, layer: int, enc: EncoderOut | None = None
+    ) -> Tensor:
         """Teacher forcing up to decoder layer ``layer`` (0-based): its cross-attention
         distribution (B, T, S) averaged over heads, row t the step that predicts target token t
-        (word alignments, as Bergamot and OPUS-MT read them). Layers above are not run."""
-        enc = self.encode(src)
+        (word alignments, as Bergamot and OPUS-MT read them). Layers above are not run. ``enc``:
+        ``encode(src)`` where the caller has it already."""
+        enc = enc if enc is not None else self.encode(src)
         x = self._embed(self.tgt_embed, self.tgt_positions, tgt_in)
         stack = self.decoder_stack()
         for below in stack[:layer]:
