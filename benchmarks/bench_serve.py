@@ -16,7 +16,16 @@ Without a checkpoint, a random transformer-small (joint 8k spm trained on Multi3
 cached under .bench/translate/, as bench_translate.py builds it) is used, and every output is
 forced to ``--random-len`` tokens so that all rows compare equal work.
 
+``--mixed``: beside the clients of each level, one more client sends odd work in a loop: a
+text of about ``--long-words`` words on one line (test sentences joined), then requests the
+server must refuse (malformed JSON, a lone surrogate, a wrong type), one a second. The table
+then gives the single sentences' latency under that load, "before" being ``--slice-tokens 0``
+(a long request in one batch) and "after" the default (slices beside the short requests);
+every single-sentence answer is checked against offline translation through the same text
+layer, refusals must be 4xx, and the server log must hold no traceback.
+
     .venv/bin/python benchmarks/bench_serve.py [CKPT] [--sentences 300] [--threads 1]
+    .venv/bin/python benchmarks/bench_serve.py CKPT --mixed --concurrency 32 --threads 2
 """
 
 from __future__ import annotations
@@ -33,6 +42,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 from multi30k import random_checkpoint, read_text
 
@@ -64,16 +74,20 @@ def flags(values: dict[str, float]) -> list[str]:
             for part in (f"--{key.replace('_', '-')}", str(value))]  # fmt: skip
 
 
-def offline(ckpt: str, lines: list[str], search: dict[str, float], threads: int) -> float:
-    """Sentences/s of batched engine.translate over ``lines`` (after a warm-up batch)."""
+def offline(ckpt: str, lines: list[str], search: dict[str, float], threads: int
+            ) -> tuple[float, dict[str, str]]:  # fmt: skip
+    """Sentences/s of batched engine.translate over ``lines`` (after a warm-up batch), and
+    each line's translation through the text layer, as the server gives it."""
     from mtkit.config import TranslateConfig
     from mtkit.engines import load_engine
+    from mtkit.text import translate_text
 
     engine = load_engine([ckpt], TranslateConfig.from_flat({**search, "threads": threads}))
     engine.translate(lines[:32])
     start = time.perf_counter()
     engine.translate(lines)
-    return len(lines) / (time.perf_counter() - start)
+    rate = len(lines) / (time.perf_counter() - start)
+    return rate, dict(zip(lines, translate_text(engine, lines, "en"), strict=True))
 
 
 class Server:
@@ -116,35 +130,74 @@ class Server:
             raise SystemExit(f"mtkit serve exited with {self.proc.returncode}:\n{self.text()}")
 
 
-async def client(port: int, todo: list[str], latencies: list[float], deadline: float) -> None:
+async def post(reader: Any, writer: Any, body: bytes) -> tuple[int, bytes]:
+    """One POST /translate on a keep-alive connection: (status, body)."""
+    head = (f"POST /translate HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: "
+            f"application/json\r\nContent-Length: {len(body)}\r\n\r\n")  # fmt: skip
+    writer.write(head.encode() + body)
+    status = await reader.readline()
+    length = 0
+    while (line := await reader.readline()) not in (b"\r\n", b""):
+        if line.lower().startswith(b"content-length:"):
+            length = int(line.split(b":")[1])
+    return int(status.split()[1]), await reader.readexactly(length)
+
+
+async def client(port: int, todo: list[str], latencies: list[float], deadline: float,
+                 answers: dict[str, str]) -> None:  # fmt: skip
     """One keep-alive connection sending one sentence per request until ``todo`` is empty."""
     reader, writer = await asyncio.open_connection("127.0.0.1", port)
     try:
         while todo and time.monotonic() < deadline:
-            body = json.dumps({"q": todo.pop(), "source": "en", "target": "de"}).encode()
-            head = (f"POST /translate HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: "
-                    f"application/json\r\nContent-Length: {len(body)}\r\n\r\n")  # fmt: skip
+            line = todo.pop()
+            body = json.dumps({"q": line, "source": "en", "target": "de"}).encode()
             start = time.perf_counter()
-            writer.write(head.encode() + body)
-            status = await reader.readline()
-            length = 0
-            while (line := await reader.readline()) not in (b"\r\n", b""):
-                if line.lower().startswith(b"content-length:"):
-                    length = int(line.split(b":")[1])
-            await reader.readexactly(length)
-            if b" 200 " not in status:
-                raise SystemExit(f"request failed: {status!r}")
+            status, answer = await post(reader, writer, body)
+            if status != 200:
+                raise SystemExit(f"request failed: {status} {answer[:200]!r}")
             latencies.append(time.perf_counter() - start)
+            answers[line] = json.loads(answer)["translatedText"]
     finally:
         writer.close()
 
 
-async def load(port: int, lines: list[str], clients: int, limit: float) -> tuple[float, list]:
-    todo, latencies = list(reversed(lines)), []
+ODD = [b'{"q": "a man", "source": "en"', b'{"q": "\\ud800 a man", "source": "en", "target": "de"}',
+       b'{"q": 7, "source": "en", "target": "de"}']  # fmt: skip
+
+
+async def odd_client(port: int, long_text: str, stop: asyncio.Event, seen: dict) -> None:
+    """Long texts and requests to refuse, in turn, one a second, until ``stop`` (a new
+    connection for each: a server may close one after a refusal)."""
+    long = json.dumps({"q": long_text, "source": "en", "target": "de"}).encode()
+    while not stop.is_set():
+        for body in [long, *ODD]:
+            reader, writer = await asyncio.open_connection("127.0.0.1", port)
+            try:
+                start = time.perf_counter()
+                status, _ = await post(reader, writer, body)
+            finally:
+                writer.close()
+            key = "long" if body is long else "odd"
+            seen.setdefault(key, []).append((status, time.perf_counter() - start))
+            if stop.is_set():
+                break
+            await asyncio.sleep(1.0)
+
+
+async def load(port: int, lines: list[str], clients: int, limit: float,
+               long_text: str = "") -> tuple[float, list, dict, dict]:  # fmt: skip
+    todo, latencies, answers, seen = list(reversed(lines)), [], {}, {}
     start = time.perf_counter()
     deadline = time.monotonic() + limit
-    await asyncio.gather(*(client(port, todo, latencies, deadline) for _ in range(clients)))
-    return len(latencies) / (time.perf_counter() - start), latencies
+    stop = asyncio.Event()
+    odd = asyncio.create_task(odd_client(port, long_text, stop, seen)) if long_text else None
+    await asyncio.gather(*(client(port, todo, latencies, deadline, answers)
+                           for _ in range(clients)))  # fmt: skip
+    rate = len(latencies) / (time.perf_counter() - start)
+    if odd is not None:
+        stop.set()
+        await odd
+    return rate, latencies, answers, seen
 
 
 def percentile(values: list[float], q: float) -> float:
@@ -161,6 +214,9 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=1, help="torch threads (server, offline)")
     parser.add_argument("--beam", type=int, default=5)
     parser.add_argument("--random-len", type=int, default=20, help="forced output length")
+    parser.add_argument("--mixed", action="store_true",
+                        help="a client of long and invalid requests beside each level")  # fmt: skip
+    parser.add_argument("--long-words", type=int, default=3000)
     parser.add_argument(
         "--server",
         action="append",
@@ -175,6 +231,8 @@ def main() -> None:
         if bad:
             parser.error(f"--server takes NAME=OPTIONS, got {bad[0]!r}")
         configs = {name: options.split() for name, _, options in named}
+    elif args.mixed:
+        configs = {"before (--slice-tokens 0)": ["--slice-tokens", "0"], "after (default)": []}
 
     model, cpu_flags = cpu()
     print(f"CPU: {model} ({os.cpu_count()} cores)\nflags: {cpu_flags}", flush=True)
@@ -182,23 +240,54 @@ def main() -> None:
     lines = read_text("test_2016_flickr", "en")[: args.sentences]
     search = search_values(args.random_len, args.checkpoint is None, args.beam)
     threads = ["--threads", str(args.threads)]
-    base = offline(ckpt, lines, search, args.threads)
+    base, expected = offline(ckpt, lines, search, args.threads)
+    long_text = ""
+    if args.mixed:
+        pool, taken = read_text("test_2016_flickr", "en"), []
+        while sum(len(s.split()) for s in taken) < args.long_words and len(taken) < len(pool):
+            taken.append(pool[len(taken)])
+        long_text = " ".join(taken)
+        print(
+            f"mixed load: a text of {len(long_text.split())} words on one line and "
+            f"{len(ODD)} invalid requests, in turn, one a second"
+        )
     print(f"model: {ckpt}; search: {' '.join(flags(search))}; threads {args.threads}")
     print(f"offline batched engine.translate: {base:.1f} sentences/s ({len(lines)} sentences)\n")
-    print("| server | clients | sentences | sentences/s | p50 ms | p95 ms | p99 ms | vs offline |")
-    print("|---|---:|---:|---:|---:|---:|---:|---:|")
+    print(
+        "| server | clients | sentences | sentences/s | p50 ms | p95 ms | p99 ms | vs offline "
+        "| long requests (s) |"
+    )
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---|")
     WORK.mkdir(parents=True, exist_ok=True)
     for name, options in configs.items():
         server = Server(ckpt, [*flags(search), *threads, *options], WORK / "serve.log")
         try:
             asyncio.run(load(server.port, lines[:16], 4, 60))  # warm-up
             for clients in map(int, args.concurrency.split(",")):
-                rate, lat = asyncio.run(load(server.port, lines, clients, args.time_limit))
+                rate, lat, answers, seen = asyncio.run(
+                    load(server.port, lines, clients, args.time_limit, long_text)
+                )
                 p50, p95, p99 = (percentile(lat, q) * 1000 for q in (50, 95, 99))
+                long = " ".join(f"{t:.1f}" for _, t in seen.get("long", [])) or "-"
                 print(f"| {name} | {clients} | {len(lat)} | {rate:.1f} | {p50:.0f} | {p95:.0f} "
-                      f"| {p99:.0f} | {rate / base:.2f}x |", flush=True)  # fmt: skip
+                      f"| {p99:.0f} | {rate / base:.2f}x | {long} |", flush=True)  # fmt: skip
+                check(answers, expected, seen)
         finally:
             server.stop()
+        if "Traceback" in server.text():
+            raise SystemExit(f"a traceback in the server log:\n{server.text()[-3000:]}")
+
+
+def check(answers: dict[str, str], expected: dict[str, str], seen: dict) -> None:
+    """Every answer as offline translation gives it; long ones 200, odd ones 4xx."""
+    wrong = [line for line, text in answers.items() if text != expected[line]]
+    if wrong:
+        raise SystemExit(f"{len(wrong)} answers differ from offline translation, e.g. {wrong[0]!r}")
+    statuses = [status for status, _ in seen.get("long", [])]
+    bad = [s for s in statuses if s != 200] + [s for s, _ in seen.get("odd", [])
+                                                if not 400 <= s < 500]  # fmt: skip
+    if bad:
+        raise SystemExit(f"unexpected statuses under mixed load: {bad}")
 
 
 if __name__ == "__main__":

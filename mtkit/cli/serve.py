@@ -37,6 +37,12 @@ def served_search_options(func: Any) -> Any:
     help="Source pieces per batch, over all the requests in it.",
 )
 @option(
+    "--slice-tokens",
+    type=click.IntRange(0),
+    help="A long request is translated this many source pieces per batch at most, beside the "
+    "short ones (0: a long request runs alone, in one batch).",
+)
+@option(
     "--max-wait-ms",
     type=click.FloatRange(0),
     help="How long a request may wait for others to batch with (0: never waits).",

@@ -19,6 +19,7 @@ class ServeConfig:
     target_lang: str = ""
     max_batch_tokens: int = 2048  # source pieces (+EOS) per batch, over all requests in it
     max_wait_ms: float = 5.0  # how long the oldest waiting request may wait for others
+    slice_tokens: int = 256  # a long request's source pieces per batch (0: all in one batch)
     queue_size: int = 256  # requests waiting for the model; beyond: 503 with Retry-After
     timeout: float = 30.0  # seconds from arrival to answer; beyond: 504
     max_body_bytes: int = 1_000_000  # beyond: 413
@@ -32,6 +33,7 @@ class ServeConfig:
             (0 <= self.port <= 65535, f"--port must be in 0..65535, got {self.port}"),
             (self.max_batch_tokens >= 1, "--max-batch-tokens must be positive"),
             (self.max_wait_ms >= 0, "--max-wait-ms must be >= 0"),
+            (self.slice_tokens >= 0, "--slice-tokens must be >= 0"),
             (self.queue_size >= 1, "--queue-size must be positive"),
             (self.timeout > 0, "--timeout must be positive"),
             (self.max_body_bytes >= 1, "--max-body-bytes must be positive"),

@@ -36,7 +36,7 @@ def load_model(models: list[str], config: TranslateConfig, serve: ServeConfig) -
     pair = resolve_languages(given, engine, models[0])
     engine.translate(["warm up"], config.search)  # first-call costs (weight packing) go here
     batcher = Batcher(engine, serve.max_batch_tokens, serve.max_wait_ms / 1000,
-                      serve.queue_size, token_counter(engine))  # fmt: skip
+                      serve.queue_size, token_counter(engine), serve.slice_tokens)  # fmt: skip
     return Model(engine, pair, batcher.start(), config.search, name=", ".join(models))
 
 

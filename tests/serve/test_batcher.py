@@ -167,3 +167,49 @@ def test_a_cancelled_request_is_not_translated() -> None:
     assert texts(gate) == ["GATE"] and texts(kept) == ["KEPT"]
     assert ["gone"] not in [lines for lines, _ in engine.calls]
     batcher.close(5)
+
+
+def test_a_long_job_goes_in_slices_beside_the_short_ones() -> None:
+    """slice_tokens 6: the long job (8 lines of 3 tokens) gives each batch two lines, the short
+    jobs fill the rest of the budget (12); every answer as a batch of its own would give."""
+    engine = FakeEngine()
+    batcher = started(engine, max_tokens=12, slice_tokens=6)
+    gate = hold(engine, batcher)
+    long = batcher.submit([f"l{i} x" for i in range(8)], BEAM5)  # 8 lines of 3 tokens
+    short = [batcher.submit([f"s{i}"], BEAM5) for i in range(6)]  # 2 tokens each
+    engine.release.set()
+    assert texts(gate) == ["GATE"] and texts(long) == [f"L{i} X" for i in range(8)]
+    assert [texts(job) for job in short] == [[f"S{i}"] for i in range(6)]
+    assert [lines for lines, _ in engine.calls[1:]] == [
+        ["l0 x", "l1 x", "s0", "s1", "s2"], ["l2 x", "l3 x", "s3", "s4", "s5"],
+        ["l4 x", "l5 x"], ["l6 x", "l7 x"]]  # fmt: skip
+    assert batcher.stats.sizes[1:] == [4, 4, 1, 1] and batcher.stats.jobs == 8
+    batcher.close(5)
+
+
+def test_a_failing_slice_fails_its_job_alone() -> None:
+    engine = FakeEngine()
+    batcher = started(engine, max_tokens=12, slice_tokens=6)
+    gate = hold(engine, batcher)
+    long = batcher.submit(["a x", "b x", "boom", "c x", "d x"], BEAM5)
+    short = batcher.submit(["s"], BEAM5)
+    engine.release.set()
+    assert texts(gate) == ["GATE"] and texts(short) == ["S"]
+    with pytest.raises(RuntimeError, match="boom"):
+        long.future.result(timeout=5)
+    assert not any("d x" in lines for lines, _ in engine.calls)  # its last slice never ran
+    assert batcher.waiting == 0
+    batcher.close(5)
+
+
+def test_a_long_job_cancelled_before_its_first_slice_is_not_translated() -> None:
+    engine = FakeEngine()
+    batcher = started(engine, max_tokens=12, slice_tokens=6)
+    gate = hold(engine, batcher)
+    long = batcher.submit([f"l{i} x" for i in range(8)], BEAM5)
+    assert long.future.cancel()
+    short = batcher.submit(["s"], BEAM5)
+    engine.release.set()
+    assert texts(gate) == ["GATE"] and texts(short) == ["S"]
+    assert [lines for lines, _ in engine.calls[1:]] == [["s"]] and batcher.waiting == 0
+    batcher.close(5)
