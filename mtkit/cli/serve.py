@@ -8,7 +8,7 @@ from typing import Any
 
 import click
 
-from mtkit.cli.common import config_option, user_errors
+from mtkit.cli.common import CommaList, config_option, user_errors
 from mtkit.cli.translate import SEARCH_OPTIONS, search_options
 from mtkit.config import LOG_LEVELS, ServeConfig, TranslateConfig
 
@@ -61,6 +61,18 @@ def served_search_options(func: Any) -> Any:
     envvar="MTKIT_API_KEY",
     show_envvar=True,
     help="Require this key on POST /translate.",
+)
+@option(
+    "--rate-limit",
+    type=click.IntRange(0),
+    help="Requests a minute per API key, or per client address without one; beyond: 429 "
+    "with Retry-After (0: no limit).",
+)
+@option(
+    "--cors-origins",
+    type=CommaList(),
+    help="Origins whose pages may call the server (CORS), comma-separated: * for any, as "
+    "LibreTranslate; '' for none.",
 )
 @option(
     "--log-level",

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import re
+from dataclasses import dataclass, field
 
 from mtkit.errors import MtkitError
 
 LOG_LEVELS = ("debug", "info", "warning", "error")
+# an origin as a browser sends it: scheme://host[:port], no path (chrome-extension://ID too)
+ORIGIN = re.compile(r"[a-z][a-z0-9+.-]*://[^/\s]+")
 
 
 @dataclass
@@ -26,9 +29,13 @@ class ServeConfig:
     max_chars: int = 20_000  # characters of text per request; beyond: 400
     max_lines: int = 200  # lines per request (texts split on newlines); beyond: 400
     api_key: str = ""  # "": no key; else required on POST /translate
+    rate_limit: int = 0  # requests a minute per API key (or per client without one); 0: off
+    cors_origins: list[str] = field(default_factory=lambda: ["*"])  # []: no CORS headers
     log_level: str = "info"  # per-request lines are logged at info
 
     def __post_init__(self) -> None:
+        self.cors_origins = [origin.strip() for origin in self.cors_origins if origin.strip()]
+        wrong = [o for o in self.cors_origins if o != "*" and not ORIGIN.fullmatch(o)]
         rules = [
             (0 <= self.port <= 65535, f"--port must be in 0..65535, got {self.port}"),
             (self.max_batch_tokens >= 1, "--max-batch-tokens must be positive"),
@@ -39,6 +46,10 @@ class ServeConfig:
             (self.max_body_bytes >= 1, "--max-body-bytes must be positive"),
             (self.max_chars >= 1, "--max-chars must be positive"),
             (self.max_lines >= 1, "--max-lines must be positive"),
+            (self.rate_limit >= 0, "--rate-limit must be >= 0"),
+            (not wrong, f"--cors-origins: {', '.join(wrong)} is not an origin such as "
+                        "https://example.org or chrome-extension://ID (no path, no slash at "
+                        "the end), nor *"),
             (self.log_level in LOG_LEVELS,
              f"--log-level must be one of {', '.join(LOG_LEVELS)}, got {self.log_level!r}"),
             (bool(self.source_lang) == bool(self.target_lang),

@@ -2,9 +2,15 @@
 
 The model loads in the background (``/health`` says ``loading``, then ``ready``); requests are
 checked by :mod:`mtkit.serve.api`, translated through the :class:`~mtkit.serve.batcher.Batcher`
-and answered in LibreTranslate's shapes. Every refusal is JSON naming the field at fault. One
-log line per request (``mtkit.serve`` logger, level info): method, path, status, latency,
-and for translations the lines and target tokens.
+and answered in LibreTranslate's shapes. Every refusal is JSON naming the field at fault, and
+no mistake of a client's leaves a traceback in the log. One log line per request
+(``mtkit.serve`` logger, level info): method, path, status, latency, and for translations the
+lines and target tokens.
+
+Every route answers pages of other origins (browser extensions, editors' webviews) as
+LibreTranslate does: Starlette's CORS middleware sends ``Access-Control-Allow-Origin`` for the
+origins of ``--cors-origins`` (``*``: any) and answers preflight ``OPTIONS`` requests itself.
+``--rate-limit``: :mod:`mtkit.serve.limits`.
 """
 
 from __future__ import annotations
@@ -17,7 +23,9 @@ from importlib import resources
 from typing import Any
 
 from fastapi import FastAPI, Request
+from fastapi.middleware.cors import CORSMiddleware
 from fastapi.responses import HTMLResponse, JSONResponse
+from starlette.requests import ClientDisconnect
 
 from mtkit.config import SearchConfig
 from mtkit.errors import MtkitError
@@ -25,15 +33,15 @@ from mtkit.serve.api import (
     ApiError,
     TranslateRequest,
     build_response,
-    decode_body,
+    decode_request,
     parse_request,
 )
 from mtkit.serve.batcher import Batcher, Closed, QueueFull
 from mtkit.serve.languages import language_name
+from mtkit.serve.limits import RateLimit, admit
 from mtkit.serve.service import (
     Model,
     Service,
-    check_key,
     error_response,
     key_in_headers,
     read_body,
@@ -42,56 +50,73 @@ from mtkit.serve.texts import TEXT_THREADS, Answer, batcher_units, translate_req
 from mtkit.text.translate import source_limit
 
 log = logging.getLogger("mtkit.serve")
+CORS_MAX_AGE = 86_400  # seconds a browser may keep a preflight's answer (it may keep less)
 
 
-TRANSLATE_BODY = {
-    "required": True,
-    "content": {
-        "application/json": {
-            "schema": {
-                "type": "object",
-                "required": ["q", "source", "target"],
-                "properties": {
-                    "q": {"oneOf": [{"type": "string"},
-                                    {"type": "array", "items": {"type": "string"}}],
-                          "description": "Text or a list of texts"},
-                    "source": {"type": "string", "description": "Source code, or 'auto'"},
-                    "target": {"type": "string"},
-                    "format": {"type": "string", "enum": ["text", "html"], "default": "text"},
-                    "alternatives": {"type": "integer", "minimum": 0, "default": 0,
-                                     "description": "More translations from the n-best list"},
-                    "beam": {"type": "integer", "minimum": 1,
-                             "description": "Beam width (mtkit; default: the server's)"},
-                    "split": {"type": "boolean", "default": True,
-                              "description": "Cut texts into sentences, each translated (mtkit; "
-                                             "false: each line is one sentence)"},
-                    "api_key": {"type": "string"},
-                },
-            },
-            "example": {"q": "A man rides a bike.", "source": "en", "target": "de"},
-        }
+TRANSLATE_FIELDS = {
+    "type": "object",
+    "required": ["q", "source", "target"],
+    "properties": {
+        "q": {"oneOf": [{"type": "string"},
+                        {"type": "array", "items": {"type": "string"}}],
+              "description": "Text or a list of texts"},
+        "source": {"type": "string", "description": "Source code, or 'auto'"},
+        "target": {"type": "string"},
+        "format": {"type": "string", "enum": ["text", "html"], "default": "text"},
+        "alternatives": {"type": "integer", "minimum": 0, "default": 0,
+                         "description": "More translations from the n-best list"},
+        "beam": {"type": "integer", "minimum": 1,
+                 "description": "Beam width (mtkit; default: the server's)"},
+        "split": {"type": "boolean", "default": True,
+                  "description": "Cut texts into sentences, each translated (mtkit; "
+                                 "false: each line is one sentence)"},
+        "api_key": {"type": "string"},
     },
 }  # fmt: skip
+# JSON, a form, a multipart form, or no body at all and the fields in the query string
+TRANSLATE_BODY = {
+    "required": False,
+    "content": {
+        "application/json": {
+            "schema": TRANSLATE_FIELDS,
+            "example": {"q": "A man rides a bike.", "source": "en", "target": "de"},
+        },
+        "application/x-www-form-urlencoded": {"schema": TRANSLATE_FIELDS},
+        "multipart/form-data": {"schema": TRANSLATE_FIELDS},
+    },
+}
 
 
 def create_app(service: Service) -> FastAPI:
-    """The app: /translate, /languages, /health, / (the page), /docs and /openapi.json."""
+    """The app: /translate, /languages, /health, / (the page), /docs and /openapi.json.
+    ``app.state.rate_limit``: the :class:`RateLimit` every translating route takes from."""
     config = service.config
     about = "Machine translation with mtkit, LibreTranslate-compatible."
     app = FastAPI(title="mtkit serve", version="1", description=about)
+    if config.cors_origins:  # inside RequestLog: preflights are logged too
+        app.add_middleware(CORSMiddleware, allow_origins=config.cors_origins,
+                           allow_methods=["GET", "POST"], allow_headers=["*"],
+                           expose_headers=["Retry-After"], max_age=CORS_MAX_AGE)  # fmt: skip
     app.add_middleware(RequestLog)
+    rate = app.state.rate_limit = RateLimit(config.rate_limit) if config.rate_limit else None
 
     @app.post("/translate", openapi_extra={"requestBody": TRANSLATE_BODY})
     async def translate(request: Request) -> JSONResponse:
         """Translate one text or a list of texts (LibreTranslate's API)."""
         start = time.monotonic()
         try:
-            if key_in_headers(request):  # refuse a wrong key before reading the body
-                check_key(config, request, None)
+            keyed = key_in_headers(request)
+            if keyed:  # a key in a header is checked (and counted) before the body is read
+                admit(rate, config, request, None)
             model = service.ready()
-            data = decode_body(await read_body(request, config.max_body_bytes),
-                               request.headers.get("content-type", ""))  # fmt: skip
-            check_key(config, request, data)
+            try:
+                body = await read_body(request, config.max_body_bytes)
+            except ClientDisconnect:  # nobody is left to answer: a 400 for the log alone
+                raise ApiError(400, "body", "the client left before sending it all") from None
+            data = decode_request(body, request.headers.get("content-type", ""),
+                                  request.scope.get("query_string", b""))  # fmt: skip
+            if not keyed:  # the key, if any, is a field
+                admit(rate, config, request, data)
             checked = parse_request(data, model.pair, model.search, config)
             try:
                 model.engine.check(checked.search)

@@ -98,6 +98,20 @@ class Server:
         return self.proc.wait(timeout)
 
 
+def multipart(
+    *parts: tuple[str, str | bytes] | tuple[str, str, bytes], boundary: str = "b0und"
+) -> bytes:
+    """A multipart/form-data body of (name, value) fields and (name, filename, data) files."""
+    out = b""
+    for part in parts:
+        out += f'--{boundary}\r\nContent-Disposition: form-data; name="{part[0]}"'.encode()
+        if len(part) == 3:
+            out += f'; filename="{part[1]}"\r\nContent-Type: text/plain'.encode()
+        value = part[-1]
+        out += b"\r\n\r\n" + (value.encode() if isinstance(value, str) else value) + b"\r\n"
+    return out + f"--{boundary}--\r\n".encode()
+
+
 @cache
 def translated(ckpt: str, lines: tuple[str, ...], *options: str) -> tuple[tuple[str, ...], ...]:
     """`mtkit translate` of ``lines`` with FAST and ``options``: per line, its n-best texts."""

@@ -3,12 +3,22 @@
 from __future__ import annotations
 
 import pytest
+from serve_helpers import multipart
 
 from mtkit.config import SearchConfig, ServeConfig, TranslateConfig
 from mtkit.engines import load_engine
 from mtkit.errors import MtkitError
 from mtkit.languages import Languages
-from mtkit.serve.api import ApiError, build_response, decode_body, parse_request, split_lines
+from mtkit.serve.api import (
+    ApiError,
+    Upload,
+    build_response,
+    decode_body,
+    decode_request,
+    multipart_form,
+    parse_request,
+    split_lines,
+)
 from mtkit.serve.languages import resolve_languages
 
 PAIR = ("en", "de")
@@ -39,6 +49,81 @@ def test_decode_body(body: bytes, content_type: str, fields: dict) -> None:
     assert decode_body(body, content_type) == fields
 
 
+MULTI = "multipart/form-data; boundary=b0und"
+FORM = "application/x-www-form-urlencoded"
+FIELDS = {"q": ["a b", "c\r\nd"], "source": "en", "target": "de", "beam": "3"}
+MULTI_BODY = multipart(("q", "a b"), ("q", "c\r\nd"), ("source", "en"), ("target", "de"),
+                       ("beam", "3"), ("file", "doc.txt", b"\xff not a field"))  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    "body, content_type, query, fields",
+    [(b"", "", b"q=a+b&q=c%0D%0Ad&source=en&target=de&beam=3", FIELDS),  # the query alone
+     (b"  ", "application/json", "q=a+b&q=c%0D%0Ad&source=en&target=de&beam=3", FIELDS),
+     (b"q=a+b&q=c%0D%0Ad&source=fr&beam=3", FORM, b"source=en&target=de", FIELDS),
+     (MULTI_BODY, MULTI, b"", FIELDS),
+     (multipart(("q", "x"), ("beam", "5")), MULTI, b"beam=3", {"q": "x", "beam": "3"}),
+     # the query string wins over a form, as LibreTranslate's request.values; a JSON body wins
+     (b"q=x&beam=5", FORM, b"beam=3", {"q": "x", "beam": "3"}),
+     (b'{"q": "x", "beam": 5}', "application/json", b"beam=3&alternatives=1",
+      {"q": "x", "beam": 5, "alternatives": "1"}),
+     (b'{"q": "x", "beam": 5}', FORM, b"beam=3", {"q": "x", "beam": 5}),  # curl -d '{...}'
+     (b'{"q": "x"}', "", b"", {"q": "x"})],
+)  # fmt: skip
+def test_decode_request(body: bytes, content_type: str, query: bytes | str, fields: dict) -> None:
+    assert decode_request(body, content_type, query) == fields
+
+
+def test_every_encoding_makes_the_same_request() -> None:
+    json_body = b'{"q": ["a b", "c\\r\\nd"], "source": "en", "target": "de", "beam": 3}'
+    checked = [parse_request(decode_request(body, content_type, query), PAIR, SearchConfig(),
+                             ServeConfig())
+               for body, content_type, query in [
+                   (json_body, "application/json", b""), (MULTI_BODY, MULTI, b""),
+                   (b"", "", b"q=a+b&q=c%0D%0Ad&source=en&target=de&beam=3")]]  # fmt: skip
+    assert checked[0] == checked[1] == checked[2]
+    assert checked[0].lines == ["a b", "c", "d"] and checked[0].search.beam == 3
+
+
+def test_a_multipart_forms_files_are_not_fields() -> None:
+    fields, uploads = multipart_form(MULTI_BODY, MULTI)
+    assert fields == FIELDS
+    assert uploads == [Upload("file", "doc.txt", "text/plain", b"\xff not a field")]
+
+
+@pytest.mark.parametrize(
+    "body, content_type, query, field, says",
+    [(b'{"q": "\\ud800 a"}', "application/json", b"", "q",
+      "q: holds an unpaired surrogate (U+D800) at character 0"),
+     (b'{"q": ["a", "b \\udfff"]}', "", b"", "q",
+      "q: item 1 holds an unpaired surrogate (U+DFFF) at character 2"),
+     (b'{"q": "a", "target": "\\udc00"}', "", b"", "target", "unpaired surrogate (U+DC00)"),
+     (b'{"q": "a", "api_key": "k\\ud83d"}', "", b"", "api_key", "(U+D83D) at character 1"),
+     (b'{"q\\ud800": "a"}', "", b"", "body", "body: a field name holds an unpaired"),
+     (b"", "", b"q=%ED%A0%80", "query", "invalid UTF-8 in a percent-encoded value"),
+     (b"q=%ED%A0%80", FORM, b"", "body", "invalid UTF-8 in a percent-encoded value"),
+     (b"", "", b"q=\xff", "query", "query: invalid UTF-8 (byte 0xff at byte 2)"),
+     (multipart(("q", "\udfff".encode("utf-8", "surrogatepass"))), MULTI, b"", "q",
+      "q: invalid UTF-8 (byte 0xed at byte 0)"),
+     (multipart(("q", "a")), "multipart/form-data", b"", "body", "without a boundary"),
+     (b"--other\r\n", MULTI, b"", "body", "body: malformed multipart/form-data"),
+     (b"[" * 5000 + b"]" * 5000, "application/json", b"", "body", "JSON nested too deeply"),
+     (b'{"beam": 1' + b"0" * 5000 + b"}", "", b"", "body", "unreadable JSON (Exceeds the limit"),
+     (b'{"q": "a"', "", b"q=x", "body", "malformed JSON (Expecting ',' delimiter")],
+)  # fmt: skip
+def test_undecodable_requests_name_the_field(
+    body: bytes, content_type: str, query: bytes, field: str, says: str
+) -> None:
+    with pytest.raises(ApiError) as caught:
+        decode_request(body, content_type, query)
+    assert (caught.value.status, caught.value.field) == (400, field)
+    assert says in str(caught.value), caught.value
+
+
+def test_a_valid_surrogate_pair_is_text() -> None:
+    assert decode_request(b'{"q": "\\ud83d\\ude00"}', "application/json") == {"q": "\U0001f600"}
+
+
 def test_a_request_becomes_lines_and_a_search() -> None:
     checked = parse(q=["a b\nc", "d"], alternatives=2, beam=3)
     assert (checked.lines, checked.counts, checked.many) == (["a b", "c", "d"], [2, 1], True)
@@ -55,7 +140,8 @@ def test_a_request_becomes_lines_and_a_search() -> None:
      ({"q": "x", "beam": 2, "alternatives": 2}, "alternatives", "between 0 and 1, got 2"),
      ({"q": "x", "beam": True}, "beam", "must be an integer, got a boolean"),
      ({"q": None}, "q", "must be a string or a list of strings, got null"),
-     ({"q": "x", "target": 3}, "target", "must be a string, got a number")],
+     ({"q": "x", "target": 3}, "target", "must be a string, got a number"),
+     ({"q": "x", "beam": "\u00b2"}, "beam", "must be an integer, got a string")],  # not 0-9
 )  # fmt: skip
 def test_refusals_name_the_field(fields: dict, field: str, says: str) -> None:
     with pytest.raises(ApiError) as caught:

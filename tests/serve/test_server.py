@@ -89,6 +89,15 @@ BAD: list[tuple[bytes, dict[str, str], int, str]] = [
     (b'{"q": "' + b"a\\n" * 30 + b'", "source": "en", "target": "de"}', {}, 400, "q"),  # lines
     (b'{"q": "' + b"a " * 600 + b'", "source": "en", "target": "de"}', {}, 400, "q"),  # chars
     (b'{"q": "' + b"a" * 5000 + b'", "source": "en", "target": "de"}', {}, 413, "body"),
+    # text that is not text, and bodies that no parser reads (a 500 with a traceback once)
+    (b'{"q": "a \\ud800", "source": "en", "target": "de"}', {}, 400, "q"),
+    (b'{"q": ["a", "\\udfff"], "source": "en", "target": "de"}', {}, 400, "q"),
+    (b'{"q": "a", "source": "\\ud800", "target": "de"}', {}, 400, "source"),
+    (b'{"q": "a", "source": "en", "target": "de", "beam": "\xc2\xb2"}', {}, 400, "beam"),
+    (b"[" * 1500 + b"]" * 1500, {}, 400, "body"),  # deeper than Python's recursion limit
+    (b"q=a&source=en&target=de", {"Content-Type": "multipart/form-data; boundary=x"}, 400,
+     "body"),
+    (b"", {"Content-Type": "application/x-www-form-urlencoded"}, 400, "q"),  # no fields at all
 ]  # fmt: skip
 
 
@@ -118,6 +127,7 @@ def test_bad_requests_get_their_4xx_while_good_ones_are_answered(server: Server,
         assert (reply.status, reply.body["field"]) == (status, field), reply.body
         assert reply.body["error"].startswith(f"{field}: ")
     assert server.get("/health").status == 200 and server.proc.poll() is None
+    assert "Traceback" not in server.stderr()
 
 
 def test_languages_page_and_docs(server: Server) -> None:
