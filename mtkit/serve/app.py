@@ -21,6 +21,7 @@ from fastapi.responses import HTMLResponse, JSONResponse
 
 from mtkit.config import SearchConfig
 from mtkit.errors import MtkitError
+from mtkit.serve import detect
 from mtkit.serve.api import (
     ApiError,
     TranslateRequest,
@@ -141,6 +142,7 @@ def create_app(service: Service) -> FastAPI:
     async def page() -> HTMLResponse:
         return HTMLResponse(PAGE)
 
+    app.include_router(detect.router(service))  # /detect, /frontend/settings
     return app
 
 
