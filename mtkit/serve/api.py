@@ -22,6 +22,17 @@ fragment, its blocks translated as texts and its inline markup carried to the tr
 inline code come back verbatim in every format (:mod:`mtkit.text.spans`). How a request is
 translated: :mod:`mtkit.serve.texts`.
 
+``"source": "auto"``: each text's language is identified (:func:`mtkit.text.langid.
+source_language`; of an HTML text, the words that would be translated) and answered per text
+as ``"detectedLanguage": {"confidence": 97.0, "language": "en"}`` (a list for a list). A text
+the model does not translate from is refused, naming it: ``q: item 1 is in French (fr); this
+server translates en-de only`` (items counted from 0, as in the other messages about ``q``).
+Short texts are not refused: one with fewer than 10 letters outside URLs, numbers, emoji, ...
+is taken to be in the model's source language, as is one whose source language the identifier
+finds at least a twentieth as likely as the best (the figures behind the rule are in
+:mod:`mtkit.text.langid`). The identification runs here, on the event loop: 0.3-0.5 ms a
+caption, a text read up to its first 2,000 characters.
+
 Problems raise :class:`ApiError`: an HTTP status and a JSON body that names the field.
 """
 
@@ -37,6 +48,8 @@ from typing import Any
 from mtkit.config import SearchConfig, ServeConfig
 from mtkit.data.tags import tag, tag_lines
 from mtkit.errors import MtkitError
+from mtkit.serve.languages import language_name
+from mtkit.text.langid import source_language
 
 MAX_BEAM = 16  # a request may ask for any beam up to this
 FORMATS = ("text", "html")  # as LibreTranslate's
@@ -68,7 +81,7 @@ class TranslateRequest:
     counts: list[int]  # lines per text
     alternatives: int
     search: SearchConfig
-    detected: str | None  # source "auto": the model's source language
+    detected: list[tuple[str, float]] | None  # source "auto": per text, language and confidence
     split: bool = False  # texts cut into sentences (see sentences())
     source: str = ""  # the language the texts are in (the segmenter's rules)
     target: str = ""  # a multilingual model's target, "" for a bilingual one
@@ -342,9 +355,27 @@ def parse_request(
             lines = tag_lines(lines, target, tags)
         except MtkitError as err:
             raise ApiError(400, "q", str(err)) from None
-    detected = pair[0] if source == "auto" else None
+    detected = _detected(texts, many, pair, form) if source == "auto" else None
     return TranslateRequest(texts, many, lines, counts, alternatives, search, detected, split,
                             pair[0].split(",")[0], target if tags else "", tags, form)  # fmt: skip
+
+
+def _detected(
+    texts: list[str], many: bool, pair: tuple[str, str], form: str
+) -> list[tuple[str, float]]:
+    """Each text's language for ``"source": "auto"``; a text in a language the model does
+    not translate from is refused, by its index in ``q``."""
+    found = []
+    for i, text in enumerate(texts):
+        guess = source_language(text, pair[0].split(","), form)
+        if not guess.accepted:
+            name, code = language_name(guess.language), guess.language
+            language = f"{name} ({code})" if name != code else code
+            which = f"item {i}" if many else "the text"
+            raise ApiError(400, "q", f"{which} is in {language}; this server translates "
+                                     f"{pair[0]}-{pair[1]} only")  # fmt: skip
+        found.append((guess.language, guess.confidence))
+    return found
 
 
 # ---------------------------------------------------------------------------------------------
@@ -354,11 +385,13 @@ def parse_request(
 def build_response(
     request: TranslateRequest, texts: list[str], alternatives: list[list[str]]
 ) -> dict[str, Any]:
-    """LibreTranslate's answer: a translation per text (and its ``alternatives``, per text)."""
+    """LibreTranslate's answer: a translation per text (and its ``alternatives``, per text;
+    for ``"source": "auto"`` its ``detectedLanguage``)."""
     answer: dict[str, Any] = {"translatedText": texts if request.many else texts[0]}
     if request.alternatives:
         answer["alternatives"] = alternatives if request.many else alternatives[0]
-    if request.detected:
-        detected = {"confidence": 100.0, "language": request.detected}
-        answer["detectedLanguage"] = [detected] * len(texts) if request.many else detected
+    if request.detected is not None:
+        detected = [{"confidence": confidence, "language": language}
+                    for language, confidence in request.detected]  # fmt: skip
+        answer["detectedLanguage"] = detected if request.many else detected[0]
     return answer

@@ -29,6 +29,7 @@ from starlette.requests import ClientDisconnect
 
 from mtkit.config import SearchConfig
 from mtkit.errors import MtkitError
+from mtkit.serve import detect
 from mtkit.serve.api import (
     ApiError,
     TranslateRequest,
@@ -166,6 +167,7 @@ def create_app(service: Service) -> FastAPI:
     async def page() -> HTMLResponse:
         return HTMLResponse(PAGE)
 
+    app.include_router(detect.router(service))  # /detect, /frontend/settings
     return app
 
 

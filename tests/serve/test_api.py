@@ -150,13 +150,50 @@ def test_refusals_name_the_field(fields: dict, field: str, says: str) -> None:
     assert says in str(caught.value) and str(caught.value).startswith(f"{field}: ")
 
 
+def auto(**fields):
+    return parse_request({"source": "auto", "target": "de", **fields}, PAIR, SearchConfig(),
+                         ServeConfig())  # fmt: skip
+
+
 def test_answers_in_libretranslates_shapes() -> None:
-    many = parse(q=["a\nb", "c"], alternatives=1, source="auto")
+    many = auto(q=["a\nb", "A man in a red shirt rides a bike."], alternatives=1)
     assert build_response(many, ["A1\n", "C1"], [["A2\n"], ["C2"]]) == {
         "translatedText": ["A1\n", "C1"], "alternatives": [["A2\n"], ["C2"]],
-        "detectedLanguage": [{"confidence": 100.0, "language": "en"}] * 2,
+        "detectedLanguage": [{"confidence": 0.7, "language": "en"},  # too short to tell
+                             {"confidence": 85.4, "language": "en"}],
     }  # fmt: skip
+    one = auto(q="😀 https://x.org")  # no letters: the source, confidence 0
+    assert build_response(one, ["C1"], [[]]) == {
+        "translatedText": "C1",
+        "detectedLanguage": {"confidence": 0.0, "language": "en"},
+    }
     assert build_response(parse(q="c"), ["C1"], [[]]) == {"translatedText": "C1"}
+
+
+@pytest.mark.parametrize(
+    "fields, says",
+    [({"q": ["A man rides a bike.", "Une femme en robe rouge marche dans la rue."]},
+      "q: item 1 is in French (fr); this server translates en-de only"),
+     ({"q": "Une femme en robe rouge marche dans la rue."},
+      "q: the text is in French (fr); this server translates en-de only"),
+     ({"q": ["<p>Ein Mann <b>fährt</b> Fahrrad.</p>"], "format": "html"},
+      "q: item 0 is in German (de); this server translates en-de only"),
+     ({"q": "Auto zaparkované na pláži a pes."}, "q: the text is in sk; this server")],
+)  # fmt: skip
+def test_auto_refuses_a_text_in_another_language(fields: dict, says: str) -> None:
+    with pytest.raises(ApiError) as caught:
+        auto(**fields)
+    assert caught.value.status == 400 and str(caught.value).startswith(says)
+
+
+def test_auto_identifies_html_on_its_text() -> None:
+    english_tags = '<p class="a man in a red shirt rides a bike down the street">{}</p>'
+    german = english_tags.format("Ein Mann fährt Fahrrad.")
+    with pytest.raises(ApiError, match="^q: item 0 is in German"):
+        auto(q=[german], format="html")
+    english = english_tags.format("A man in a red shirt <b>rides</b> a bike.")
+    assert auto(q=[english], format="html").detected == [("en", 85.4)]
+    assert auto(q=[german]).detected == [("en", 89.9)]  # read as text, tags and all
 
 
 def test_languages_come_from_the_options_or_the_engine(ckpt: str) -> None:
