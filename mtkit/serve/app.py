@@ -21,6 +21,7 @@ from fastapi.responses import HTMLResponse, JSONResponse
 
 from mtkit.config import SearchConfig
 from mtkit.errors import MtkitError
+from mtkit.serve import files
 from mtkit.serve.api import (
     ApiError,
     TranslateRequest,
@@ -80,6 +81,7 @@ def create_app(service: Service) -> FastAPI:
     about = "Machine translation with mtkit, LibreTranslate-compatible."
     app = FastAPI(title="mtkit serve", version="1", description=about)
     app.add_middleware(RequestLog)
+    app.include_router(files.router(service))
 
     @app.post("/translate", openapi_extra={"requestBody": TRANSLATE_BODY})
     async def translate(request: Request) -> JSONResponse:
