@@ -56,11 +56,17 @@ def served_search_options(func: Any) -> Any:
 @option("--max-body-bytes", type=click.IntRange(1), help="Larger request bodies get 413.")
 @option("--max-chars", type=click.IntRange(1), help="Characters of text per request.")
 @option("--max-lines", type=click.IntRange(1), help="Lines per request (texts split on newlines).")
+@option("--max-file-bytes", type=click.IntRange(1), help="Larger uploaded files get 413.")
+@option(
+    "--file-ttl",
+    type=click.FloatRange(0, min_open=True),
+    help="Seconds a translated file can be downloaded; then it is removed.",
+)
 @option(
     "--api-key",
     envvar="MTKIT_API_KEY",
     show_envvar=True,
-    help="Require this key on POST /translate.",
+    help="Require this key on POST /translate and /translate_file.",
 )
 @option(
     "--rate-limit",
@@ -81,8 +87,9 @@ def served_search_options(func: Any) -> Any:
 )
 @served_search_options
 def serve(models: tuple[str, ...], **options: Any) -> None:
-    """Serve a model over HTTP: POST /translate (LibreTranslate's API), GET /languages,
-    /health, /docs, and a page at /. Batches concurrent requests; stops cleanly on SIGTERM."""
+    """Serve a model over HTTP: POST /translate and /translate_file (LibreTranslate's API),
+    GET /languages, /health, /docs, and a page at /. Batches concurrent requests; stops cleanly
+    on SIGTERM."""
     from mtkit.pipeline.serve import serve as run_server
 
     with user_errors():

@@ -28,7 +28,9 @@ class ServeConfig:
     max_body_bytes: int = 1_000_000  # beyond: 413
     max_chars: int = 20_000  # characters of text per request; beyond: 400
     max_lines: int = 200  # lines per request (texts split on newlines); beyond: 400
-    api_key: str = ""  # "": no key; else required on POST /translate
+    max_file_bytes: int = 5_000_000  # an uploaded file (POST /translate_file); beyond: 413
+    file_ttl: float = 600.0  # seconds a translated file can be downloaded, then removed
+    api_key: str = ""  # "": no key; else required on POST /translate and /translate_file
     rate_limit: int = 0  # requests a minute per API key (or per client without one); 0: off
     cors_origins: list[str] = field(default_factory=lambda: ["*"])  # []: no CORS headers
     log_level: str = "info"  # per-request lines are logged at info
@@ -50,6 +52,8 @@ class ServeConfig:
             (not wrong, f"--cors-origins: {', '.join(wrong)} is not an origin such as "
                         "https://example.org or chrome-extension://ID (no path, no slash at "
                         "the end), nor *"),
+            (self.max_file_bytes >= 1, "--max-file-bytes must be positive"),
+            (self.file_ttl > 0, "--file-ttl must be positive"),
             (self.log_level in LOG_LEVELS,
              f"--log-level must be one of {', '.join(LOG_LEVELS)}, got {self.log_level!r}"),
             (bool(self.source_lang) == bool(self.target_lang),

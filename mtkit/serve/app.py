@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import math
 import time
 from importlib import resources
 from typing import Any
@@ -29,7 +28,7 @@ from starlette.requests import ClientDisconnect
 
 from mtkit.config import SearchConfig
 from mtkit.errors import MtkitError
-from mtkit.serve import detect
+from mtkit.serve import detect, files
 from mtkit.serve.api import (
     ApiError,
     TranslateRequest,
@@ -37,7 +36,6 @@ from mtkit.serve.api import (
     decode_request,
     parse_request,
 )
-from mtkit.serve.batcher import Batcher, Closed, QueueFull
 from mtkit.serve.languages import language_name
 from mtkit.serve.limits import RateLimit, admit
 from mtkit.serve.service import (
@@ -47,7 +45,7 @@ from mtkit.serve.service import (
     key_in_headers,
     read_body,
 )
-from mtkit.serve.texts import TEXT_THREADS, Answer, batcher_units, translate_request
+from mtkit.serve.texts import TEXT_THREADS, Answer, batched, batcher_units, translate_request
 from mtkit.text.translate import source_limit
 
 log = logging.getLogger("mtkit.serve")
@@ -100,6 +98,7 @@ def create_app(service: Service) -> FastAPI:
                            expose_headers=["Retry-After"], max_age=CORS_MAX_AGE)  # fmt: skip
     app.add_middleware(RequestLog)
     rate = app.state.rate_limit = RateLimit(config.rate_limit) if config.rate_limit else None
+    app.include_router(files.router(service))
 
     @app.post("/translate", openapi_extra={"requestBody": TRANSLATE_BODY})
     async def translate(request: Request) -> JSONResponse:
@@ -179,7 +178,7 @@ async def _answered(
     loop = asyncio.get_running_loop()
 
     async def submit(lines: list[str]) -> list:
-        return await _translated(model.batcher, checked.tagged(lines), search,
+        return await batched(model.batcher, checked.tagged(lines), search,
                                  deadline - time.monotonic())  # fmt: skip
 
     engine = model.engine
@@ -189,32 +188,6 @@ async def _answered(
                                           batcher_units(submit, loop))  # fmt: skip
     except MtkitError as err:  # a document the text layer cannot read (XML that does not parse)
         raise ApiError(400, "q", str(err)) from None
-
-
-async def _translated(
-    batcher: Batcher, lines: list[str], search: SearchConfig, timeout: float
-) -> list:
-    """Queue ``lines``, wait for their translations at most ``timeout`` seconds."""
-    try:
-        job = batcher.submit(lines, search)
-    except QueueFull as err:
-        raise ApiError(503, "queue", f"the server is busy: {err}", {"Retry-After": "1"}) from None
-    except Closed as err:
-        raise ApiError(503, "server", str(err), {"Retry-After": "5"}) from None
-    try:
-        return await asyncio.wait_for(asyncio.wrap_future(job.future), max(timeout, 0.0))
-    except asyncio.TimeoutError:
-        raise ApiError(504, "timeout", f"no translation within {_seconds(timeout)} "
-                                       "(--timeout)") from None  # fmt: skip
-    except MtkitError as err:
-        raise ApiError(400, "q", str(err)) from None
-    except Exception as err:  # the engine failed on this request (and on this one alone)
-        log.exception("translation failed")
-        raise ApiError(500, "q", f"translation failed ({type(err).__name__})") from None
-
-
-def _seconds(value: float) -> str:
-    return f"{math.ceil(max(value, 0) * 10) / 10:g} s"
 
 
 class RequestLog:

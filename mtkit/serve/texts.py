@@ -11,15 +11,22 @@ lines are joined with ``\\n`` again.
 from __future__ import annotations
 
 import asyncio
+import logging
+import math
 from collections.abc import Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
+from mtkit.config import SearchConfig
 from mtkit.data.tokenizer import Tokenizer
 from mtkit.engines.base import Translation
-from mtkit.serve.api import TranslateRequest, split_lines
+from mtkit.errors import MtkitError
+from mtkit.serve.api import ApiError, TranslateRequest, split_lines
+from mtkit.serve.batcher import Batcher, Closed, QueueFull
 from mtkit.text import TextOptions, translate_documents
 from mtkit.text.translate import Units, translate_plans
+
+log = logging.getLogger("mtkit.serve")
 
 # text-layer work of requests waiting on the batcher: threads that mostly wait, one per request
 TEXT_THREADS = ThreadPoolExecutor(max_workers=64, thread_name_prefix="mtkit-text")
@@ -92,3 +99,28 @@ def _texts(lines: list[str], counts: list[int]) -> list[str]:
         out.append("\n".join(lines[at : at + count]))
         at += count
     return out
+
+
+async def batched(batcher: Batcher, lines: list[str], search: SearchConfig, timeout: float) -> list:
+    """Queue ``lines`` on the batcher, wait for their translations at most ``timeout``
+    seconds; every failure an :class:`ApiError` (503 busy or closing, 504 late, 400, 500)."""
+    try:
+        job = batcher.submit(lines, search)
+    except QueueFull as err:
+        raise ApiError(503, "queue", f"the server is busy: {err}", {"Retry-After": "1"}) from None
+    except Closed as err:
+        raise ApiError(503, "server", str(err), {"Retry-After": "5"}) from None
+    try:
+        return await asyncio.wait_for(asyncio.wrap_future(job.future), max(timeout, 0.0))
+    except asyncio.TimeoutError:
+        raise ApiError(504, "timeout", f"no translation within {seconds_text(timeout)} "
+                                       "(--timeout)") from None  # fmt: skip
+    except MtkitError as err:
+        raise ApiError(400, "q", str(err)) from None
+    except Exception as err:  # the engine failed on this request (and on this one alone)
+        log.exception("translation failed")
+        raise ApiError(500, "q", f"translation failed ({type(err).__name__})") from None
+
+
+def seconds_text(value: float) -> str:
+    return f"{math.ceil(max(value, 0) * 10) / 10:g} s"
