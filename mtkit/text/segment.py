@@ -18,13 +18,16 @@ again by :mod:`mtkit.text.recut`.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterator
+from bisect import bisect_left
+from collections.abc import Callable, Iterator, Sequence
 
 from mtkit.text.annotated import AnnotatedText
 
 # a line break of any kind (what str.splitlines breaks on): always between sentences
 LINES = re.compile(r"[^\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029]+")
 EDGES = "\ufeff\u200b"  # not whitespace to str.isspace, yet nothing to translate
+WORDS = re.compile(r"\S+")
+Counter = Callable[[Sequence[str]], list[int]]  # texts -> their pieces (a tokenizer's count)
 
 
 def is_gap(char: str) -> bool:
@@ -78,28 +81,57 @@ def _trimmed(text: str, start: int, end: int) -> Iterator[tuple[int, int]]:
 # Sentences too long for a model
 
 
-def cut_long(sentence: str, pieces: Callable[[str], int], limit: int) -> list[str]:
-    """``sentence`` in parts of at most ``limit`` pieces each (``pieces`` counts them), in
-    order, cut at a safe point: after the last ``;`` or else ``,`` of the stretch that fits
-    (when it lies in its second half), else at the whitespace nearest the limit, else (a run
-    of text with no space, such as a URL or CJK text) where the limit falls. Only the
-    whitespace at the cuts is lost; a sentence that fits is one part."""
-    parts, rest = [], sentence
-    while rest:
-        count = pieces(rest)
-        if count <= limit:
-            parts.append(rest)
-            break
-        size = len(rest)
-        while True:  # shrink the stretch until it fits (the estimate is per character)
-            size = max(1, min(size - 1, int(size * limit / max(count, 1))))
-            cut = _safe_cut(rest, size)
-            count = pieces(rest[:cut].rstrip())
-            if count <= limit or size == 1:
-                break
-        head, rest = rest[:cut].rstrip(), rest[cut:].lstrip()
-        parts.extend([head] if head else [])
-    return parts
+def cut_long(sentence: str, count: Counter, limit: int) -> list[str]:
+    """``sentence`` in parts of at most ``limit`` pieces each (``count`` gives the pieces of
+    each of some texts), in order, cut at a safe point: after the last ``;`` or else ``,`` of
+    the stretch that fits (when it lies in its second half), else at the whitespace nearest the
+    limit, else (a run of text with no space, such as a URL or CJK text) where the limit falls.
+    Only the whitespace at the cuts is lost; a sentence that fits is one part.
+
+    Linear in the sentence's length: its words are counted once (sentencepiece never lets a
+    piece span whitespace, so a text's pieces are its words' pieces), a word's pieces taken to
+    start at equal shares of it; a part that a cut inside a word leaves one piece too long is
+    cut again."""
+    offsets = piece_starts(sentence, count)
+    if len(offsets) <= limit:
+        return [sentence]
+    parts, begin, k = [], 0, 0
+    while len(offsets) - k > limit:
+        end = offsets[k + limit]  # where the first piece that does not fit starts
+        cut = begin + _safe_cut(sentence[begin : end + 1], end - begin)
+        if head := sentence[begin:cut].rstrip():
+            parts.append(head)
+        begin = cut
+        while begin < len(sentence) and sentence[begin].isspace():
+            begin += 1
+        k = bisect_left(offsets, begin)
+    if tail := sentence[begin:].rstrip():
+        parts.append(tail)
+    return [fit for part, size in zip(parts, count(parts), strict=True)
+            for fit in ([part] if size <= limit else _halves(part, count, limit))]  # fmt: skip
+
+
+def piece_starts(text: str, count: Counter) -> list[int]:
+    """Where each piece of ``text`` starts (character offsets): a word's first piece at the
+    word, its others at equal shares of it."""
+    words = [(m.start(), m.end()) for m in WORDS.finditer(text)]
+    starts = []
+    for (a, b), n in zip(words, count([text[a:b] for a, b in words]), strict=True):
+        starts.extend(a + (b - a) * i // n for i in range(n) if n)
+    return sorted(set(starts))
+
+
+def _halves(part: str, count: Counter, limit: int) -> list[str]:
+    """``part`` cut in two at its middle whitespace (or character) until every part fits."""
+    if len(part) < 2:
+        return [part]
+    middle = len(part) // 2
+    space = part.rfind(" ", 0, middle + 1)
+    cut = space if space > 0 else middle
+    halves = [h for h in (part[:cut].rstrip(), part[cut:].lstrip()) if h]
+    sizes = count(halves)
+    return [fit for half, size in zip(halves, sizes, strict=True)
+            for fit in ([half] if size <= limit else _halves(half, count, limit))]  # fmt: skip
 
 
 def _safe_cut(text: str, size: int) -> int:

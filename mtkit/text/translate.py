@@ -189,8 +189,11 @@ def prepare(
     parts: list[list[int]] = []
     offsets: list[int] = []
 
+    def count(texts: Sequence[str]) -> list[int]:
+        return [len(ids) for ids in tokenizer.encode(texts)] if texts else []
+
     def pieces(text: str) -> int:
-        return len(tokenizer.encode_one(text))
+        return count([text])[0]
 
     at = iter(sentences)
     for number, text in enumerate(annotated, start=first_number):
@@ -198,7 +201,7 @@ def prepare(
         for _ in range(len(text)):
             sentence = next(at)
             fits = lengths is None or next(lengths) <= limit
-            cut = [sentence] if fits else cut_long(sentence, pieces, limit)
+            cut = [sentence] if fits else cut_long(sentence, count, limit)
             if len(cut) > 1:
                 warn(f"line {number}: a sentence of {pieces(sentence)} pieces, more than the "
                      f"limit of {limit}, cut into {len(cut)} parts, each translated")  # fmt: skip
