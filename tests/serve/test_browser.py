@@ -91,6 +91,9 @@ def start_chromium(profile: Path) -> tuple[subprocess.Popen, str]:
     raise AssertionError(f"chromium did not start: {''.join(seen)[-2000:]}")
 
 
+STORY = ["a man plays with the red ball. the dog runs.", "", "two women walk on the street"]
+
+
 def test_the_page_translates_in_a_browser(ckpt: str, tmp_path: Path, start_server) -> None:
     if CHROMIUM is None:
         need("chromium (Debian package `chromium`) not found")
@@ -113,9 +116,21 @@ def test_the_page_translates_in_a_browser(ckpt: str, tmp_path: Path, start_serve
             page.click("#translate")
             shown = page.wait_for("document.getElementById('target').value")
             status = page.js("document.getElementById('status').textContent")
+            story = tmp_path / "story.txt"
+            story.write_text("".join(line + "\n" for line in STORY), encoding="utf-8")
+            root = page("DOM.getDocument")["root"]["nodeId"]
+            node = page("DOM.querySelector", nodeId=root, selector="#file")["nodeId"]
+            page("DOM.setFileInputFiles", files=[str(story)], nodeId=node)
+            page.click("#translate-file")
+            link = "document.getElementById('download')"
+            url = page.wait_for(f"!{link}.hidden && {link}.href")
+            fetched = f"fetch({json.dumps(url)}).then(r => r.text())"
+            got = page("Runtime.evaluate", expression=fetched, awaitPromise=True,
+                       returnByValue=True)["result"]["value"]  # fmt: skip
     finally:
         proc.kill()
         proc.wait(10)
     assert shown == best(ckpt, ["a man plays with the red ball"])[0]
     assert status.startswith("Done in")
+    assert got == "".join(line + "\n" for line in best(ckpt, STORY, "--split-sentences"))
     assert "GET / 200" in server.stderr() and "POST /translate 200" in server.stderr()
