@@ -54,7 +54,7 @@ def run_clients(server: Server, cases: list, clients: int, send: Callable | None
 def server(ckpt: str, tmp_path_factory: pytest.TempPathFactory):
     log = tmp_path_factory.mktemp("log") / "server.log"
     started = Server(ckpt, log, "--max-body-bytes", "4000", "--max-chars", "1000",
-                     "--max-lines", "20")  # fmt: skip
+                     "--max-lines", "20", "--slice-tokens", "32")  # fmt: skip
     yield started
     assert started.stop() == 0, started.stderr()
 
@@ -108,13 +108,20 @@ def send_bad(server: Server, case: tuple) -> tuple[Reply, int, str]:
     return reply, status, field
 
 
-def test_bad_requests_get_their_4xx_while_good_ones_are_answered(server: Server, ckpt: str):
+def test_bad_and_long_requests_beside_good_ones(server: Server, ckpt: str):
+    """Requests to refuse get their 4xx and long texts (sliced beside the short requests)
+    their translation, while 16 clients send single sentences: every answer as `mtkit
+    translate` gives it, no 5xx, no traceback."""
     cases = good_requests(ckpt)[::2]
     bad_replies: list = []
+
+    long = " ".join(SENTENCES[:60])[:990]  # one line, far more than the model's 31 pieces
+    long_replies: list = []
 
     def bad_clients() -> None:
         with ThreadPoolExecutor(8) as pool:
             bad_replies.extend(pool.map(lambda case: send_bad(server, case), BAD * 4))
+            long_replies.extend(pool.map(lambda _: server.translate({"q": long}), range(4)))
 
     thread = threading.Thread(target=bad_clients)
     thread.start()
@@ -122,6 +129,9 @@ def test_bad_requests_get_their_4xx_while_good_ones_are_answered(server: Server,
     thread.join(60)
     for (request, expected), reply in zip(cases, replies, strict=True):
         assert (reply.status, reply.body) == (200, expected), request
+    (expected_long,) = best(ckpt, [long], "--split-sentences")
+    assert [(r.status, r.body) for r in long_replies] == [
+        (200, {"translatedText": expected_long})] * 4  # fmt: skip
     assert len(bad_replies) == len(BAD) * 4
     for reply, status, field in bad_replies:
         assert (reply.status, reply.body["field"]) == (status, field), reply.body
