@@ -56,9 +56,9 @@ from mtkit.config import ServeConfig
 from mtkit.errors import MtkitError
 from mtkit.serve.api import ApiError, parse_request
 from mtkit.serve.service import Model, Service, check_key, error_response, key_in_headers
-from mtkit.serve.texts import TEXT_THREADS, Counted, batched, batcher_units
+from mtkit.serve.texts import TEXT_THREADS, batched, batcher_units
 from mtkit.text.files import FORMATS, FileError, file_format, translate_file_bytes
-from mtkit.text.translate import TextOptions, source_limit
+from mtkit.text.translate import Counted, TextOptions, source_limit
 
 log = logging.getLogger("mtkit.serve")
 

@@ -24,7 +24,7 @@ from mtkit.errors import MtkitError
 from mtkit.serve.api import ApiError, TranslateRequest, split_lines
 from mtkit.serve.batcher import Batcher, Closed, QueueFull
 from mtkit.text import TextOptions, translate_documents
-from mtkit.text.translate import Units, translate_plans
+from mtkit.text.translate import Counted, Units, translate_plans
 
 log = logging.getLogger("mtkit.serve")
 
@@ -41,21 +41,6 @@ class Answer:
     alternatives: list[list[str]]
     units: int = 0
     tokens: int = 0
-
-
-@dataclass
-class Counted:
-    """The units a request sent to the batcher, and the target tokens that came back."""
-
-    units: Units
-    lines: int = 0
-    tokens: int = 0
-
-    def __call__(self, lines: list[str], numbers: list[int]) -> list[list[Translation]]:
-        results = self.units(lines, numbers)
-        self.lines += len(lines)
-        self.tokens += sum(hyps[0].tokens for hyps in results if hyps)
-        return results
 
 
 def batcher_units(

@@ -39,6 +39,21 @@ from mtkit.text.spans import Masked, mask
 Units = Callable[[list[str], list[int]], list[list[Translation]]]
 
 
+@dataclass
+class Counted:
+    """``units`` counting the lines they were given and the target tokens that came back."""
+
+    units: Units
+    lines: int = 0
+    tokens: int = 0
+
+    def __call__(self, lines: list[str], numbers: list[int]) -> list[list[Translation]]:
+        results = self.units(lines, numbers)
+        self.lines += len(lines)
+        self.tokens += sum(hyps[0].tokens for hyps in results if hyps)
+        return results
+
+
 @dataclass(frozen=True)
 class TextOptions:
     """How texts are read: their language (the segmenter's rules), whether they are cut into
@@ -116,17 +131,13 @@ class Segmented:
         """How many units each text has."""
         return [sum(counts) for counts in self.parts]
 
-    def rebuild(self, results: Sequence[Sequence[Translation]], rank: int = 0) -> list[str]:
-        """Each text with its sentences translated (hypothesis ``rank`` of each unit, its best
-        where it has fewer; "" for a unit with nothing to translate; a sentence of one unit
-        exactly as the engine gave it), the gaps as they were."""
-        return [found.text for found in self.translated(results, rank)]
-
     def translated(
         self, results: Sequence[Sequence[Translation]], rank: int = 0
     ) -> list[TextTranslation]:
-        """:meth:`rebuild`, each text with the word alignment of the whole text (None unless
-        every unit's hypothesis has one)."""
+        """Each text with its sentences translated (hypothesis ``rank`` of each unit, its best
+        where it has fewer; "" for a unit with nothing to translate; a sentence of one unit
+        exactly as the engine gave it), the gaps as they were, and the word alignment of the
+        whole text (None unless every unit's hypothesis has one)."""
         if len(results) != len(self.units):
             raise ValueError(f"{len(results)} results for {len(self.units)} units")
         offsets = self.offsets or [0] * len(self.units)
@@ -304,17 +315,11 @@ def translate_texts(
     if options.needs_alignment and not search.alignment:
         search = search.replace(alignment=True)
     per_batch = not options.split and options.format == "text"
-    engine_lines = engine_units(engine, search, progress if per_batch else None)
-    sent = [0]
-
-    def units(lines: list[str], numbers: list[int]) -> list[list[Translation]]:
-        sent[0] += len(lines)
-        return engine_lines(lines, numbers)
-
+    units = Counted(engine_units(engine, search, progress if per_batch else None))
     found = translate_documents(texts, options, engine.src_tokenizer, source_limit(engine),
                                 units, first_number)  # fmt: skip
     if progress is not None:  # the texts with nothing to translate, or all of them
-        progress.update(len(texts) - sent[0] if per_batch else len(texts))
+        progress.update(len(texts) - units.lines if per_batch else len(texts))
     return found
 
 
