@@ -16,7 +16,7 @@ it emits EOS among the top K candidates; a sentence is done once it has K finish
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import torch
 from torch import Tensor
@@ -40,11 +40,13 @@ from mtkit.errors import MtkitError
 @dataclass
 class Hypothesis:
     """One translation: ``tokens`` without BOS/EOS; ``score`` ranks (length-penalised search
-    score, penalties included); ``logprob`` is the models' summed log-probability incl. EOS."""
+    score, penalties included); ``logprob`` is the models' summed log-probability incl. EOS,
+    ``token_logprobs`` its terms, one per token and the last for EOS (they sum to ``logprob``)."""
 
     tokens: list[int]
     score: float
     logprob: float
+    token_logprobs: list[float] = field(default_factory=list)
 
 
 class Ensemble:
@@ -109,11 +111,20 @@ class _Rows:
     scores: Tensor  # (R,) cumulative search score (penalties included)
     logprobs: Tensor  # (R,) cumulative model log-probability
     max_lens: Tensor  # (R,) tokens allowed before EOS
+    steps: Tensor  # (R, t) the model log-probability of each token so far
 
-    def select(self, index: Tensor, tokens: Tensor, scores: Tensor, logprobs: Tensor) -> _Rows:
-        """Rows ``index`` of this state, extended by one token each."""
+    def select(self, index: Tensor, tokens: Tensor, scores: Tensor, logprobs: Tensor,
+               step: Tensor) -> _Rows:  # fmt: skip
+        """Rows ``index`` of this state, extended by one token each (``step``: its model
+        log-probability)."""
         history = torch.cat([self.tokens.index_select(0, index), tokens[:, None]], dim=1)
-        return _Rows(history, scores, logprobs, self.max_lens.index_select(0, index))
+        steps = torch.cat([self.steps.index_select(0, index), step[:, None]], dim=1)
+        return _Rows(history, scores, logprobs, self.max_lens.index_select(0, index), steps)
+
+    def extended(self, tokens: Tensor, scores: Tensor, logprobs: Tensor, step: Tensor) -> _Rows:
+        """Every row extended by one token (no row leaves)."""
+        return _Rows(torch.cat([self.tokens, tokens[:, None]], 1), scores, logprobs,
+                     self.max_lens, torch.cat([self.steps, step[:, None]], 1))  # fmt: skip
 
 
 def _start(ens: Ensemble, src: Tensor, copies: int, config: SearchConfig) -> tuple[_Rows, list]:
@@ -134,7 +145,8 @@ def _start(ens: Ensemble, src: Tensor, copies: int, config: SearchConfig) -> tup
     r = src.shape[0] * copies
     zeros = torch.zeros(r, device=src.device)
     tokens = torch.full((r, 1), ids.bos, dtype=torch.long, device=src.device)
-    rows = _Rows(tokens, zeros, zeros.clone(), limits.repeat_interleave(copies))
+    steps = torch.zeros(r, 0, device=src.device)
+    rows = _Rows(tokens, zeros, zeros.clone(), limits.repeat_interleave(copies), steps)
     return rows, limits.tolist()
 
 
@@ -156,10 +168,12 @@ def _model_logprob(search_lprob: Tensor, tokens: Tensor, cfg: SearchConfig, unk:
     return search_lprob + cfg.unk_penalty * tokens.eq(unk)
 
 
-def _hypothesis(tokens: Tensor, score: float, logprob: float, cfg: SearchConfig) -> Hypothesis:
-    """A finished hypothesis from its tokens (without BOS/EOS) and raw sums."""
+def _hypothesis(tokens: Tensor, score: float, logprob: float, cfg: SearchConfig,
+                steps: list[float]) -> Hypothesis:  # fmt: skip
+    """A finished hypothesis from its tokens (without BOS/EOS), raw sums and per-token terms
+    (``steps``, EOS's last)."""
     lp = length_penalty(float(len(tokens) + 1), cfg.lenpen, cfg.lenpen_style)
-    return Hypothesis(tokens.tolist(), score / lp, logprob)
+    return Hypothesis(tokens.tolist(), score / lp, logprob, steps)
 
 
 def _best_first(found: list[list[Hypothesis]], n: int) -> list[list[Hypothesis]]:
@@ -191,20 +205,22 @@ def row_search(
             picked = greedy_tokens(search)
         chosen = search.gather(1, picked[:, None])[:, 0]  # (R,)
         scores = rows.scores + chosen
-        logprobs = rows.logprobs + _model_logprob(chosen, picked, cfg, ids.unk)
+        model_step = _model_logprob(chosen, picked, cfg, ids.unk)
+        logprobs = rows.logprobs + model_step
         ended = picked.eq(ids.eos) | rows.max_lens.le(step)  # (R,)
         if not bool(ended.any()):  # the one host sync of most steps
-            rows = _Rows(torch.cat([rows.tokens, picked[:, None]], 1), scores, logprobs,
-                         rows.max_lens)  # fmt: skip
+            rows = rows.extended(picked, scores, logprobs, model_step)
             continue
         for r in ended.nonzero()[:, 0].tolist():
-            hyp = _hypothesis(rows.tokens[r, 1:], float(scores[r]), float(logprobs[r]), cfg)
+            steps = [*rows.steps[r].tolist(), float(model_step[r])]
+            hyp = _hypothesis(rows.tokens[r, 1:], float(scores[r]), float(logprobs[r]), cfg,
+                              steps)  # fmt: skip
             found[origin[r]].append(hyp)
         keep = (~ended).nonzero()[:, 0]
         if not len(keep):
             break
         ens.reorder(keep, keep)
-        rows = rows.select(keep, picked[keep], scores[keep], logprobs[keep])
+        rows = rows.select(keep, picked[keep], scores[keep], logprobs[keep], model_step[keep])
         origin = [origin[r] for r in keep.tolist()]
         force_from = min(limits[i] for i in set(origin))
     return _best_first(found, cfg.nbest)
@@ -229,9 +245,9 @@ def beam_search(ens: Ensemble, src: Tensor, cfg: SearchConfig) -> list[list[Hypo
         search = _constrained(ens.step(rows.tokens[:, -1]), rows, step, force_from, cfg, ids)
         cand = beam_candidates(search.view(n, w, -1), rows.scores.view(n, w), 2 * k)  # (N, 2K)
         chosen = search.view(n, -1).gather(1, cand.flat)  # (N, 2K) this step's search lprob
-        cand_logprobs = rows.logprobs.view(n, w).gather(1, cand.beams)
-        cand_logprobs = cand_logprobs + _model_logprob(chosen, cand.tokens, cfg, ids.unk)
-        _finalize(cand, cand_logprobs, rows, [found[s] for s in sents], cfg, ids.eos)
+        cand_steps = _model_logprob(chosen, cand.tokens, cfg, ids.unk)  # (N, 2K)
+        cand_logprobs = rows.logprobs.view(n, w).gather(1, cand.beams) + cand_steps
+        _finalize(cand, cand_logprobs, cand_steps, rows, [found[s] for s in sents], cfg, ids.eos)
         alive = [i for i, s in enumerate(sents) if len(found[s]) < k and step < limits[s]]
         if not alive:
             break
@@ -241,6 +257,7 @@ def beam_search(ens: Ensemble, src: Tensor, cfg: SearchConfig) -> list[list[Hypo
         if len(alive) < n:  # finished sentences leave the batch
             keep = torch.tensor(alive, device=src.device)
             pos, cand_logprobs = pos.index_select(0, keep), cand_logprobs.index_select(0, keep)
+            cand_steps = cand_steps.index_select(0, keep)
             cand = Candidates(*(x.index_select(0, keep) for x in cand))
             sents = [sents[i] for i in alive]
         index = (keep[:, None] * w + cand.beams.gather(1, pos)).view(-1)  # (N' * K,) old rows
@@ -248,13 +265,15 @@ def beam_search(ens: Ensemble, src: Tensor, cfg: SearchConfig) -> list[list[Hypo
         ens.reorder(index, keep if len(alive) < n or width != w else None)
         rows = rows.select(index, cand.tokens.gather(1, pos).view(-1),
                            cand.scores.gather(1, pos).view(-1),
-                           cand_logprobs.gather(1, pos).view(-1))  # fmt: skip
+                           cand_logprobs.gather(1, pos).view(-1),
+                           cand_steps.gather(1, pos).view(-1))  # fmt: skip
     return _best_first(found, cfg.nbest)
 
 
 def _finalize(
     cand: Candidates,
     cand_logprobs: Tensor,
+    cand_steps: Tensor,
     rows: _Rows,
     found: list[list[Hypothesis]],
     cfg: SearchConfig,
@@ -270,9 +289,13 @@ def _finalize(
     where = mask.nonzero()[:, 0].tolist()
     beams = cand.beams[mask].tolist()
     scores, logprobs = cand.scores[mask].tolist(), cand_logprobs[mask].tolist()
-    for i, beam, score, logprob in zip(where, beams, scores, logprobs, strict=True):
+    last = cand_steps[mask].tolist()
+    for i, beam, score, logprob, eos_step in zip(where, beams, scores, logprobs, last,
+                                                 strict=True):  # fmt: skip
         if len(found[i]) < k:
-            found[i].append(_hypothesis(rows.tokens[i * w + beam, 1:], score, logprob, cfg))
+            row = i * w + beam
+            steps = [*rows.steps[row].tolist(), eos_step]
+            found[i].append(_hypothesis(rows.tokens[row, 1:], score, logprob, cfg, steps))
 
 
 def generate(

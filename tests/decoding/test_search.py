@@ -124,14 +124,19 @@ def sources(lengths: list[int], vocab: int = 40, seed: int = 1) -> Tensor:
     return out
 
 
-def forced_logprob(model: Transformer, src_row: Tensor, tokens: list[int]) -> float:
-    """Sum of log P(token) over tokens + EOS by teacher forcing, the source without padding."""
+def forced_steps(model: Transformer, src_row: Tensor, tokens: list[int]) -> list[float]:
+    """log P(token) of each of tokens + EOS by teacher forcing, the source without padding."""
     src = src_row[src_row.ne(PAD_ID)][None]
     tgt = torch.tensor([[BOS_ID, *tokens]])
     with torch.no_grad():
         lprobs = model.decode(tgt, model.encode(src)).log_softmax(-1)[0]  # (T, V)
     gold = torch.tensor([*tokens, EOS_ID])
-    return float(lprobs.gather(1, gold[:, None]).sum())
+    return lprobs.gather(1, gold[:, None])[:, 0].tolist()
+
+
+def forced_logprob(model: Transformer, src_row: Tensor, tokens: list[int]) -> float:
+    """Sum of log P(token) over tokens + EOS by teacher forcing."""
+    return sum(forced_steps(model, src_row, tokens))
 
 
 def forced_logprobs(model: Transformer, src_row: Tensor, seqs: list[list[int]]) -> list[float]:
@@ -222,15 +227,20 @@ def test_batched_equals_one_at_a_time(beam: int) -> None:
     same(together, alone)
 
 
-def test_nbest_logprobs_equal_forced_decoding() -> None:
+@pytest.mark.parametrize("beam", [1, 5])
+def test_nbest_logprobs_equal_forced_decoding(beam: int) -> None:
     model, src = tiny_model(), sources([6, 3, 9])
-    cfg = SearchConfig(beam=5, nbest=5, lenpen=1.0)
+    cfg = SearchConfig(beam=beam, nbest=beam, lenpen=1.0)
     for row, hyps in zip(src, generate([model], src, cfg), strict=True):
-        assert len(hyps) == 5
+        assert len(hyps) == beam
         assert [h.score for h in hyps] == sorted((h.score for h in hyps), reverse=True)
         for h in hyps:
             assert EOS_ID not in h.tokens and BOS_ID not in h.tokens
             assert h.logprob == pytest.approx(forced_logprob(model, row, h.tokens), abs=1e-4)
+            # per token (EOS last): the terms of logprob, each the teacher-forced value
+            assert len(h.token_logprobs) == len(h.tokens) + 1
+            assert sum(h.token_logprobs) == pytest.approx(h.logprob, abs=1e-5)
+            assert h.token_logprobs == pytest.approx(forced_steps(model, row, h.tokens), abs=1e-4)
             assert h.score == pytest.approx(h.logprob / (len(h.tokens) + 1), abs=1e-5)
 
 
