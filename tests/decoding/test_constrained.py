@@ -33,7 +33,9 @@ def exhaustive(model: nn.Module, src: Tensor, phrases, ordered: bool, max_len: i
     met = [s for s in seqs if (in_order(s, phrases) if ordered
                                else all(contains(s, p) for p in phrases))]  # fmt: skip
     logprobs = forced_logprobs(model, src[0], met)
-    scored = [(lp / length_penalty(len(s) + 1.0, lenpen), s) for s, lp in zip(met, logprobs, strict=True)]
+    scored = [
+        (lp / length_penalty(len(s) + 1.0, lenpen), s) for s, lp in zip(met, logprobs, strict=True)
+    ]
     return sorted(scored, key=lambda x: -x[0])[:n]
 
 
@@ -97,14 +99,18 @@ class Prefix:
         self.prefix = self.prefix.index_select(0, rows)
         if sources is not None:
             keep = self.enc.src_keep
-            self.enc = EncoderOut(self.enc.memory.index_select(0, sources),
-                                  None if keep is None else keep.index_select(0, sources))
+            self.enc = EncoderOut(
+                self.enc.memory.index_select(0, sources),
+                None if keep is None else keep.index_select(0, sources),
+            )
 
     def per_row(self) -> EncoderOut:
         copies = self.prefix.shape[0] // self.enc.memory.shape[0]
         keep = self.enc.src_keep
-        return EncoderOut(self.enc.memory.repeat_interleave(copies, 0),
-                          None if keep is None else keep.repeat_interleave(copies, 0))
+        return EncoderOut(
+            self.enc.memory.repeat_interleave(copies, 0),
+            None if keep is None else keep.repeat_interleave(copies, 0),
+        )
 
 
 class Uncached(nn.Module):
