@@ -7,8 +7,9 @@ falls behind can still catch up). Each candidate's *bank* is the number of const
 has met. The beam is divided among the banks: candidates are taken round-robin from the banks,
 highest bank first and best score first within a bank (fairseq's interleaving of Hu et al.,
 2019), so hypotheses that have met more constraints keep their places even when they score
-lower. EOS is allowed only once every constraint is met, and an EOS candidate among the first K
-of that order finishes a hypothesis; the first K others go on. With no constraints this is
+lower. EOS is allowed only once every constraint is met (:meth:`Constraints.finishes`), and
+an EOS candidate among the first K of that order finishes a hypothesis; the first K others go
+on. With no constraints this is
 plain beam search, candidate for candidate.
 
 The constraint bookkeeping is per sentence and in Python (a few lookups per candidate); the
@@ -46,9 +47,9 @@ Candidate = tuple[int, int, float]
 def check_reach(constraints: Sequence[Constraints], limits: Sequence[int]) -> None:
     """Refuse constraints that need more target tokens than a sentence may have."""
     for i, (cons, limit) in enumerate(zip(constraints, limits, strict=True)):
-        if cons.total > limit:
-            raise MtkitError(f"sentence {i + 1}: its constraints need {cons.total} target pieces, "
-                             f"more than its length limit of {limit}")  # fmt: skip
+        if cons.pieces > limit:
+            raise MtkitError(f"sentence {i + 1}: its constraints need {cons.pieces} target "
+                             f"pieces, more than its length limit of {limit}")  # fmt: skip
 
 
 def banked(cands: list[Candidate], banks: list[int]) -> list[int]:
@@ -58,6 +59,8 @@ def banked(cands: list[Candidate], banks: list[int]) -> list[int]:
     >>> banked([(0, 5, -1.0), (0, 6, -2.0), (0, 7, -3.0)], [0, 0, 1])
     [2, 0, 1]
     """
+    if not cands:
+        return []
     by_bank: dict[int, list[int]] = {}
     for i in sorted(range(len(cands)), key=lambda i: (-cands[i][2], cands[i][0], cands[i][1])):
         by_bank.setdefault(banks[i], []).append(i)
@@ -77,16 +80,18 @@ def constrained_search(
     check_reach(constraints, limits)
     sents = list(range(len(limits)))
     states: list[State] = [c.start for c in constraints]  # per row
+    ends = _boundary_mask(constraints, ens.models[0].tgt_vocab_size, src.device)
     found: list[list[Hypothesis]] = [[] for _ in limits]
     for step in range(max(limits) + 1):
         n, w = len(sents), rows.tokens.shape[0] // len(sents)
         force_from = min(limits[s] for s in sents)
         search = _constrained(ens.step(rows.tokens[:, -1]), rows, step, force_from, cfg, ids)
         owners = [constraints[sents[r // w]] for r in range(n * w)]
-        unmet = [r for r, (c, s) in enumerate(zip(owners, states, strict=True)) if not c.done(s)]
+        unmet = [r for r, (c, s) in enumerate(zip(owners, states, strict=True))
+                 if not c.finishes(s)]  # fmt: skip
         if unmet:
             search[torch.tensor(unmet, device=search.device), ids.eos] = -math.inf
-        cands = _candidates(search, rows.scores, owners, states, n, w, k)
+        cands = _candidates(search, rows.scores, owners, states, n, w, k, ends)
         chosen: list[list[tuple[int, int]]] = []  # per live sentence: (beam, token), K of them
         alive: list[int] = []
         for i, s in enumerate(sents):
@@ -118,15 +123,34 @@ def constrained_search(
     return _best_first(found, cfg.nbest)
 
 
+def _boundary_mask(constraints: Sequence[Constraints], vocab: int,
+                   device: torch.device) -> Tensor | None:  # fmt: skip
+    """(V,) True at the pieces before which a word ends (None: phrases are bare token runs)."""
+    ends = next((c.boundaries for c in constraints if c.boundaries is not None), None)
+    if ends is None:
+        return None
+    mask = torch.zeros(vocab, dtype=torch.bool, device=device)
+    mask[torch.tensor(sorted(ends), dtype=torch.long, device=device)] = True
+    return mask
+
+
 def _candidates(
     search: Tensor, scores: Tensor, owners: list[Constraints], states: list[State],
-    n: int, w: int, k: int,
+    n: int, w: int, k: int, ends: Tensor | None,
 ) -> list[list[Candidate]]:  # fmt: skip
-    """Per sentence: the top 2K extensions of its beams, and for every beam its best token and
-    the tokens that advance its constraints; -inf ones left out, each (beam, token) once."""
+    """Per sentence: the top 2K extensions of its beams, and for every beam its best token,
+    the tokens that advance its constraints and, where a word ending advances them, its best
+    boundary piece (``ends``); -inf ones left out, each (beam, token) once."""
     top = beam_candidates(search.view(n, w, -1), scores.view(n, w), 2 * k)
     extra_rows, extra_tokens = [], []
     best = search.argmax(1).tolist()
+    waiting = [r for r, (c, s) in enumerate(zip(owners, states, strict=True))
+               if len(c) and c.awaits_boundary(s)]  # fmt: skip
+    if waiting and ends is not None:
+        rows_t = torch.tensor(waiting, device=search.device)
+        picked = search.index_select(0, rows_t).masked_fill(~ends, -math.inf).argmax(1)
+        extra_rows.extend(waiting)
+        extra_tokens.extend(picked.tolist())
     for r, (cons, state) in enumerate(zip(owners, states, strict=True)):
         wanted = cons.wanted(state) if len(cons) else []
         extra_rows.extend([r] * (len(wanted) + 1))

@@ -10,10 +10,17 @@ a hypothesis one token at a time and tracks, as a small hashable state:
 - ordered (fairseq's ``--constraints ordered``): the next phrase due and how much of it the
   output's suffix matches (its KMP state); a phrase counts only after the one before it.
 
+With ``boundaries`` (the target pieces that begin a new word: "▁dog", ".", but not "s"), a
+phrase counts only where a word ends after it, so "dog" is not met by "dogs": a virtual
+boundary symbol is read before every boundary piece and before EOS, and each phrase holds it
+where it does (before each of its words but the first, and at its end).
+
 ``progress`` is the number of constraint tokens met (whole phrases met, plus the matched
 prefix of an unmet one): the bank of dynamic beam allocation. ``wanted`` are the tokens that
-raise it, the candidates the search adds for each hypothesis. Transitions are memoised per
-sentence, so a search step costs a few dictionary lookups per candidate.
+raise it, the candidates the search adds for each hypothesis (where a word ending would
+raise it, :meth:`Constraints.awaits_boundary`, the search adds the best boundary piece).
+Transitions are memoised per sentence, so a search step costs a few dictionary lookups per
+candidate.
 """
 
 from __future__ import annotations
@@ -22,6 +29,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 State = tuple[int, int]  # unordered: (node, phrases met as a bit mask); ordered: (phrase, node)
+BOUNDARY = -1  # the virtual symbol read where a word ends
 
 
 @dataclass
@@ -74,11 +82,25 @@ class _Trie:
 
 
 class Constraints:
-    """One sentence's constraints: ``phrases`` (piece ids each; duplicates count once, empty
-    ones are dropped), ``ordered`` or not."""
+    """One sentence's constraints: ``phrases`` (piece ids each; empty ones are dropped; a
+    phrase given twice is met by one occurrence unless ``ordered``), ``ordered`` or not;
+    ``boundaries`` (None: phrases are bare token runs) the pieces before which a word ends."""
 
-    def __init__(self, phrases: Sequence[Sequence[int]], ordered: bool = False) -> None:
-        kept = list(dict.fromkeys(tuple(p) for p in phrases if len(p)))
+    def __init__(
+        self,
+        phrases: Sequence[Sequence[int]],
+        ordered: bool = False,
+        boundaries: frozenset[int] | None = None,
+    ) -> None:
+        kept = [tuple(p) for p in phrases if len(p)]
+        if not ordered:  # a phrase given twice is met once
+            kept = list(dict.fromkeys(kept))
+        self.pieces = sum(len(p) for p in kept)  # target pieces the phrases need
+        if boundaries is not None:  # as read: a boundary before each word a phrase holds
+            kept = [(p[0], *(x for t in p[1:] for x in ((BOUNDARY, t) if t in boundaries
+                                                        else (t,))), BOUNDARY)
+                    for p in kept]  # fmt: skip
+        self.boundaries = boundaries
         self.phrases = kept
         self.ordered = ordered
         self.total = sum(len(p) for p in kept)  # progress once every phrase is met
@@ -98,14 +120,23 @@ class Constraints:
             return state[0] == len(self.phrases)
         return state[1] == self.all_met
 
+    def finishes(self, state: State) -> bool:
+        """Whether EOS may come now: every phrase met once the last word ends."""
+        return self.done(self._read(state, BOUNDARY) if self.boundaries is not None else state)
+
     def advance(self, state: State, token: int) -> State:
         """The state after the output gains ``token``."""
         key = (state, token)
         found = self._next.get(key)
         if found is None:
-            found = self._ordered_step(state, token) if self.ordered else self._step(state, token)
+            if self.boundaries is not None and token in self.boundaries:
+                state = self._read(state, BOUNDARY)
+            found = self._read(state, token)
             self._next[key] = found
         return found
+
+    def _read(self, state: State, symbol: int) -> State:
+        return self._ordered_step(state, symbol) if self.ordered else self._step(state, symbol)
 
     def _step(self, state: State, token: int) -> State:
         trie = self.tries[0]
@@ -152,7 +183,15 @@ class Constraints:
         return found
 
     def _followers(self, state: State) -> set[int]:
-        """Tokens that continue some phrase prefix the output ends in (a superset of wanted)."""
+        """Tokens that continue some phrase prefix the output ends in, now or once a word
+        ends (a superset of wanted)."""
+        found = self._continuing(state)
+        if self.boundaries is not None:
+            found |= self._continuing(self._read(state, BOUNDARY))
+        return found - {BOUNDARY}
+
+    def _continuing(self, state: State) -> set[int]:
+        """The symbols that continue some phrase prefix the output ends in."""
         if self.ordered:
             phrase, node = state
             if phrase == len(self.phrases):
@@ -162,9 +201,16 @@ class Constraints:
             trie, node = self.tries[0], state[0]
         return {t for n in trie.chain(node) for t in trie.children[n]}
 
+    def awaits_boundary(self, state: State) -> bool:
+        """Whether a word ending now (before any boundary piece, which :meth:`wanted` does not
+        list one by one) would raise :meth:`progress`."""
+        if self.boundaries is None:
+            return False
+        return self.progress(self._read(state, BOUNDARY)) > self.progress(state)
+
     def met_by(self, tokens: Sequence[int]) -> bool:
-        """Whether a whole output ``tokens`` meets every constraint."""
+        """Whether a whole output ``tokens`` (EOS not included) meets every constraint."""
         state = self.start
         for token in tokens:
             state = self.advance(state, token)
-        return self.done(state)
+        return self.finishes(state)

@@ -19,10 +19,18 @@ from mtkit.config import SearchConfig, TranslateConfig, alignment_layer
 from mtkit.data.tags import check_target
 from mtkit.data.tokenizer import Tokenizer
 from mtkit.decoding.batching import pad_batch
+from mtkit.decoding.constraints import Constraints
 from mtkit.decoding.search import Hypothesis, generate
 from mtkit.devices import torch_device
 from mtkit.engines.alignment import word_alignment
-from mtkit.engines.base import Engine, ModelInfo, Translation, announce_dtype, one_line
+from mtkit.engines.base import (
+    Engine,
+    ModelInfo,
+    Phrases,
+    Translation,
+    announce_dtype,
+    one_line,
+)
 from mtkit.errors import MtkitError
 from mtkit.languages import Languages
 from mtkit.model.inference import check_precision, prepare_for_inference
@@ -42,12 +50,23 @@ class NativeEngine(Engine):
     max_positions: int
     model_languages: Languages | None = None
     generator: torch.Generator | None = None  # sampling draws from one stream across calls
+    boundaries: frozenset[int] | None = None  # target pieces that end a word (constraints)
 
-    def decode_batch(self, rows: list[list[int]], search: SearchConfig) -> list[list[Translation]]:
+    def decode_batch(
+        self, rows: list[list[int]], search: SearchConfig, phrases: list[Phrases] | None = None
+    ) -> list[list[Translation]]:
         ids = self.src_tokenizer.specials  # the checkpoint's (an imported vocabulary's) ids
         src = pad_batch([row + [ids.eos] for row in rows], self.device, ids.pad)
         first = KeepsEncoding(self.models[0]) if search.alignment else self.models[0]
-        found = generate([first, *self.models[1:]], src, search, self._generator(search))
+        constraints = None
+        if search.constraints:
+            if self.boundaries is None:
+                self.boundaries = self.tgt_tokenizer.word_boundaries()
+            ordered = search.constraints == "ordered"
+            constraints = [Constraints(p, ordered, self.boundaries)
+                           for p in phrases or [[] for _ in rows]]  # fmt: skip
+        found = generate([first, *self.models[1:]], src, search, self._generator(search),
+                         constraints)  # fmt: skip
         texts = iter(self.tgt_tokenizer.decode([h.tokens for hyps in found for h in hyps]))
         out = [[Translation(one_line(next(texts)), h.score, h.logprob, len(h.tokens))
                 for h in hyps] for hyps in found]  # fmt: skip

@@ -22,16 +22,17 @@ pytestmark = pytest.mark.usefixtures("one_thread")
 PHRASES = [[(10, 11)], [(7,), (20, 21, 22)], [], [(30,), (30, 31)]]
 
 
-def constraints(phrases: list[list[tuple[int, ...]]], ordered: bool = False) -> list[Constraints]:
-    return [Constraints(p, ordered) for p in phrases]
+def constraints(phrases: list[list[tuple[int, ...]]], ordered: bool = False,
+                ends: frozenset[int] | None = None) -> list[Constraints]:  # fmt: skip
+    return [Constraints(p, ordered, ends) for p in phrases]
 
 
 def exhaustive(model: nn.Module, src: Tensor, phrases, ordered: bool, max_len: int, lenpen: float,
-               n: int) -> list[tuple[float, list[int]]]:  # fmt: skip
+               n: int, ends=None) -> list[tuple[float, list[int]]]:  # fmt: skip
     """The n best outputs of at most ``max_len`` tokens that meet ``phrases``, by brute force."""
     seqs = all_sequences([UNK_ID, 4, 5, 6, 7], max_len)
-    met = [s for s in seqs if (in_order(s, phrases) if ordered
-                               else all(contains(s, p) for p in phrases))]  # fmt: skip
+    met = [s for s in seqs if (in_order(s, phrases, ends) if ordered
+                               else all(contains(s, p, ends) for p in phrases))]  # fmt: skip
     logprobs = forced_logprobs(model, src[0], met)
     scored = [
         (lp / length_penalty(len(s) + 1.0, lenpen), s) for s, lp in zip(met, logprobs, strict=True)
@@ -39,17 +40,20 @@ def exhaustive(model: nn.Module, src: Tensor, phrases, ordered: bool, max_len: i
     return sorted(scored, key=lambda x: -x[0])[:n]
 
 
+@pytest.mark.parametrize("ends", [None, frozenset({UNK_ID, 4, 5})])
 @pytest.mark.parametrize("ordered", [False, True])
 @pytest.mark.parametrize(("phrases", "lenpen"), [([(5, 6)], 1.0), ([(7,), (4, 5)], 0.0),
                                                  ([(6,), (4,)], 1.0)])  # fmt: skip
-def test_wide_constrained_beam_equals_exhaustive_search(phrases, lenpen: float, ordered: bool):
+def test_wide_constrained_beam_equals_exhaustive_search(phrases, lenpen: float, ordered: bool,
+                                                        ends) -> None:  # fmt: skip
     """As test_search's exhaustive test: with at most 3 tokens before EOS and a beam of 160,
     every finite candidate keeps its place whatever its bank, so the constrained search is
-    exhaustive over the outputs that meet the constraints."""
+    exhaustive over the outputs that meet the constraints (with ``ends``: where a word ends
+    after each phrase)."""
     model, src = tiny_model(vocab=8, seed=3), sources([4], vocab=8)
     cfg = SearchConfig(beam=160, nbest=4, lenpen=lenpen, min_len=0, max_len_a=0.0, max_len_b=3)
-    found = generate([model], src, cfg, constraints=constraints([phrases], ordered))[0]
-    best = exhaustive(model, src, phrases, ordered, 3, lenpen, 4)
+    found = generate([model], src, cfg, constraints=constraints([phrases], ordered, ends))[0]
+    best = exhaustive(model, src, phrases, ordered, 3, lenpen, 4, ends)
     assert [h.tokens for h in found] == [s for _, s in best]
     assert [h.score for h in found] == pytest.approx([score for score, _ in best], abs=1e-5)
 
