@@ -15,6 +15,7 @@ from mtkit.config import LOG_LEVELS, ServeConfig, TranslateConfig
 # search options a server takes per request (alternatives -> nbest) or not at all (sampling)
 # (tgt_lang: a multilingual server takes the target per request; workers: one decoding loop)
 NOT_SERVED = {"nbest", "sampling", "top_k", "top_p", "temperature", "seed", "tgt_lang", "workers"}
+NOT_SERVED |= {"scores", "word_scores"}  # a request asks for them ("scores": true)
 option = partial(config_option, config=ServeConfig)
 
 

@@ -67,6 +67,13 @@ SEARCH_OPTIONS: list[tuple[tuple[str, ...], str, Any, str]] = [
     (("--alignment-layer",), "alignment_layer", int,
      "Decoder layer whose cross-attention (averaged over heads) aligns words; negative counts "
      "from the top (-1: the last layer)."),
+    (("--scores",), "scores", None,
+     "Also write each translation's score: SCORE<TAB>TRANSLATION, the length-normalised "
+     "log-probability (logprob / (pieces + EOS); a line of several sentences: over all its "
+     "pieces)."),
+    (("--word-scores",), "word_scores", None,
+     "Also write each word's score (implies --scores): SCORE<TAB>TRANSLATION<TAB>WORD_SCORES, "
+     "the mean log-probability of each whitespace word's pieces."),
     (("--engine",), "engine", click.Choice(engine_names()),
      "; ".join(f"{e.name}: -m names a {e.model_format}" for e in ENGINES.values()) + "."),
 ]  # fmt: skip

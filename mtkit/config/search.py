@@ -38,6 +38,7 @@ class SearchConfig:
     temperature: float = 1.0
     seed: int = 1  # sampling
     alignment: bool = False  # each hypothesis with its word alignment (mtkit.engines.alignment)
+    scores: bool = False  # each hypothesis with its piece/word log-probs (engines.confidence)
 
     def __post_init__(self) -> None:
         if self.beam is None:
@@ -103,8 +104,11 @@ class TranslateConfig:
     alignment_layer: int = DEFAULT_LAYER  # decoder layer that aligns words (-1: the last)
     spans: bool = True  # URLs, e-mails, numbers, @mentions, #hashtags, emoji, code kept verbatim
     format: str = "text"  # text (lines) | html | xml (the whole input one document)
+    word_scores: bool = False  # a column of per-word scores (implies search.scores)
 
     def __post_init__(self) -> None:
+        if self.word_scores and not self.search.scores:
+            self.search = self.search.replace(scores=True)
         rules = [
             (self.max_tokens >= 1, f"--max-tokens must be positive, got {self.max_tokens}"),
             (self.max_input_tokens >= 1,
@@ -126,6 +130,9 @@ class TranslateConfig:
             (self.format == "text" or (self.search.nbest == 1 and not self.search.alignment),
              f"--format {self.format} gives one document; it cannot be combined with --nbest or "
              "--alignment"),
+            (self.format == "text" or not self.search.scores,
+             f"--format {self.format} gives one document; it cannot be combined with --scores or "
+             "--word-scores (scores are per line)"),
         ]  # fmt: skip
         for ok, message in rules:
             if not ok:

@@ -39,6 +39,7 @@ from mtkit.data.lines import decode_lines
 from mtkit.engines import load_engine
 from mtkit.engines.alignment import moses
 from mtkit.engines.base import Engine, Progress, Translation, warn
+from mtkit.engines.confidence import Confidence
 from mtkit.errors import MtkitError, naming_output
 from mtkit.pipeline.signals import Interrupted, SignalGuard
 from mtkit.staging import staged_file
@@ -50,34 +51,56 @@ MAX_ENCODING_WARNINGS = 10
 
 
 def format_results(results: list[list[Translation]], first_number: int, nbest: int,
-                   alignment: bool = False) -> str:  # fmt: skip
+                   alignment: bool = False, word_scores: bool = False) -> str:  # fmt: skip
     """Output text of a chunk: one line per input line, or ``nbest`` TSV rows per input line.
 
     TSV columns: ``LINE`` (1-based input line), ``RANK`` (1 = best), ``SCORE`` (length-penalised,
     used for ranking), ``LOGPROB`` (summed token log-probabilities incl. EOS), ``TRANSLATION``,
-    and with ``alignment`` ``ALIGNMENT`` (Moses pairs). A line with nothing to translate gives
-    ``nbest`` rows with score 0 and an empty translation.
+    with ``word_scores`` ``WORD_SCORES`` (:func:`word_column`) and with ``alignment``
+    ``ALIGNMENT`` (Moses pairs). A line with nothing to translate gives ``nbest`` rows with
+    score 0 and an empty translation.
     """
     if nbest <= 1:
-        best = [TextTranslation(hyps[0].text, hyps[0].alignment) if hyps
-                else TextTranslation("", ()) for hyps in results]  # fmt: skip
-        return format_texts(best, alignment)
+        best = [TextTranslation(hyps[0].text, hyps[0].alignment, hyps[0].confidence) if hyps
+                else TextTranslation("", (), Confidence()) for hyps in results]  # fmt: skip
+        return format_texts(best, alignment, word_scores=word_scores)
     rows = []
-    blank = [Translation("", 0.0, 0.0, 0, ())] * nbest
+    blank = [Translation("", 0.0, 0.0, 0, (), Confidence())] * nbest
     for number, hyps in enumerate(results, start=first_number):
         for rank, hyp in enumerate(hyps or blank, start=1):
             text = hyp.text.replace("\t", " ")
-            extra = f"\t{moses(hyp.alignment or ())}" if alignment else ""
+            extra = f"\t{word_column(hyp.confidence)}" if word_scores else ""
+            extra += f"\t{moses(hyp.alignment or ())}" if alignment else ""
             rows.append(f"{number}\t{rank}\t{hyp.score:.4f}\t{hyp.logprob:.4f}\t{text}{extra}\n")
     return "".join(rows)
 
 
-def format_texts(found: list[TextTranslation], alignment: bool = False) -> str:
-    """One line per translation; with ``alignment``: ``TRANSLATION<TAB>ALIGNMENT`` (Moses
-    ``i-j`` pairs; a tab in a translation becomes a space)."""
-    if not alignment:
+def format_texts(found: list[TextTranslation], alignment: bool = False, scores: bool = False,
+                 word_scores: bool = False) -> str:  # fmt: skip
+    """One line per translation, with more columns when asked, in this order:
+    ``[SCORE<TAB>]TRANSLATION[<TAB>WORD_SCORES][<TAB>ALIGNMENT]``. SCORE: the length-normalised
+    log-probability (:mod:`mtkit.engines.confidence`; ``word_scores`` implies it), WORD_SCORES
+    :func:`word_column`, ALIGNMENT Moses ``i-j`` pairs. With more than one column a tab in a
+    translation becomes a space."""
+    if not (alignment or scores or word_scores):
         return "".join(t.text + "\n" for t in found)
-    return "".join(f"{t.text.replace(chr(9), ' ')}\t{moses(t.alignment or ())}\n" for t in found)
+    rows = []
+    for t in found:
+        row = [t.text.replace("\t", " ")]
+        if scores or word_scores:
+            row.insert(0, f"{(t.confidence or Confidence()).normalized:.4f}")
+        if word_scores:
+            row.append(word_column(t.confidence))
+        if alignment:
+            row.append(moses(t.alignment or ()))
+        rows.append("\t".join(row) + "\n")
+    return "".join(rows)
+
+
+def word_column(confidence: Confidence | None) -> str:
+    """Per whitespace word of a translation, the mean log-probability of its pieces (0 for a
+    word copied verbatim), space-separated, as many as the translation has words."""
+    return " ".join(f"{score:.4f}" for score in (confidence or Confidence()).word_scores())
 
 
 # ---------------------------------------------------------------------------------------------
@@ -130,12 +153,12 @@ def translate_chunk(
     engine: Engine, chunk: list[str], first_number: int, progress: Progress | None = None
 ) -> str:
     """A chunk's output text: one line per input line (n-best: ``nbest`` TSV rows each)."""
-    aligned = engine.config.search.alignment
-    if engine.config.search.nbest > 1:
+    search, word_scores = engine.config.search, engine.config.word_scores
+    if search.nbest > 1:
         results = engine.translate(chunk, first_number=first_number, progress=progress)
-        return format_results(results, first_number, engine.config.search.nbest, aligned)
+        return format_results(results, first_number, search.nbest, search.alignment, word_scores)
     found = translated(engine, chunk, first_number, progress)
-    return format_texts(found, aligned)  # the gaps of a line hold no "\n"
+    return format_texts(found, search.alignment, search.scores, word_scores)  # no "\n" in gaps
 
 
 def translated(
