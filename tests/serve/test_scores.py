@@ -104,8 +104,8 @@ def test_bad_score_fields_are_named(fields: dict, field: str, message: str) -> N
 
 
 def test_form_fields_are_text(service: Service) -> None:
-    checked = parse_request({"q": "a", "source": "en", "target": "de", "flag_below": "0.25",
-                             "scores": "false"}, ("en", "de"), SearchConfig(), ServeConfig())  # fmt: skip
+    fields = {"q": "a", "source": "en", "target": "de", "flag_below": "0.25", "scores": "false"}
+    checked = parse_request(fields, ("en", "de"), SearchConfig(), ServeConfig())
     assert checked.flag_below == 0.25 and checked.scores and checked.search.scores
     status, answer = post(service, {"q": "a", "scores": "yes"})
     assert status == 400 and answer["field"] == "scores"
