@@ -15,8 +15,10 @@ Spearman's rho (Pearson's r of the ranks, ties given their mean rank). The candi
 Then, for flagging: the mean chrF of the lowest-``probability`` 10 % of each set against the
 rest. Sentences with nothing to translate are left out (there are none in Multi30k).
 
-    .venv/bin/python benchmarks/bench_confidence.py CKPT [--sets test_2016_flickr,val]
-        [--beam 5] [--threads 1]
+    .venv/bin/python benchmarks/bench_confidence.py [CKPT] [--sets test_2016_flickr,val]
+        [--beam 5] [--threads 1] [--limit N]
+
+CKPT defaults to the `make demo` model (work/demo/en-de/demo-run/checkpoint_last.pt).
 """
 
 from __future__ import annotations
@@ -25,13 +27,15 @@ import argparse
 import math
 import time
 from collections.abc import Callable, Sequence
+from pathlib import Path
 
 import sacrebleu
 from machine import print_machine
-from multi30k import read_text
+from multi30k import ROOT, read_text
 
 from mtkit.config import TranslateConfig
 from mtkit.engines import load_engine
+from mtkit.engines.base import Engine
 from mtkit.engines.confidence import Confidence
 from mtkit.text import TextOptions, translate_texts
 
@@ -45,6 +49,7 @@ CANDIDATES: dict[str, Callable[[Confidence], float]] = {
     "min_word": lambda c: min(c.word_scores(), default=0.0),
 }
 FLAG_SHARE = 0.1
+DEMO = ROOT / "work" / "demo" / "en-de" / "demo-run" / "checkpoint_last.pt"  # `make demo`
 
 
 def pearson(x: Sequence[float], y: Sequence[float]) -> float:
@@ -79,9 +84,14 @@ def spearman(x: Sequence[float], y: Sequence[float]) -> float:
     return pearson(ranks(x), ranks(y))
 
 
-def scored_set(engine, name: str, beam: int) -> tuple[list[Confidence], list[float], float]:
-    """One set translated with scores: each sentence's confidence and chrF, and the seconds."""
+def scored_set(
+    engine: Engine, name: str, beam: int, limit: int = 0
+) -> tuple[list[Confidence], list[float], float]:
+    """One set (its first ``limit`` sentences, 0: all) translated with scores: each
+    sentence's confidence and chrF, and the seconds it took."""
     src, ref = read_text(name, "en"), read_text(name, "de")
+    if limit:
+        src, ref = src[:limit], ref[:limit]
     search = engine.config.search.replace(beam=beam, scores=True)
     start = time.perf_counter()
     found = translate_texts(engine, src, TextOptions(split=False), search)
@@ -108,17 +118,20 @@ def flagged(scores: list[float], chrf: list[float]) -> str:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("checkpoint")
+    parser.add_argument("checkpoint", nargs="?", default=str(DEMO))
     parser.add_argument("--sets", default="test_2016_flickr,val")
+    parser.add_argument("--limit", type=int, default=0, help="Sentences per set (0: all).")
     parser.add_argument("--beam", type=int, default=5)
     parser.add_argument("--threads", type=int, default=1)
     args = parser.parse_args()
+    if not Path(args.checkpoint).is_file():
+        raise SystemExit(f"{args.checkpoint}: no checkpoint (`make demo` trains one)")
     print_machine()
     config = TranslateConfig.from_flat({"threads": args.threads, "device": "cpu"})
     engine = load_engine([args.checkpoint], config)
     table = {}
     for name in args.sets.split(","):
-        confidence, chrf, _ = scored_set(engine, name, args.beam)
+        confidence, chrf, _ = scored_set(engine, name, args.beam, args.limit)
         for key, score in CANDIDATES.items():
             values = [score(c) for c in confidence]
             table[(name, key)] = (pearson(values, chrf), spearman(values, chrf))
