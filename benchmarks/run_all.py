@@ -32,6 +32,7 @@ QUICK_ARGS: dict[str, list[list[str]]] = {
     "bench_kernels": [["--calls", "20"]],
     "bench_step": [["--limit", "64"]],
     "bench_serve": [["--sentences", "40"], ["--concurrency", "1,8"], ["--time-limit", "20"]],
+    "bench_confidence": [["--limit", "100"]],
 }
 DEFAULT_QUICK = [["--quick"]]
 

@@ -17,6 +17,7 @@ from mtkit.config import LOG_LEVELS, ServeConfig, TranslateConfig
 # (constraints: a request gives them as a glossary)
 NOT_SERVED = {"nbest", "sampling", "top_k", "top_p", "temperature", "seed", "tgt_lang", "workers",
               "constraints_in_input", "constraints_ordered"}  # fmt: skip
+NOT_SERVED |= {"scores", "word_scores"}  # a request asks for them ("scores": true)
 option = partial(config_option, config=ServeConfig)
 
 

@@ -78,6 +78,13 @@ SEARCH_OPTIONS: list[tuple[tuple[str, ...], str, Any, str]] = [
      "boundaries) must translate it as the target term (a constraint)."),
     (("--glossary-ignore-case",), "glossary_ignore_case", None,
      "Glossary source terms match whatever their case (default: case-sensitive)."),
+    (("--scores",), "scores", None,
+     "Also write each translation's score: SCORE<TAB>TRANSLATION, the length-normalised "
+     "log-probability (logprob / (pieces + EOS); a line of several sentences: over all its "
+     "pieces)."),
+    (("--word-scores",), "word_scores", None,
+     "Also write each word's score (implies --scores): SCORE<TAB>TRANSLATION<TAB>WORD_SCORES, "
+     "the mean log-probability of each whitespace word's pieces."),
     (("--engine",), "engine", click.Choice(engine_names()),
      "; ".join(f"{e.name}: -m names a {e.model_format}" for e in ENGINES.values()) + "."),
 ]  # fmt: skip

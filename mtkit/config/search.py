@@ -43,6 +43,7 @@ class SearchConfig:
     # lines come with target phrases that their translations must contain: "" none, unordered
     # or ordered (mtkit.decoding.constrained); a kind of its own, so the server batches alike
     constraints: str = ""
+    scores: bool = False  # each hypothesis with its piece/word log-probs (engines.confidence)
 
     def __post_init__(self) -> None:
         if self.beam is None:
@@ -124,7 +125,11 @@ class TranslateConfig:
     glossary: str = ""  # TSV of source term<TAB>target term: a term found gives a constraint
     glossary_ignore_case: bool = False  # glossary terms match whatever their case
 
+    word_scores: bool = False  # a column of per-word scores (implies search.scores)
+
     def __post_init__(self) -> None:
+        if self.word_scores and not self.search.scores:
+            self.search = self.search.replace(scores=True)
         if self.constraints_ordered:
             self.constraints_in_input = True
         if (self.constraints_in_input or self.glossary) and not self.search.constraints:
@@ -156,6 +161,9 @@ class TranslateConfig:
              "--constraints gives phrases per input line, which must be one sentence: it cannot "
              "be combined with --split-sentences or --format html/xml (use --glossary, whose "
              "terms are found per sentence)"),
+            (self.format == "text" or not self.search.scores,
+             f"--format {self.format} gives one document; it cannot be combined with --scores or "
+             "--word-scores (scores are per line)"),
         ]  # fmt: skip
         for ok, message in rules:
             if not ok:

@@ -23,6 +23,7 @@ from mtkit.data.lines import Numbers, line_numbers
 from mtkit.data.tags import tag_lines
 from mtkit.data.tokenizer import Tokenizer
 from mtkit.engines.alignment import Alignment
+from mtkit.engines.confidence import Confidence
 from mtkit.errors import MtkitError
 from mtkit.languages import Languages
 
@@ -32,13 +33,16 @@ class Translation:
     """One hypothesis: detokenized ``text`` (one line), its ranking ``score`` (length-penalised),
     ``logprob`` (summed log-probabilities incl. EOS; NaN where an engine cannot tell) and
     ``tokens``, the target pieces generated (EOS not counted); ``alignment`` (when asked for)
-    the Moses word pairs between the line and ``text`` (:mod:`mtkit.engines.alignment`)."""
+    the Moses word pairs between the line and ``text`` (:mod:`mtkit.engines.alignment`);
+    ``confidence`` (when asked for) its piece and word log-probabilities
+    (:mod:`mtkit.engines.confidence`)."""
 
     text: str
     score: float
     logprob: float
     tokens: int = 0
     alignment: Alignment | None = None  # asked for (SearchConfig.alignment): word pairs
+    confidence: Confidence | None = None  # asked for (SearchConfig.scores)
 
 
 @dataclass(frozen=True)

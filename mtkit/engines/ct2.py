@@ -13,6 +13,10 @@ Differences from mtkit's own engine (documented, not hidden):
   largest bound (max_len_a * source pieces + max_len_b) and every output is then cut to its own
   line's bound, where mtkit forces EOS: same tokens for greedy search, a slightly different beam
   score. Scores are CTranslate2's; the log-probability is not reported (NaN).
+- confidence (``SearchConfig.scores``): ``translate_batch`` gives no per-piece
+  log-probabilities (``return_logits_vocab`` would give whole vocabularies), so each batch's
+  hypotheses are scored again with ``score_batch`` (teacher-forced, EOS scored last): the same
+  model log-probabilities as mtkit's engine, at the cost of one more forward pass.
 """
 
 from __future__ import annotations
@@ -36,6 +40,7 @@ from mtkit.engines.base import (
     announce_dtype,
     one_line,
 )
+from mtkit.engines.confidence import Confidence, piece_confidence
 from mtkit.errors import MtkitError
 from mtkit.formats.ctranslate2 import (
     ctranslate2_module,
@@ -165,11 +170,28 @@ class Ct2Engine(Engine):
         hyps = [_target_ids(self.tgt_tokenizer, r.hypotheses[0], self._bound(row, search))
                 for row, r in zip(rows, found, strict=True)]  # fmt: skip
         texts = [one_line(text) for text in self.tgt_tokenizer.decode(hyps)]
+        scored = self._confidence(rows, hyps, texts) if search.scores else [None] * len(rows)
         return [
             [Translation(text, r.scores[0] if r.scores else math.nan, math.nan, len(hyp),
-                         self._alignment(row, hyp, text, r) if search.alignment else None)]
-            for row, r, hyp, text in zip(rows, found, hyps, texts, strict=True)
+                         self._alignment(row, hyp, text, r) if search.alignment else None,
+                         confidence)]
+            for row, r, hyp, text, confidence in zip(rows, found, hyps, texts, scored,
+                                                     strict=True)
         ]  # fmt: skip
+
+    def _confidence(
+        self, rows: list[list[int]], hyps: list[list[int]], texts: list[str]
+    ) -> list[Confidence | None]:
+        """Each hypothesis' piece log-probabilities, from CTranslate2's ``score_batch`` (the
+        model teacher-forced on the pieces it generated; it adds EOS and scores it last)."""
+        src_piece, tgt_piece = self.src_tokenizer.id_to_piece, self.tgt_tokenizer.id_to_piece
+        found = self.translator.score_batch([[src_piece(t) for t in row] for row in rows],
+                                            [[tgt_piece(t) for t in hyp] for hyp in hyps],
+                                            max_input_length=0)  # fmt: skip
+        unk = tgt_piece(self.tgt_tokenizer.specials.unk)
+        return [piece_confidence([tgt_piece(t) for t in hyp], r.log_probs, len(text.split()),
+                                 None, unk)
+                for hyp, r, text in zip(hyps, found, texts, strict=True)]  # fmt: skip
 
     def _alignment(self, row: list[int], hyp: list[int], text: str, result: Any) -> Alignment:
         """Word pairs from CTranslate2's attention (the exported layer, all heads averaged)."""

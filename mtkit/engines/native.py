@@ -31,6 +31,7 @@ from mtkit.engines.base import (
     announce_dtype,
     one_line,
 )
+from mtkit.engines.confidence import piece_confidence
 from mtkit.errors import MtkitError
 from mtkit.languages import Languages
 from mtkit.model.inference import check_precision, prepare_for_inference
@@ -70,9 +71,20 @@ class NativeEngine(Engine):
         texts = iter(self.tgt_tokenizer.decode([h.tokens for hyps in found for h in hyps]))
         out = [[Translation(one_line(next(texts)), h.score, h.logprob, len(h.tokens))
                 for h in hyps] for hyps in found]  # fmt: skip
+        if search.scores:
+            out = [[self._scored(h, t) for h, t in zip(hyps, row, strict=True)]
+                   for hyps, row in zip(found, out, strict=True)]  # fmt: skip
         if isinstance(first, KeepsEncoding):
             return self._aligned(rows, src, first.encoded, found, out)
         return out
+
+    def _scored(self, hyp: Hypothesis, translation: Translation) -> Translation:
+        """``translation`` with its confidence: the search's log-probability of each piece."""
+        piece = self.tgt_tokenizer.id_to_piece
+        found = piece_confidence([piece(t) for t in hyp.tokens], hyp.token_logprobs,
+                                 len(translation.text.split()), hyp.logprob,
+                                 piece(self.tgt_tokenizer.specials.unk))  # fmt: skip
+        return replace(translation, confidence=found)
 
     def _aligned(
         self, rows: list[list[int]], src: Tensor, enc: EncoderOut | None,

@@ -40,6 +40,7 @@ from mtkit.data.lines import decode_lines
 from mtkit.engines import load_engine
 from mtkit.engines.alignment import moses
 from mtkit.engines.base import Engine, Progress, Translation, one_line, warn
+from mtkit.engines.confidence import Confidence
 from mtkit.errors import MtkitError, naming_output
 from mtkit.pipeline.signals import Interrupted, SignalGuard
 from mtkit.staging import staged_file
@@ -58,37 +59,59 @@ MAX_ENCODING_WARNINGS = 10
 
 
 def format_results(results: list[list[Translation]], first_number: int, nbest: int,
-                   alignment: bool = False) -> str:  # fmt: skip
+                   alignment: bool = False, word_scores: bool = False) -> str:  # fmt: skip
     """Output text of a chunk: one line per input line, or ``nbest`` TSV rows per input line.
 
     TSV columns: ``LINE`` (1-based input line), ``RANK`` (1 = best), ``SCORE`` (length-penalised,
     used for ranking), ``LOGPROB`` (summed token log-probabilities incl. EOS), ``TRANSLATION``,
-    and with ``alignment`` ``ALIGNMENT`` (Moses pairs). A line with nothing to translate gives
-    ``nbest`` rows with score 0 and an empty translation; a line with fewer hypotheses (fewer
-    meet its constraints within the length limit) is filled with rows of score -inf.
+    with ``word_scores`` ``WORD_SCORES`` (:func:`word_column`) and with ``alignment``
+    ``ALIGNMENT`` (Moses pairs). A line with nothing to translate gives ``nbest`` rows with
+    score 0 and an empty translation; a line with fewer hypotheses (fewer meet its
+    constraints within the length limit) is filled with rows of score -inf.
     """
     if nbest <= 1:
-        best = [TextTranslation(hyps[0].text, hyps[0].alignment) if hyps
-                else TextTranslation("", ()) for hyps in results]  # fmt: skip
-        return format_texts(best, alignment)
+        best = [TextTranslation(hyps[0].text, hyps[0].alignment, hyps[0].confidence) if hyps
+                else TextTranslation("", (), Confidence()) for hyps in results]  # fmt: skip
+        return format_texts(best, alignment, word_scores=word_scores)
     rows = []
-    blank = [Translation("", 0.0, 0.0, 0, ())] * nbest
-    missing = Translation("", -math.inf, -math.inf, 0, ())
+    blank = [Translation("", 0.0, 0.0, 0, (), Confidence())] * nbest
+    missing = Translation("", -math.inf, -math.inf, 0, (), Confidence())
     for number, hyps in enumerate(results, start=first_number):
         hyps = [*hyps, *[missing] * (nbest - len(hyps))] if hyps else blank
         for rank, hyp in enumerate(hyps, start=1):
             text = hyp.text.replace("\t", " ")
-            extra = f"\t{moses(hyp.alignment or ())}" if alignment else ""
+            extra = f"\t{word_column(hyp.confidence)}" if word_scores else ""
+            extra += f"\t{moses(hyp.alignment or ())}" if alignment else ""
             rows.append(f"{number}\t{rank}\t{hyp.score:.4f}\t{hyp.logprob:.4f}\t{text}{extra}\n")
     return "".join(rows)
 
 
-def format_texts(found: list[TextTranslation], alignment: bool = False) -> str:
-    """One line per translation; with ``alignment``: ``TRANSLATION<TAB>ALIGNMENT`` (Moses
-    ``i-j`` pairs; a tab in a translation becomes a space)."""
-    if not alignment:
+def format_texts(found: list[TextTranslation], alignment: bool = False, scores: bool = False,
+                 word_scores: bool = False) -> str:  # fmt: skip
+    """One line per translation, with more columns when asked, in this order:
+    ``[SCORE<TAB>]TRANSLATION[<TAB>WORD_SCORES][<TAB>ALIGNMENT]``. SCORE: the length-normalised
+    log-probability (:mod:`mtkit.engines.confidence`; ``word_scores`` implies it), WORD_SCORES
+    :func:`word_column`, ALIGNMENT Moses ``i-j`` pairs. With more than one column a tab in a
+    translation becomes a space."""
+    if not (alignment or scores or word_scores):
         return "".join(t.text + "\n" for t in found)
-    return "".join(f"{t.text.replace(chr(9), ' ')}\t{moses(t.alignment or ())}\n" for t in found)
+    rows = []
+    for t in found:
+        row = [t.text.replace("\t", " ")]
+        if scores or word_scores:
+            row.insert(0, f"{(t.confidence or Confidence()).normalized:.4f}")
+        if word_scores:
+            row.append(word_column(t.confidence))
+        if alignment:
+            row.append(moses(t.alignment or ()))
+        rows.append("\t".join(row) + "\n")
+    return "".join(rows)
+
+
+def word_column(confidence: Confidence | None) -> str:
+    """Per whitespace word of a translation, the mean log-probability of its pieces (0 for a
+    word copied verbatim), space-separated, as many as the translation has words."""
+    return " ".join(f"{score:.4f}" for score in (confidence or Confidence()).word_scores())
 
 
 # ---------------------------------------------------------------------------------------------
@@ -148,21 +171,21 @@ def translate_chunk(
     """A chunk's output text: one line per input line (n-best: ``nbest`` TSV rows each).
     With ``constraints_in_input`` each line is ``SOURCE<TAB>PHRASE...``; ``glossary`` terms
     found in a sentence become its constraints too."""
-    aligned = engine.config.search.alignment
+    search, word_scores = engine.config.search, engine.config.word_scores
     given = None
     if engine.config.constraints_in_input:
         split = [split_constraints(line) for line in chunk]
         chunk = [source for source, _ in split]
         given = {first_number + i: phrases for i, (_, phrases) in enumerate(split)}
     constrain = constraining(glossary, given)
-    if engine.config.search.nbest > 1:
+    if search.nbest > 1:
         phrases = None if constrain is None else [constrain(line, first_number + i)
                                                   for i, line in enumerate(chunk)]  # fmt: skip
         results = engine.translate(chunk, first_number=first_number, progress=progress,
                                    constraints=phrases)  # fmt: skip
-        return format_results(results, first_number, engine.config.search.nbest, aligned)
+        return format_results(results, first_number, search.nbest, search.alignment, word_scores)
     found = translated(engine, chunk, first_number, progress, constrain)
-    return format_texts(found, aligned)  # the gaps of a line hold no "\n"
+    return format_texts(found, search.alignment, search.scores, word_scores)  # no "\n" in gaps
 
 
 def translated(

@@ -87,6 +87,8 @@ class TranslateRequest:
     target: str = ""  # a multilingual model's target, "" for a bilingual one
     tags: list[str] | None = None  # a multilingual model's target tags
     format: str = "text"  # text | html
+    scores: bool = False  # answer each text's confidence
+    flag_below: float | None = None  # answer which texts' confidence is below this
 
     def tagged(self, lines: list[str]) -> list[str]:
         """``lines`` with a multilingual model's target tag (unchanged for a bilingual one)."""
@@ -296,6 +298,23 @@ def _bool_field(data: dict[str, Any], name: str, default: bool) -> bool:
     return value
 
 
+def _fraction_field(data: dict[str, Any], name: str) -> float | None:
+    """A number in [0, 1] (a form's text too), or None when the field is absent."""
+    value = data.get(name)
+    if value is None:
+        return None
+    if isinstance(value, str):
+        try:
+            value = float(value)
+        except ValueError:
+            raise ApiError(400, name, f"must be a number, got {value!r}") from None
+    if not isinstance(value, (int, float)) or isinstance(value, bool):
+        raise ApiError(400, name, f"must be a number, got {_kind(value)}")
+    if not 0 <= value <= 1:  # NaN too
+        raise ApiError(400, name, f"must be between 0 and 1, got {value}")
+    return float(value)
+
+
 def _texts(data: dict[str, Any]) -> tuple[list[str], bool]:
     if "q" not in data:
         raise ApiError(400, "q", "missing (the text to translate)")
@@ -343,8 +362,14 @@ def parse_request(
     alternatives = _int_field(data, "alternatives", 0, 0, beam - 1)
     if alternatives and form != "text":
         raise ApiError(400, "alternatives", f"given for format 'text' only, not {form!r}")
+    flag_below = _fraction_field(data, "flag_below")
+    scores = _bool_field(data, "scores", False) or flag_below is not None
+    if scores and form != "text":
+        which = "flag_below" if "flag_below" in data else "scores"
+        raise ApiError(400, which, f"given for format 'text' only, not {form!r} (a "
+                                   "document's words move with its markup)")  # fmt: skip
     try:
-        search = search.replace(beam=beam, nbest=alternatives + 1)
+        search = search.replace(beam=beam, nbest=alternatives + 1, scores=scores)
     except MtkitError as err:
         raise ApiError(400, "beam", str(err)) from None
     lines = [line for lines in per_text for line in lines]
@@ -357,7 +382,8 @@ def parse_request(
             raise ApiError(400, "q", str(err)) from None
     detected = _detected(texts, many, pair, form) if source == "auto" else None
     return TranslateRequest(texts, many, lines, counts, alternatives, search, detected, split,
-                            pair[0].split(",")[0], target if tags else "", tags, form)  # fmt: skip
+                            pair[0].split(",")[0], target if tags else "", tags, form, scores,
+                            flag_below)  # fmt: skip
 
 
 def _detected(
@@ -383,13 +409,23 @@ def _detected(
 
 
 def build_response(
-    request: TranslateRequest, texts: list[str], alternatives: list[list[str]]
+    request: TranslateRequest,
+    texts: list[str],
+    alternatives: list[list[str]],
+    confidence: list[float] | None = None,
 ) -> dict[str, Any]:
     """LibreTranslate's answer: a translation per text (and its ``alternatives``, per text;
-    for ``"source": "auto"`` its ``detectedLanguage``)."""
+    for ``"source": "auto"`` its ``detectedLanguage``); mtkit's ``confidence`` per text when
+    asked (rounded to 4 digits), and with ``flag_below`` the texts below it (``flagged``)."""
     answer: dict[str, Any] = {"translatedText": texts if request.many else texts[0]}
     if request.alternatives:
         answer["alternatives"] = alternatives if request.many else alternatives[0]
+    if request.scores and confidence is not None:
+        rounded = [round(value, 4) for value in confidence]
+        answer["confidence"] = rounded if request.many else rounded[0]
+        if request.flag_below is not None:
+            low = [i for i, value in enumerate(confidence) if value < request.flag_below]
+            answer["flagged"] = low if request.many else bool(low)
     if request.detected is not None:
         detected = [{"confidence": confidence, "language": language}
                     for language, confidence in request.detected]  # fmt: skip

@@ -69,6 +69,11 @@ TRANSLATE_FIELDS = {
         "split": {"type": "boolean", "default": True,
                   "description": "Cut texts into sentences, each translated (mtkit; "
                                  "false: each line is one sentence)"},
+        "scores": {"type": "boolean", "default": False,
+                   "description": "Answer each text's confidence in [0, 1] (mtkit)"},
+        "flag_below": {"type": "number", "minimum": 0, "maximum": 1,
+                       "description": "Answer which texts' confidence is below this (mtkit; "
+                                      "implies scores)"},
         "api_key": {"type": "string"},
     },
 }  # fmt: skip
@@ -135,7 +140,8 @@ def create_app(service: Service) -> FastAPI:
             return error_response(err)
         state = request.scope.setdefault("state", {})
         state["lines"], state["tokens"] = answer.units, answer.tokens
-        return JSONResponse(build_response(checked, answer.texts, answer.alternatives))
+        return JSONResponse(build_response(checked, answer.texts, answer.alternatives,
+                                           answer.confidence))  # fmt: skip
 
     @app.get("/languages")
     async def languages() -> Any:

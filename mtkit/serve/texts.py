@@ -20,11 +20,13 @@ from dataclasses import dataclass
 from mtkit.config import SearchConfig
 from mtkit.data.tokenizer import Tokenizer
 from mtkit.engines.base import Translation
+from mtkit.engines.confidence import Confidence
 from mtkit.errors import MtkitError
 from mtkit.serve.api import ApiError, TranslateRequest, split_lines
 from mtkit.serve.batcher import Batcher, Closed, QueueFull
 from mtkit.text import TextOptions, translate_documents
-from mtkit.text.translate import Counted, Units, translate_plans
+from mtkit.text.confidence import concatenated
+from mtkit.text.translate import Counted, TextTranslation, Units, translate_plans
 
 log = logging.getLogger("mtkit.serve")
 
@@ -41,6 +43,7 @@ class Answer:
     alternatives: list[list[str]]
     units: int = 0
     tokens: int = 0
+    confidence: list[float] | None = None  # per text, when the request asks for scores
 
 
 def batcher_units(
@@ -65,23 +68,27 @@ def translate_request(
     if request.format != "text":
         found = translate_documents(request.texts, options, tokenizer, limit, counted)
         return Answer([t.text for t in found], [[] for _ in found], counted.lines, counted.tokens)
-    if request.split:
-        plan, results = translate_plans(request.texts, options, tokenizer, limit, counted)
-        by_rank = [[t.text for t in plan.translated(results, k)] for k in range(len(ranks) + 1)]
-    else:
-        lines = [line for text in request.texts for line in split_lines(text)]
-        plan, results = translate_plans(lines, options, tokenizer, limit, counted)
-        by_rank = [_texts([t.text for t in plan.translated(results, k)], request.counts)
-                   for k in range(len(ranks) + 1)]  # fmt: skip
+    inputs = request.texts if request.split else [
+        line for text in request.texts for line in split_lines(text)]  # fmt: skip
+    plan, results = translate_plans(inputs, options, tokenizer, limit, counted)
+    found = [plan.translated(results, k, request.scores and k == 0)
+             for k in range(len(ranks) + 1)]  # fmt: skip
+    counts = [1] * len(inputs) if request.split else request.counts
+    by_rank = [["\n".join(t.text for t in group) for group in _grouped(each, counts)]
+               for each in found]  # fmt: skip
     alternatives = [[texts[i] for texts in by_rank[1:]] for i in range(len(request.texts))]
-    return Answer(by_rank[0], alternatives, counted.lines, counted.tokens)
+    confidence = None
+    if request.scores:  # a text of several lines: over all their pieces
+        confidence = [concatenated([t.confidence or Confidence() for t in group]).probability
+                      for group in _grouped(found[0], counts)]  # fmt: skip
+    return Answer(by_rank[0], alternatives, counted.lines, counted.tokens, confidence)
 
 
-def _texts(lines: list[str], counts: list[int]) -> list[str]:
-    """Translated lines joined into their texts with ``\\n``."""
+def _grouped(items: list[TextTranslation], counts: list[int]) -> list[list[TextTranslation]]:
+    """``items`` in consecutive groups of ``counts`` (a text's translated lines)."""
     out, at = [], 0
     for count in counts:
-        out.append("\n".join(lines[at : at + count]))
+        out.append(items[at : at + count])
         at += count
     return out
 

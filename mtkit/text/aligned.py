@@ -52,13 +52,7 @@ def joined(
     """The pieces' translations joined (``glue[k]`` before piece k, and ``glue[-1]`` after the
     last: one more glue than pieces), and their pairs over the words of ``source`` (the whole)
     and of the joined translation; None if any piece has no alignment."""
-    out, starts = [glue[0]], []
-    at = len(glue[0])
-    for piece, after in zip(pieces, glue[1:], strict=True):
-        starts.append(at)
-        out += [piece.translation, after]
-        at += len(piece.translation) + len(after)
-    text = "".join(out)
+    text, starts = glued([piece.translation for piece in pieces], glue)
     if any(piece.alignment is None for piece in pieces):
         return text, None
     src_whole, tgt_whole = word_starts(source), word_starts(text)
@@ -69,6 +63,18 @@ def joined(
         pairs.update((src[i], tgt[j]) for i, j in piece.alignment or ()
                      if i < len(src) and j < len(tgt))  # fmt: skip
     return text, tuple(sorted(pairs))
+
+
+def glued(parts: Sequence[str], glue: Sequence[str]) -> tuple[str, list[int]]:
+    """``parts`` joined, ``glue[k]`` before part k and ``glue[-1]`` after the last, and where
+    each part starts in the result."""
+    out, starts = [glue[0]], []
+    at = len(glue[0])
+    for part, after in zip(parts, glue[1:], strict=True):
+        starts.append(at)
+        out += [part, after]
+        at += len(part) + len(after)
+    return "".join(out), starts
 
 
 def located(whole: str, parts: Sequence[str]) -> list[int]:

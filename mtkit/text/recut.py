@@ -22,7 +22,9 @@ import re
 from collections.abc import Sequence
 
 from mtkit.engines.base import Translation
+from mtkit.engines.confidence import Confidence
 from mtkit.text.aligned import Piece, joined, located
+from mtkit.text.confidence import joined_confidence
 
 MIN_WORDS = 6  # shorter units are never cut again
 MIN_UNITS = 5  # units needed to tell a text's typical ratio
@@ -77,7 +79,8 @@ def merged(
     part_results: Sequence[Sequence[Translation]],
 ) -> list[list[Translation]]:
     """``results`` with each unit of ``parts`` replaced by its parts' best translations joined
-    with a space (one hypothesis: scores summed; the alignment re-indexed to the unit)."""
+    with a space (one hypothesis: scores summed; the alignment re-indexed to the unit, the
+    confidence joined)."""
     out = [list(hyps) for hyps in results]
     at = 0
     for i, pieces in parts.items():
@@ -89,7 +92,19 @@ def merged(
                 if hyps and hyps[0].text.strip()]  # fmt: skip
         hyps = [h[0] for h in found if h]
         if kept:
-            text, alignment = joined(units[i], kept, [""] + [" "] * (len(kept) - 1) + [""])
+            glue = [""] + [" "] * (len(kept) - 1) + [""]
+            text, alignment = joined(units[i], kept, glue)
             out[i] = [Translation(text, sum(h.score for h in hyps), sum(h.logprob for h in hyps),
-                                  sum(h.tokens for h in hyps), alignment)]  # fmt: skip
+                                  sum(h.tokens for h in hyps), alignment,
+                                  _confidence(kept, hyps, glue))]  # fmt: skip
     return out
+
+
+def _confidence(kept: list[Piece], hyps: list[Translation], glue: list[str]) -> Confidence | None:
+    """The joined parts' confidence (None unless every part has one): see
+    :mod:`mtkit.text.confidence`; a part translated as nothing keeps its pieces in the score."""
+    if any(h.confidence is None for h in hyps):
+        return None
+    scored = [(h.text.strip(), h.confidence) for h in hyps if h.text.strip() and h.confidence]
+    dropped = [h.confidence for h in hyps if not h.text.strip() and h.confidence]
+    return joined_confidence(scored, glue, dropped)

@@ -219,6 +219,32 @@ class Masked:
         if not layout.text:
             words = range(len(original.split()))
             return original, None if alignment is None else tuple((i, i) for i in words)
+        restored, fill, at = self._restored(layout, translation, alignment)
+        texts = (original, translation, restored)
+        return restored, None if alignment is None else _realign(alignment, layout, texts, fill, at)
+
+    def word_sources(self, translation: str, alignment: Alignment | None) -> list[list[int]]:
+        """Per word of what :meth:`restore` makes of ``translation`` (and ``alignment``): the
+        words of ``translation`` it holds characters of ([] for a span's own words)."""
+        if not self.spans:
+            return [[j] for j in range(len(translation.split()))]
+        layout = _layout(self.original, self.spans)
+        if not layout.text:
+            return [[] for _ in self.original.split()]
+        restored, fill, at = self._restored(layout, translation, alignment)
+        of_translation, of_restored = _word_index(translation), _word_index(restored)
+        sources: list[list[int]] = [[] for _ in restored.split()]
+        for r, t in enumerate(fill.prov, start=at):
+            if t is not None and of_translation[t] >= 0 and of_restored[r] >= 0:
+                if of_translation[t] not in sources[of_restored[r]]:
+                    sources[of_restored[r]].append(of_translation[t])
+        return sources
+
+    def _restored(
+        self, layout: _Layout, translation: str, alignment: Alignment | None
+    ) -> tuple[str, _Fill, int]:
+        """The restored translation, the fill that made its middle, where the middle starts."""
+        original = self.original
         fill = _Fill(layout, original, translation, alignment)
         core, lead, trail = "".join(fill.out), original[: layout.lead], original[layout.trail :]
         gaps = [original[layout.lead : layout.head], original[layout.tail : layout.trail]]
@@ -228,9 +254,7 @@ class Masked:
         else:  # a space where the original had no word character: "@bob: hi" as "hallo"
             gaps[0] = gaps[0] or " " * (bool(lead) and _glued(core[0], original[layout.head]))
             gaps[1] = gaps[1] or " " * (bool(trail) and _glued(core[-1], original[layout.tail - 1]))
-        restored = lead + gaps[0] + core + gaps[1] + trail
-        texts, at = (original, translation, restored), len(lead) + len(gaps[0])
-        return restored, None if alignment is None else _realign(alignment, layout, texts, fill, at)
+        return lead + gaps[0] + core + gaps[1] + trail, fill, len(lead) + len(gaps[0])
 
 
 def _glued(translated: str, original: str) -> bool:  # a word character where the original had none

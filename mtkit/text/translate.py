@@ -28,9 +28,11 @@ from mtkit.data.tags import split_tag
 from mtkit.data.tokenizer import Tokenizer
 from mtkit.engines.alignment import Alignment
 from mtkit.engines.base import Engine, Progress, Translation, one_line, warn
+from mtkit.engines.confidence import Confidence
 from mtkit.errors import MtkitError
 from mtkit.text.aligned import Piece, joined, located
 from mtkit.text.annotated import AnnotatedText
+from mtkit.text.confidence import joined_confidence, regrouped
 from mtkit.text.glossary import Constrain
 from mtkit.text.recut import merged, short_units
 from mtkit.text.segment import cut_long, segment
@@ -79,10 +81,13 @@ class TextOptions:
 @dataclass(frozen=True)
 class TextTranslation:
     """A text's translation, and its word alignment (Moses pairs over the text's and the
-    translation's whitespace words; None unless asked for, or where the engine gives none)."""
+    translation's whitespace words; None unless asked for, or where the engine gives none)
+    and confidence (over all its units' pieces and per whitespace word of ``text``:
+    :mod:`mtkit.text.confidence`; None unless asked for)."""
 
     text: str
     alignment: Alignment | None = None
+    confidence: Confidence | None = None
 
 
 @dataclass
@@ -133,31 +138,41 @@ class Segmented:
         return [sum(counts) for counts in self.parts]
 
     def translated(
-        self, results: Sequence[Sequence[Translation]], rank: int = 0
+        self, results: Sequence[Sequence[Translation]], rank: int = 0, scores: bool = False
     ) -> list[TextTranslation]:
         """Each text with its sentences translated (hypothesis ``rank`` of each unit, its best
         where it has fewer; "" for a unit with nothing to translate; a sentence of one unit
         exactly as the engine gave it), the gaps as they were, and the word alignment of the
-        whole text (None unless every unit's hypothesis has one)."""
+        whole text (None unless every unit's hypothesis has one); with ``scores`` its
+        confidence (every unit's hypothesis must have one)."""
         if len(results) != len(self.units):
             raise ValueError(f"{len(results)} results for {len(self.units)} units")
         offsets = self.offsets or [0] * len(self.units)
         masks = iter(self.masks or [None] * sum(len(counts) for counts in self.parts))
         out, at = [], 0
         for text, counts in zip(self.texts, self.parts, strict=True):
-            sentences = []
+            sentences, scored = [], []
             for count, sentence in zip(counts, text.all_sentences(), strict=True):
                 pieces = [_piece(self.units[u], offsets[u], results[u], rank)
                           for u in range(at, at + count)]  # fmt: skip
+                units = range(at, at + count)
                 at += count
                 masked = next(masks)
                 found = _sentence(masked.text if masked else sentence, pieces)
                 sentences.append(masked.restore(*found) if masked else found)
+                if scores:
+                    confidence = _sentence_confidence(pieces, [results[u] for u in units], rank)
+                    scored.append(regrouped(confidence, masked.word_sources(*found))
+                                  if masked else confidence)  # fmt: skip
             gaps = [text.gap(i) for i in range(len(text) + 1)]
             whole = [Piece(text.sentence(i), start, *sentences[i])
                      for i, (start, _) in enumerate(text.sentences)]  # fmt: skip
             found = joined(text.text, whole, gaps)
-            out.append(TextTranslation(*found))
+            confidence = None
+            if scores:
+                parts = [(p.translation, c) for p, c in zip(whole, scored, strict=True)]
+                confidence = joined_confidence(parts, gaps)
+            out.append(TextTranslation(*found, confidence))
         return out
 
 
@@ -167,6 +182,30 @@ def _piece(unit: str, offset: int, hyps: Sequence[Translation], rank: int) -> Pi
         return Piece(unit, offset, "", ())
     hyp = hyps[min(rank, len(hyps) - 1)]
     return Piece(unit, offset, one_line(hyp.text), hyp.alignment)
+
+
+def _unit_confidence(hyps: Sequence[Translation], rank: int) -> Confidence:
+    """The confidence of a unit's hypothesis of ``rank`` (none for nothing to translate)."""
+    if not hyps:
+        return Confidence()
+    found = hyps[min(rank, len(hyps) - 1)].confidence
+    if found is None:
+        raise MtkitError("scores were asked for, but the engine gave none")
+    return found
+
+
+def _sentence_confidence(
+    pieces: list[Piece], results: list[Sequence[Translation]], rank: int
+) -> Confidence:
+    """A sentence's confidence, as :func:`_sentence` joins its units."""
+    found = [_unit_confidence(hyps, rank) for hyps in results]
+    if len(pieces) == 1:
+        return found[0]
+    kept = [(p.translation.strip(), c) for p, c in zip(pieces, found, strict=True)
+            if p.translation.strip()]  # fmt: skip
+    dropped = [c for p, c in zip(pieces, found, strict=True) if not p.translation.strip()]
+    glue = ["", *[" "] * (len(kept) - 1), ""] if kept else [""]
+    return joined_confidence(kept, glue, dropped)
 
 
 def _sentence(sentence: str, pieces: list[Piece]) -> tuple[str, Alignment | None]:
@@ -271,13 +310,18 @@ def translate_documents(
     limit: int,
     units: Units,
     first_number: int = 1,
+    scores: bool = False,
 ) -> list[TextTranslation]:
     """Each text translated, its layout (and markup) kept: the text layer's entry point.
     HTML and XML: the blocks of every document are plain texts (cut into sentences), whose
-    word alignments carry the inline markup (``units`` must give alignments)."""
+    word alignments carry the inline markup (``units`` must give alignments). ``scores``:
+    each text with its confidence (``units`` must give them; plain text only)."""
     if options.format == "text":
         plan, results = translate_plans(texts, options, tokenizer, limit, units, first_number)
-        return plan.translated(results)
+        return plan.translated(results, scores=scores)
+    if scores:
+        raise MtkitError(f"scores are given per text of format 'text', not {options.format!r} "
+                         "(a document's words move with its markup)")  # fmt: skip
     from mtkit.text.markup import translate_markup
 
     plain = replace(options, format="text", split=True)
@@ -319,16 +363,17 @@ def translate_texts(
     constrain: Constrain | None = None,
 ) -> list[TextTranslation]:
     """:func:`translate_documents` through ``engine`` (its search unless ``search``; word
-    alignments asked for where markup needs them). ``progress`` hears of each batch when
-    units are the texts themselves (plain text, not split), else of the texts at the end.
-    ``constrain`` gives each unit its constraints (the search must have a constraint kind)."""
+    alignments asked for where markup needs them; confidence where the search asks for
+    it). ``progress`` hears of each batch when units are the texts themselves (plain text,
+    not split), else of the texts at the end. ``constrain`` gives each unit its constraints
+    (the search must have a constraint kind)."""
     search = search or engine.config.search
     if options.needs_alignment and not search.alignment:
         search = search.replace(alignment=True)
     per_batch = not options.split and options.format == "text"
     units = Counted(engine_units(engine, search, progress if per_batch else None, constrain))
     found = translate_documents(texts, options, engine.src_tokenizer, source_limit(engine),
-                                units, first_number)  # fmt: skip
+                                units, first_number, search.scores)  # fmt: skip
     if progress is not None:  # the texts with nothing to translate, or all of them
         progress.update(len(texts) - units.lines if per_batch else len(texts))
     return found

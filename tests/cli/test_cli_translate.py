@@ -104,6 +104,7 @@ def test_ensemble_and_int8(ckpt: str) -> None:
         (["-m", "{ckpt}", "--dtype", "fp16", "--device", "cpu"], "fp16 needs a CUDA device"),
         (["-m", "{ckpt}", "--device", "tpu"], "--device"),
         (["-m", "{ckpt}", "-m", "{other}"], "sentencepiece model differs"),
+        (["-m", "{ckpt}", "--format", "html", "--word-scores"], "cannot be combined with --scores"),
     ],
 )
 def test_user_errors_are_one_line_without_output_file(
@@ -126,6 +127,39 @@ def test_user_errors_are_one_line_without_output_file(
     assert len(error) == 1 and error[0].startswith("Error: ") and message in error[0], error
     assert not target.exists()
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".out.txt")]
+
+
+SCORED = b"a man runs\n\nthe dog sits on the red ball\n  \nplays\n"
+
+
+def test_scores_equal_the_nbest_lists_score(ckpt: str) -> None:
+    nbest = run(["-m", ckpt, *FAST, "--nbest", "2", "-q"], SCORED)
+    scored = run(["-m", ckpt, *FAST, "--scores", "-q"], SCORED)
+    assert nbest.exit_code == 0 and scored.exit_code == 0, nbest.output + scored.output
+    best = [row.split("\t") for row in nbest.stdout.splitlines() if row.split("\t")[1] == "1"]
+    assert [row.split("\t") for row in scored.stdout.splitlines()] == [
+        [score, text] for _, _, score, _, text in best]  # fmt: skip
+    assert scored.stdout.splitlines()[1] == "0.0000\t"  # nothing to translate: as the n-best
+
+
+@pytest.mark.parametrize("split", [[], ["--split-sentences"]])
+def test_word_scores_are_one_per_word(ckpt: str, split: list[str]) -> None:
+    lines = SCORED + b"the cat. a dog \xf0\x9f\x98\x80 runs on https://x.org now!\r\nlast"
+    words = run(["-m", ckpt, *FAST, "--word-scores", "-q", *split], lines)
+    scored = run(["-m", ckpt, *FAST, "--scores", "-q", *split], lines)
+    assert words.exit_code == 0, words.output
+    rows = [row.split("\t") for row in words.stdout.split("\n")[:-1]]
+    assert len(rows) == 7 and all(len(row) == 3 for row in rows)
+    assert [row[:2] for row in rows] == [r.split("\t") for r in scored.stdout.splitlines()]
+    for score, text, per_word in rows:
+        assert len(per_word.split()) == len(text.split())
+        assert all(float(x) <= 0 for x in per_word.split()) and float(score) <= 0
+    assert "https://x.org" in rows[5][1]  # a span: copied verbatim, certain
+    assert per_word_of(rows[5], "https://x.org") == 0.0
+
+
+def per_word_of(row: list[str], word: str) -> float:
+    return float(row[2].split()[row[1].split().index(word)])
 
 
 @pytest.mark.parametrize("signum, to_file", [(signal.SIGTERM, False), (signal.SIGINT, True)])
