@@ -94,10 +94,13 @@ def test_installs_and_translates_as_mtkit(
     assert all(got["translations"])
 
 
-def test_a_multilingual_model_installs_for_one_target(multi_run: Path, tmp_path: Path) -> None:
+def test_a_multilingual_model_installs_for_one_target(
+    multi_run: Path, multi_dataset: Path, tmp_path: Path
+) -> None:
     ckpt = multi_run / "checkpoint_best.pt"
     package, ct2 = export_both(ckpt, tmp_path, "float32", "--target-lang", "fr")
-    lines = TEST_LINES[:6]
+    src = (multi_dataset / "valid.src.txt").read_text(encoding="utf-8").splitlines()
+    lines = [line.split(" ", 1)[1] for line in src[:8]]  # English, without the tags
     got = argos_translate(package, ("en", "fr"), lines, tmp_path / "home",
                           ARGOS_COMPUTE_TYPE="float32")  # fmt: skip
     assert [(p["from_code"], p["to_code"]) for p in got["installed"]] == [("en", "fr")]
