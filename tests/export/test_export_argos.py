@@ -31,7 +31,7 @@ from mtkit.export import argos as argos_export  # noqa: E402
 from mtkit.export.argos import check_one_spm, export_argos  # noqa: E402
 from mtkit.export.ct2 import export_ct2  # noqa: E402
 
-ARGOS_SEARCH = {"beam": 4, "lenpen": 0.2, "device": "cpu", "engine": "ctranslate2"}
+ARGOS_SEARCH = {"beam": 4, "lenpen": 0.2, "spans": False, "device": "cpu", "engine": "ctranslate2"}
 
 
 def argos_decode(package: Path, lines: list[str]) -> list[str]:
