@@ -16,7 +16,7 @@ endif
 STAMP := $(VENV)/.mtkit-installed
 DEMO_DIR ?= work/demo
 
-.PHONY: install test lint format browser demo bench clean
+.PHONY: install test lint format browser argos-venv test-argos demo bench clean
 
 install: $(STAMP)
 
@@ -44,6 +44,15 @@ browser:
 
 test: lint browser
 	PATH="$(abspath $(BIN)):$$PATH" $(BIN)/python -m pytest
+
+# Argos Translate 1.11 (stanza, spaCy, MiniSBD, CPU torch) in its own venv, .bench/venv-argos:
+# tests/export/test_export_argos_install.py installs an exported .argosmodel there and skips,
+# naming this target, while it is missing.
+argos-venv: install
+	TORCH_PIP_ARGS="$(TORCH_PIP_ARGS)" $(BIN)/python benchmarks/argos_env.py
+
+test-argos: argos-venv
+	PATH="$(abspath $(BIN)):$$PATH" $(BIN)/python -m pytest -q tests/export/test_export_argos_install.py
 
 demo: install
 	PATH="$(abspath $(BIN)):$$PATH" $(MAKE) -C recipes/multi30k demo WORK=$(abspath $(DEMO_DIR)) \

@@ -190,7 +190,7 @@ ROWS = [
     Row("export-crafted", [*EXPORT, "-m", "{t}/x.pt", "{t}/ct2"], {"x.pt": crafted}, CRAFTED),
     Row("export-hf-with-quantization", ["export", "-m", "{ckpt}", "--format", "hf",
         "--quantization", "int8", "{t}/hf"], error=r"--quantization applies to --format "
-        r"ctranslate2 only \(see '.* export --help'\)"),
+        r"ctranslate2 and argos only \(see '.* export --help'\)"),
     Row("export-existing-output", [*EXPORT, "-m", "{ckpt}", "{t}/ct2"],
         {"ct2": directory, "ct2/model.bin": b"an older export"},
         r"ct2: already exists \(use --force to replace it\)"),

@@ -1,4 +1,4 @@
-"""`mtkit export -m CKPT --format hf|ctranslate2 OUT_DIR`: the model for another engine."""
+"""`mtkit export -m CKPT --format hf|ctranslate2|argos OUT_DIR`: the model for another engine."""
 
 from __future__ import annotations
 
@@ -31,12 +31,26 @@ from mtkit.pipeline.export import EXPORT_FORMATS, QUANTIZATIONS, export_model
     type=click.Choice(QUANTIZATIONS),
     default="float32",
     show_default=True,
-    help="Weight type of a ctranslate2 export.",
+    help="Weight type of a ctranslate2 or argos export.",
 )
 @click.option("--force", is_flag=True, help="Replace OUT_DIR if it exists.")
-def export(out_dir: str, checkpoint: str, fmt: str, quantization: str, force: bool) -> None:
-    """Export a checkpoint to OUT_DIR for Hugging Face transformers or CTranslate2."""
-    if fmt != "ctranslate2" and quantization != "float32":
-        raise click.UsageError("--quantization applies to --format ctranslate2 only")
+@click.option(
+    "--source-lang",
+    help="argos: the package's source language code [default: the checkpoint's].",
+)
+@click.option(
+    "--target-lang",
+    help="argos: the package's target language code [default: the checkpoint's]; for a "
+    "multilingual model, the one target language the package translates into.",
+)
+@click.option("--package-version", help="argos: the package's version [default: 1.0].")
+def export(out_dir: str, checkpoint: str, fmt: str, quantization: str, force: bool,
+           source_lang: str | None, target_lang: str | None,
+           package_version: str | None) -> None:  # fmt: skip
+    """Export a checkpoint to OUT_DIR for Hugging Face transformers, CTranslate2, or Argos
+    Translate and LibreTranslate (OUT_DIR is then a .argosmodel file)."""
+    if fmt == "hf" and quantization != "float32":
+        raise click.UsageError("--quantization applies to --format ctranslate2 and argos only")
     with user_errors():
-        click.echo(export_model(checkpoint, out_dir, fmt, quantization, force))
+        click.echo(export_model(checkpoint, out_dir, fmt, quantization, force, source_lang,
+                                target_lang, package_version))  # fmt: skip

@@ -1,9 +1,11 @@
-"""Exports of mtkit checkpoints to other engines: Hugging Face transformers and CTranslate2.
+"""Exports of mtkit checkpoints to other engines: Hugging Face transformers, CTranslate2 and
+Argos Translate.
 
 ``hf.export_hf`` writes a MarianMTModel directory (weights, config, tokenizer, generation
 defaults); ``ct2.export_ct2`` writes a CTranslate2 model directory with the sentencepiece models
-beside it, and ``ct2.translate_lines_ct2`` decodes with it. The peer libraries are optional extras,
-imported only inside the functions that need them.
+beside it, and ``ct2.translate_lines_ct2`` decodes with it; ``argos.export_argos`` packages the
+same CTranslate2 model as a ``.argosmodel``. The peer libraries are optional extras, imported
+only inside the functions that need them.
 """
 
 from __future__ import annotations

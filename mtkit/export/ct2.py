@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 from torch import Tensor
 
-from mtkit.checkpoint import load_for_inference
+from mtkit.checkpoint import LoadedModel, load_for_inference
 from mtkit.config import DEFAULT_LAYER, ModelConfig, alignment_layer
 from mtkit.data.tokenizer import Tokenizer
 from mtkit.errors import MtkitError
@@ -137,8 +137,14 @@ def _side_options(cfg: ModelConfig) -> dict[str, Any]:
     )
 
 
-def ct2_spec(model: Any, src: Tokenizer, tgt: Tokenizer) -> Any:
-    """A CTranslate2 TransformerSpec holding ``model``'s weights and our vocabularies."""
+def ct2_spec(model: Any, src: Tokenizer, tgt: Tokenizer, source_prefix: str | None = None) -> Any:
+    """A CTranslate2 TransformerSpec holding ``model``'s weights and our vocabularies.
+
+    ``source_prefix``: a source piece CTranslate2 puts before every source (its
+    ``add_source_bos`` with that piece as ``bos_token``; the decoder still starts from
+    ``decoder_start_token``): a multilingual model's target-language tag, for a package that
+    translates into one language (`mtkit export --format argos --target-lang`).
+    """
     check_supported(model.cfg, "CTranslate2", SUPPORTS, WHY)
     ctranslate2_module()
     from ctranslate2.specs import transformer_spec
@@ -178,6 +184,8 @@ def ct2_spec(model: Any, src: Tokenizer, tgt: Tokenizer) -> Any:
     config.bos_token = piece(ids.bos)
     config.decoder_start_token = piece(ids.bos)  # our first decoder input (Marian: its PAD)
     config.add_source_bos, config.add_source_eos = False, True  # our source = pieces + EOS
+    if source_prefix is not None:  # [tag] + pieces + EOS, as mtkit encodes a tagged line
+        config.add_source_bos, config.bos_token = True, source_prefix
     config.layer_norm_epsilon = cfg.norm_eps
     return spec
 
@@ -202,9 +210,12 @@ def probe_sources(vocab_size: int, count: int = 8) -> list[list[int]]:
     return [[4 + (7 * i + 3 * j) % span for j in range(3 + 2 * i)] for i in range(count)]
 
 
-def greedy_mismatch(model: Any, src: Tokenizer, tgt: Tokenizer, model_dir: Path) -> str | None:
+def greedy_mismatch(
+    model: Any, src: Tokenizer, tgt: Tokenizer, model_dir: Path, source_prefix: str | None = None
+) -> str | None:
     """Greedy outputs of the float32 CTranslate2 model in ``model_dir`` against mtkit's on the
-    probe batch; a description of the first difference, or None when all agree."""
+    probe batch (mtkit's sources led by ``source_prefix``'s id, where CTranslate2 adds it); a
+    description of the first difference, or None when all agree."""
     from mtkit.config import SearchConfig
     from mtkit.decoding.batching import pad_batch
     from mtkit.decoding.search import generate
@@ -213,7 +224,8 @@ def greedy_mismatch(model: Any, src: Tokenizer, tgt: Tokenizer, model_dir: Path)
     sources = [[t for t in row if t not in set(s_ids.to_dict().values())]
                for row in probe_sources(len(src))]  # fmt: skip
     search = SearchConfig(beam=1, max_len_a=0.0, max_len_b=PROBE_STEPS, min_len=0)
-    batch = pad_batch([ids + [s_ids.eos] for ids in sources], pad=s_ids.pad)
+    lead = [] if source_prefix is None else [src.piece_to_id(source_prefix)]
+    batch = pad_batch([lead + ids + [s_ids.eos] for ids in sources], pad=s_ids.pad)
     ours = [hyps[0].tokens for hyps in generate([model], batch, search)]
     translator = ctranslate2_module().Translator(str(model_dir), device="cpu",
                                                  compute_type="float32")  # fmt: skip
@@ -228,6 +240,23 @@ def greedy_mismatch(model: Any, src: Tokenizer, tgt: Tokenizer, model_dir: Path)
         if got[:PROBE_STEPS] != want:
             return f"probe sentence {i}: CTranslate2 {got[:PROBE_STEPS]} vs mtkit {want}"
     return None
+
+
+def convert_checked(
+    loaded: LoadedModel, out: Path, quantization: str, source_prefix: str | None = None
+) -> None:
+    """CTranslate2's files (``model.bin``, ``config.json``, vocabularies) of ``loaded`` into the
+    directory ``out``: converted to float32 and checked first (greedy output on a probe batch
+    equal to mtkit's, token for token, or an error), then quantized if asked."""
+    ct2 = ctranslate2_module()
+    model, src, tgt = loaded.model, loaded.src_tokenizer, loaded.tgt_tokenizer
+    _convert(ct2, ct2_spec(model, src, tgt, source_prefix), out, "float32")
+    problem = greedy_mismatch(model, src, tgt, out, source_prefix)
+    if problem is not None:
+        raise MtkitError(f"export check failed: CTranslate2's greedy output differs from "
+                         f"mtkit's ({problem}); nothing was written")  # fmt: skip
+    if quantization != "float32":  # the checked float32 model, quantized
+        _convert(ct2, ct2_spec(model, src, tgt, source_prefix), out, quantization)
 
 
 def export_ct2(
@@ -249,16 +278,10 @@ def export_ct2(
         )
     loaded = load_for_inference(checkpoint)
     ct2 = ctranslate2_module()
-    model, src, tgt = loaded.model, loaded.src_tokenizer, loaded.tgt_tokenizer
-    layers = model.cfg.decoder_layers
+    src, tgt = loaded.src_tokenizer, loaded.tgt_tokenizer
+    layers = loaded.model.cfg.decoder_layers
     with staged_dir(out_dir, force) as tmp:
-        _convert(ct2, ct2_spec(model, src, tgt), tmp, "float32")
-        problem = greedy_mismatch(model, src, tgt, tmp)
-        if problem is not None:
-            raise MtkitError(f"export check failed: CTranslate2's greedy output differs from "
-                             f"mtkit's ({problem}); nothing was written")  # fmt: skip
-        if quantization != "float32":  # the checked float32 model, quantized
-            _convert(ct2, ct2_spec(model, src, tgt), tmp, quantization)
+        convert_checked(loaded, tmp, quantization)
         write_sidecar(tmp, src, tgt, loaded.config.max_positions, loaded.languages,
                       ctranslate2_version=ct2.__version__, checkpoint=str(checkpoint),
                       quantization=quantization, decoder_layers=layers,

@@ -12,7 +12,10 @@ from mtkit.formats.ctranslate2 import QUANTIZATIONS
 EXPORT_FORMATS = {
     "hf": "a transformers MarianMTModel directory (`pip install 'mtkit[hf]'`)",
     "ctranslate2": "a CTranslate2 model directory (`pip install 'mtkit[ct2]'`)",
+    "argos": "an Argos Translate / LibreTranslate package, OUT_DIR a .argosmodel file "
+    "(`pip install 'mtkit[ct2]'`)",
 }
+ARGOS_OPTIONS = ("--source-lang", "--target-lang", "--package-version")
 IMPORT_FORMATS = {
     "hf": "a transformers MarianMTModel directory (an OPUS-MT model, save_pretrained)"
 }
@@ -21,14 +24,22 @@ __all__ = ["EXPORT_FORMATS", "IMPORT_FORMATS", "QUANTIZATIONS", "export_model", 
 
 def export_model(
     checkpoint: str | Path, out_dir: str | Path, fmt: str, quantization: str = "float32",
-    force: bool = False,
+    force: bool = False, source_lang: str | None = None, target_lang: str | None = None,
+    package_version: str | None = None,
 ) -> str:  # fmt: skip
-    """Export ``checkpoint`` to ``out_dir`` in format ``fmt``; a one-line summary of it."""
+    """Export ``checkpoint`` to ``out_dir`` in format ``fmt``; a one-line summary of it.
+    ``source_lang``, ``target_lang`` and ``package_version`` are the Argos package's."""
     if fmt not in EXPORT_FORMATS:
         raise MtkitError(f"--format: unknown export format {fmt!r} ({', '.join(EXPORT_FORMATS)})")
+    given = (source_lang, target_lang, package_version)
+    for option, value in zip(ARGOS_OPTIONS, given, strict=True):
+        if fmt != "argos" and value is not None:
+            raise MtkitError(f"{option} applies to --format argos only")
+    if fmt == "argos":
+        return _export_argos(checkpoint, out_dir, quantization, force, *given)
     if fmt == "hf":
         if quantization != "float32":
-            raise MtkitError("--quantization applies to --format ctranslate2 only")
+            raise MtkitError("--quantization applies to --format ctranslate2 and argos only")
         from mtkit.export.hf import export_hf
 
         result = export_hf(checkpoint, out_dir, force=force)
@@ -38,6 +49,20 @@ def export_model(
 
     path = export_ct2(checkpoint, out_dir, quantization=quantization, force=force)
     return f"{path}: CTranslate2 model ({quantization}) + source.spm/target.spm"
+
+
+def _export_argos(
+    checkpoint: str | Path, out: str | Path, quantization: str, force: bool,
+    source_lang: str | None, target_lang: str | None, package_version: str | None,
+) -> str:  # fmt: skip
+    from mtkit.export.argos import export_argos
+
+    result = export_argos(checkpoint, out, quantization, force, source_lang, target_lang,
+                          package_version or "1.0")  # fmt: skip
+    info = result.info
+    into = f", the multilingual model into {result.source_prefix}" if result.source_prefix else ""
+    return (f"{result.path}: Argos Translate package {info.dir_name} ({info.from_code} -> "
+            f"{info.to_code}{into}; CTranslate2 {quantization} + sentencepiece.model)")  # fmt: skip
 
 
 def import_model(

@@ -6,20 +6,9 @@ from __future__ import annotations
 
 from mtkit.engines.base import Engine
 from mtkit.errors import MtkitError
+from mtkit.languages import language_name
 
-# LibreTranslate's /languages gives names; these are the common ones, others show their code
-NAMES = {
-    "ar": "Arabic", "cs": "Czech", "da": "Danish", "de": "German", "el": "Greek",
-    "en": "English", "es": "Spanish", "et": "Estonian", "fi": "Finnish", "fr": "French",
-    "hi": "Hindi", "hu": "Hungarian", "it": "Italian", "ja": "Japanese", "ko": "Korean",
-    "lt": "Lithuanian", "lv": "Latvian", "nl": "Dutch", "pl": "Polish", "pt": "Portuguese",
-    "ro": "Romanian", "ru": "Russian", "sv": "Swedish", "tr": "Turkish", "uk": "Ukrainian",
-    "zh": "Chinese",
-}  # fmt: skip
-
-
-def language_name(code: str) -> str:
-    return NAMES.get(code, code)
+__all__ = ["language_name", "resolve_languages"]
 
 
 def resolve_languages(given: tuple[str, str], engine: Engine, name: str) -> tuple[str, str]:
