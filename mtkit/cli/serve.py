@@ -59,6 +59,11 @@ def served_search_options(func: Any) -> Any:
 @option("--max-body-bytes", type=click.IntRange(1), help="Larger request bodies get 413.")
 @option("--max-chars", type=click.IntRange(1), help="Characters of text per request.")
 @option("--max-lines", type=click.IntRange(1), help="Lines per request (texts split on newlines).")
+@option(
+    "--max-glossary-terms",
+    type=click.IntRange(0),
+    help='Entries of a request\'s own glossary ("glossary": [[source, target], ...]).',
+)
 @option("--max-file-bytes", type=click.IntRange(1), help="Larger uploaded files get 413.")
 @option(
     "--file-ttl",

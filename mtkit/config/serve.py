@@ -28,6 +28,7 @@ class ServeConfig:
     max_body_bytes: int = 1_000_000  # beyond: 413
     max_chars: int = 20_000  # characters of text per request; beyond: 400
     max_lines: int = 200  # lines per request (texts split on newlines); beyond: 400
+    max_glossary_terms: int = 100  # a request's own glossary entries; beyond: 400
     max_file_bytes: int = 5_000_000  # an uploaded file (POST /translate_file); beyond: 413
     file_ttl: float = 600.0  # seconds a translated file can be downloaded, then removed
     api_key: str = ""  # "": no key; else required on POST /translate and /translate_file
@@ -48,6 +49,7 @@ class ServeConfig:
             (self.max_body_bytes >= 1, "--max-body-bytes must be positive"),
             (self.max_chars >= 1, "--max-chars must be positive"),
             (self.max_lines >= 1, "--max-lines must be positive"),
+            (self.max_glossary_terms >= 0, "--max-glossary-terms must be >= 0"),
             (self.rate_limit >= 0, "--rate-limit must be >= 0"),
             (not wrong, f"--cors-origins: {', '.join(wrong)} is not an origin such as "
                         "https://example.org or chrome-extension://ID (no path, no slash at "

@@ -24,20 +24,26 @@ from mtkit.serve.app import create_app
 from mtkit.serve.batcher import Batcher
 from mtkit.serve.languages import resolve_languages
 from mtkit.serve.service import Model, Service, token_counter
+from mtkit.text.glossary import read_glossary
 
 log = logging.getLogger("mtkit.serve")
 GRACE = 5.0  # seconds beyond the request timeout that a shutdown waits for requests in flight
 
 
 def load_model(models: list[str], config: TranslateConfig, serve: ServeConfig) -> Model:
-    """The engine (warmed up on one line), its language pair and a started batcher."""
+    """The engine (warmed up on one line), its language pair, its glossary and a started
+    batcher."""
+    glossary = read_glossary(config.glossary, config.glossary_ignore_case) if config.glossary \
+        else None  # fmt: skip
     given = (serve.source_lang, serve.target_lang)
     engine = load_engine(models, config)
     pair = resolve_languages(given, engine, models[0])
     engine.translate(["warm up"], config.search)  # first-call costs (weight packing) go here
     batcher = Batcher(engine, serve.max_batch_tokens, serve.max_wait_ms / 1000,
                       serve.queue_size, token_counter(engine), serve.slice_tokens)  # fmt: skip
-    return Model(engine, pair, batcher.start(), config.search, name=", ".join(models))
+    return Model(
+        engine, pair, batcher.start(), config.search, name=", ".join(models), glossary=glossary
+    )
 
 
 def bind(host: str, port: int) -> socket.socket:

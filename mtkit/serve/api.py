@@ -42,13 +42,14 @@ import json
 import logging
 import re
 import urllib.parse
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from mtkit.config import SearchConfig, ServeConfig
 from mtkit.data.tags import tag, tag_lines
 from mtkit.errors import MtkitError
 from mtkit.serve.languages import language_name
+from mtkit.text.glossary import Glossary, check_pair
 from mtkit.text.langid import source_language
 
 MAX_BEAM = 16  # a request may ask for any beam up to this
@@ -89,6 +90,7 @@ class TranslateRequest:
     format: str = "text"  # text | html
     scores: bool = False  # answer each text's confidence
     flag_below: float | None = None  # answer which texts' confidence is below this
+    glossary: list[tuple[str, str]] = field(default_factory=list)  # the request's own terms
 
     def tagged(self, lines: list[str]) -> list[str]:
         """``lines`` with a multilingual model's target tag (unchanged for a bilingual one)."""
@@ -315,6 +317,41 @@ def _fraction_field(data: dict[str, Any], name: str) -> float | None:
     return float(value)
 
 
+def _glossary_field(data: dict[str, Any], limit: int) -> list[tuple[str, str]]:
+    """``"glossary"``: a list of ``[source term, target term]`` pairs (a form's text: one
+    ``source<TAB>target`` pair a line), at most ``limit`` of them."""
+    value = data.get("glossary")
+    if value is None:
+        return []
+    if isinstance(value, str):  # a form field
+        value = [line.split("\t") for line in value.splitlines() if line.strip()]
+    if not isinstance(value, list):
+        raise ApiError(400, "glossary", f"must be a list of [source, target] pairs, got "
+                                        f"{_kind(value)}")  # fmt: skip
+    if len(value) > limit:
+        raise ApiError(400, "glossary", f"{len(value)} terms, more than the limit of {limit} "
+                                        "(--max-glossary-terms)")  # fmt: skip
+    pairs = []
+    for i, pair in enumerate(value):
+        if not (isinstance(pair, list) and len(pair) == 2
+                and all(isinstance(term, str) for term in pair)):  # fmt: skip
+            raise ApiError(400, "glossary", f"item {i} must be a [source, target] pair of "
+                                            "strings")  # fmt: skip
+        try:
+            pairs.append(check_pair(pair[0], pair[1], f"item {i}"))
+        except MtkitError as err:
+            raise ApiError(400, "glossary", str(err)) from None
+    return pairs
+
+
+def request_glossary(server: Glossary | None, pairs: list[tuple[str, str]]) -> Glossary | None:
+    """The terms a request's sentences keep: the server's glossary, its own pairs replacing
+    the server's for the same source terms (matched as the server's are)."""
+    if not pairs:
+        return server
+    return server.extended(pairs) if server is not None else Glossary(pairs)
+
+
 def _texts(data: dict[str, Any]) -> tuple[list[str], bool]:
     if "q" not in data:
         raise ApiError(400, "q", "missing (the text to translate)")
@@ -368,8 +405,11 @@ def parse_request(
         which = "flag_below" if "flag_below" in data else "scores"
         raise ApiError(400, which, f"given for format 'text' only, not {form!r} (a "
                                    "document's words move with its markup)")  # fmt: skip
+    glossary = _glossary_field(data, config.max_glossary_terms)
+    kind = search.constraints or ("unordered" if glossary else "")  # batched with its kind
     try:
-        search = search.replace(beam=beam, nbest=alternatives + 1, scores=scores)
+        search = search.replace(beam=beam, nbest=alternatives + 1, scores=scores,
+                                constraints=kind)  # fmt: skip
     except MtkitError as err:
         raise ApiError(400, "beam", str(err)) from None
     lines = [line for lines in per_text for line in lines]
@@ -383,7 +423,7 @@ def parse_request(
     detected = _detected(texts, many, pair, form) if source == "auto" else None
     return TranslateRequest(texts, many, lines, counts, alternatives, search, detected, split,
                             pair[0].split(",")[0], target if tags else "", tags, form, scores,
-                            flag_below)  # fmt: skip
+                            flag_below, glossary)  # fmt: skip
 
 
 def _detected(

@@ -35,6 +35,7 @@ from mtkit.serve.api import (
     build_response,
     decode_request,
     parse_request,
+    request_glossary,
 )
 from mtkit.serve.languages import language_name
 from mtkit.serve.limits import RateLimit, admit
@@ -45,7 +46,15 @@ from mtkit.serve.service import (
     key_in_headers,
     read_body,
 )
-from mtkit.serve.texts import TEXT_THREADS, Answer, batched, batcher_units, translate_request
+from mtkit.serve.texts import (
+    TEXT_THREADS,
+    Answer,
+    Deadline,
+    batched,
+    batcher_units,
+    translate_request,
+)
+from mtkit.text.glossary import constraining
 from mtkit.text.translate import source_limit
 
 log = logging.getLogger("mtkit.serve")
@@ -126,8 +135,9 @@ def create_app(service: Service) -> FastAPI:
             try:
                 model.engine.check(checked.search)
             except MtkitError as err:
-                raise ApiError(400, "alternatives" if checked.alternatives else "beam",
-                               str(err)) from None  # fmt: skip
+                field = ("glossary" if checked.glossary else "alternatives"
+                         if checked.alternatives else "beam")  # fmt: skip
+                raise ApiError(400, field, str(err)) from None
             search = checked.search
             if checked.format != "text":  # markup is carried by the word alignments
                 search = search.replace(alignment=True)
@@ -135,7 +145,9 @@ def create_app(service: Service) -> FastAPI:
                     model.engine.check(search)
                 except MtkitError as err:
                     raise ApiError(400, "format", str(err)) from None
-            answer = await _answered(model, checked, search, start + config.timeout)
+            answer = await _answered(
+                model, checked, search, Deadline(start + config.timeout, config.timeout)
+            )
         except ApiError as err:
             return error_response(err)
         state = request.scope.setdefault("state", {})
@@ -177,21 +189,24 @@ def create_app(service: Service) -> FastAPI:
 
 
 async def _answered(
-    model: Model, checked: TranslateRequest, search: SearchConfig, deadline: float
+    model: Model, checked: TranslateRequest, search: SearchConfig, deadline: Deadline
 ) -> Answer:
     """The request through the text layer (:mod:`mtkit.serve.texts`, in a text thread), its
-    units through the batcher, within the ``deadline`` (monotonic seconds)."""
+    units through the batcher, within the ``deadline``."""
     loop = asyncio.get_running_loop()
 
-    async def submit(lines: list[str]) -> list:
+    async def submit(lines: list[str], phrases: list[list[str]] | None) -> list:
         return await batched(model.batcher, checked.tagged(lines), search,
-                                 deadline - time.monotonic())  # fmt: skip
+                             deadline, phrases)  # fmt: skip
 
     engine = model.engine
+    units = batcher_units(
+        submit, loop, constraining(request_glossary(model.glossary, checked.glossary))
+    )
     try:
         return await loop.run_in_executor(TEXT_THREADS, translate_request, checked,
                                           engine.src_tokenizer, source_limit(engine),
-                                          batcher_units(submit, loop))  # fmt: skip
+                                          units)  # fmt: skip
     except MtkitError as err:  # a document the text layer cannot read (XML that does not parse)
         raise ApiError(400, "q", str(err)) from None
 

@@ -54,6 +54,7 @@ class Job:
     lines: list[str]
     search: SearchConfig
     tokens: int
+    phrases: list[list[str]] | None = None  # per line: its constraints (a constrained search)
     future: Future = field(default_factory=Future)  # -> Results, one entry per line
     arrived: float = field(default_factory=time.monotonic)
     line_tokens: list[int] = field(default_factory=list)  # per line: a sliced job's
@@ -77,6 +78,12 @@ class Part:
     @property
     def last(self) -> bool:
         return self.end == len(self.job.lines)
+
+    @property
+    def phrases(self) -> list[list[str]]:
+        """Each line's constraints ([] each for a job without any)."""
+        given = self.job.phrases
+        return given[self.start : self.end] if given is not None else [[] for _ in self.lines]
 
 
 @dataclass
@@ -115,9 +122,12 @@ class Batcher:
         self._thread.start()
         return self
 
-    def submit(self, lines: list[str], search: SearchConfig) -> Job:
-        """Queue ``lines`` for translation with ``search``; raises QueueFull or Closed."""
-        job = Job(lines, search, self.count_tokens(lines))
+    def submit(
+        self, lines: list[str], search: SearchConfig, phrases: list[list[str]] | None = None
+    ) -> Job:
+        """Queue ``lines`` for translation with ``search`` (each line with its constraint
+        ``phrases``, for a search with a constraint kind); raises QueueFull or Closed."""
+        job = Job(lines, search, self.count_tokens(lines), phrases)
         if self._sliced(job):
             job.line_tokens = [self.count_tokens([line]) for line in lines]
         with self._cond:
@@ -222,7 +232,7 @@ class Batcher:
     def _translate(self, batch: list[Part]) -> None:
         lines = [line for part in batch for line in part.lines]
         try:
-            results = self.engine.translate(lines, batch[0].job.search)
+            results = _translated(self.engine, batch)
         except Exception as err:
             if len(batch) == 1:
                 self._fail(batch[0].job, err)
@@ -240,7 +250,7 @@ class Batcher:
         if part.job.future.done():  # an earlier part of it failed
             return
         try:
-            results = self.engine.translate(part.lines, part.job.search)
+            results = _translated(self.engine, [part])
         except Exception as err:
             self._fail(part.job, err)
         else:
@@ -269,6 +279,16 @@ class Batcher:
         stats.jobs += sum(part.last for part in batch)
         stats.lines += lines
         stats.sizes = [*stats.sizes[-999:], len(batch)]
+
+
+def _translated(engine: Engine, batch: list[Part]) -> Results:
+    """The batch's lines through ``engine`` with their jobs' search (the same for all), each
+    line with its own job's constraints where the search has a constraint kind."""
+    lines = [line for part in batch for line in part.lines]
+    search = batch[0].job.search
+    if not search.constraints:
+        return engine.translate(lines, search)
+    return engine.translate(lines, search, constraints=[p for part in batch for p in part.phrases])
 
 
 def whitespace_tokens(lines: Sequence[str]) -> int:

@@ -54,10 +54,11 @@ from starlette.formparsers import MultiPartException, MultiPartParser
 
 from mtkit.config import ServeConfig
 from mtkit.errors import MtkitError
-from mtkit.serve.api import ApiError, parse_request
+from mtkit.serve.api import ApiError, parse_request, request_glossary
 from mtkit.serve.service import Model, Service, check_key, error_response, key_in_headers
-from mtkit.serve.texts import TEXT_THREADS, batched, batcher_units
+from mtkit.serve.texts import TEXT_THREADS, Deadline, batched, batcher_units
 from mtkit.text.files import FORMATS, FileError, file_format, translate_file_bytes
+from mtkit.text.glossary import constraining
 from mtkit.text.translate import Counted, TextOptions, source_limit
 
 log = logging.getLogger("mtkit.serve")
@@ -291,7 +292,7 @@ async def _translate_upload(
 ) -> tuple[bytes, str, Counted]:
     """The uploaded file translated (in a text thread, its units through the batcher, within
     the ``deadline``), its media type, and the units and tokens it took."""
-    fields = {key: upload.fields[key] for key in ("source", "target", "beam")
+    fields = {key: upload.fields[key] for key in ("source", "target", "beam", "glossary")
               if key in upload.fields}  # fmt: skip
     checked = parse_request({"q": "", **fields}, model.pair, model.search, config)
     try:
@@ -306,11 +307,12 @@ async def _translate_upload(
             raise ApiError(400, field, str(err)) from None
     loop = asyncio.get_running_loop()
 
-    async def submit(lines: list[str]) -> list:
+    async def submit(lines: list[str], phrases: list[list[str]] | None) -> list:
         return await batched(model.batcher, checked.tagged(lines), search,
-                             deadline - time.monotonic())  # fmt: skip
+                             Deadline(deadline, config.timeout), phrases)  # fmt: skip
 
-    counted = Counted(batcher_units(submit, loop))
+    terms = request_glossary(model.glossary, checked.glossary)
+    counted = Counted(batcher_units(submit, loop, constraining(terms)))
     engine = model.engine
     try:
         data = await loop.run_in_executor(

@@ -16,6 +16,7 @@ from mtkit.config import SearchConfig, ServeConfig
 from mtkit.engines.base import Engine
 from mtkit.serve.api import ApiError
 from mtkit.serve.batcher import Batcher
+from mtkit.text.glossary import Glossary
 
 
 @dataclass
@@ -27,6 +28,7 @@ class Model:
     batcher: Batcher
     search: SearchConfig
     name: str = ""
+    glossary: Glossary | None = None  # --glossary: terms every request's sentences keep
 
 
 @dataclass

@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import math
+import time
 from collections.abc import Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -26,6 +27,7 @@ from mtkit.serve.api import ApiError, TranslateRequest, split_lines
 from mtkit.serve.batcher import Batcher, Closed, QueueFull
 from mtkit.text import TextOptions, translate_documents
 from mtkit.text.confidence import concatenated
+from mtkit.text.glossary import Constrain
 from mtkit.text.translate import Counted, TextTranslation, Units, translate_plans
 
 log = logging.getLogger("mtkit.serve")
@@ -47,13 +49,18 @@ class Answer:
 
 
 def batcher_units(
-    submit: Callable[[list[str]], Awaitable[list[list[Translation]]]],
+    submit: Callable[[list[str], list[list[str]] | None], Awaitable[list[list[Translation]]]],
     loop: asyncio.AbstractEventLoop,
+    constrain: Constrain | None = None,
 ) -> Units:
-    """Units translated by ``submit`` (a coroutine on ``loop``), called from a text thread."""
+    """Units translated by ``submit`` (a coroutine on ``loop``), called from a text thread,
+    each with the constraints ``constrain`` gives it."""
 
     def translate(lines: list[str], numbers: list[int]) -> list[list[Translation]]:
-        return asyncio.run_coroutine_threadsafe(submit(lines), loop).result()
+        phrases = None
+        if constrain is not None:
+            phrases = [constrain(line, n) for line, n in zip(lines, numbers, strict=True)]
+        return asyncio.run_coroutine_threadsafe(submit(lines, phrases), loop).result()
 
     return translate
 
@@ -93,19 +100,35 @@ def _grouped(items: list[TextTranslation], counts: list[int]) -> list[list[TextT
     return out
 
 
-async def batched(batcher: Batcher, lines: list[str], search: SearchConfig, timeout: float) -> list:
-    """Queue ``lines`` on the batcher, wait for their translations at most ``timeout``
-    seconds; every failure an :class:`ApiError` (503 busy or closing, 504 late, 400, 500)."""
+@dataclass(frozen=True)
+class Deadline:
+    """When a request must be answered (monotonic seconds), and the ``--timeout`` it came from
+    (for the 504's message: the time left is less once the request has waited)."""
+
+    at: float
+    seconds: float
+
+    def left(self) -> float:
+        return max(self.at - time.monotonic(), 0.0)
+
+
+async def batched(
+    batcher: Batcher, lines: list[str], search: SearchConfig, deadline: Deadline,
+    phrases: list[list[str]] | None = None,
+) -> list:  # fmt: skip
+    """Queue ``lines`` (with their constraint ``phrases``) on the batcher, wait for their
+    translations until ``deadline``; every failure an :class:`ApiError` (503 busy or closing,
+    504 late, 400, 500)."""
     try:
-        job = batcher.submit(lines, search)
+        job = batcher.submit(lines, search, phrases)
     except QueueFull as err:
         raise ApiError(503, "queue", f"the server is busy: {err}", {"Retry-After": "1"}) from None
     except Closed as err:
         raise ApiError(503, "server", str(err), {"Retry-After": "5"}) from None
     try:
-        return await asyncio.wait_for(asyncio.wrap_future(job.future), max(timeout, 0.0))
+        return await asyncio.wait_for(asyncio.wrap_future(job.future), deadline.left())
     except asyncio.TimeoutError:
-        raise ApiError(504, "timeout", f"no translation within {seconds_text(timeout)} "
+        raise ApiError(504, "timeout", f"no translation within {seconds_text(deadline.seconds)} "
                                        "(--timeout)") from None  # fmt: skip
     except MtkitError as err:
         raise ApiError(400, "q", str(err)) from None

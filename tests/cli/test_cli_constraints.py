@@ -135,3 +135,19 @@ def test_a_bad_glossary_line_is_named(ckpt: str, tmp_path: Path) -> None:
 def test_ctranslate2_refuses_constraints_by_name() -> None:
     with pytest.raises(MtkitError, match="not available with the ctranslate2 engine"):
         check_search(SearchConfig(constraints="unordered"))
+
+
+def test_a_multilingual_model_meets_constraints_in_the_tagged_direction(multi_run: Path) -> None:
+    """The tiny multilingual model (fr: the source words reversed) with a word it would not
+    write as a constraint: the tag still picks the direction, the word is there."""
+    engine = load_engine([str(multi_run / "checkpoint_best.pt")],
+                         TranslateConfig(device="cpu", threads=1, tgt_lang="cs",
+                                         constraints_in_input=True))  # fmt: skip
+    corpus = multi_run.parent / "valid.en-fr"
+    sources = Path(f"{corpus}.en").read_text("utf-8").splitlines()[:2]
+    fr = Path(f"{corpus}.fr").read_text("utf-8").splitlines()[:2]
+    word = next(w for w in fr[1].split() if w not in fr[0].split())
+    plain, forced = (hyps[0].text for hyps in engine.translate(
+        [f">>fr<< {sources[0]}"] * 2, constraints=[[], [word]]))  # fmt: skip
+    assert plain == fr[0]
+    assert has(forced, word) and forced != plain
