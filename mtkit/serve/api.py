@@ -40,7 +40,6 @@ from __future__ import annotations
 
 import json
 import logging
-import re
 import urllib.parse
 from dataclasses import dataclass, field
 from typing import Any
@@ -48,8 +47,18 @@ from typing import Any
 from mtkit.config import SearchConfig, ServeConfig
 from mtkit.data.tags import tag, tag_lines
 from mtkit.errors import MtkitError
+from mtkit.serve.errors import ApiError
+from mtkit.serve.fields import (
+    bool_field,
+    fraction_field,
+    glossary_field,
+    int_field,
+    kind_of,
+    text_field,
+    texts_field,
+)
 from mtkit.serve.languages import language_name
-from mtkit.text.glossary import Glossary, check_pair
+from mtkit.text.glossary import Glossary
 from mtkit.text.langid import source_language
 
 MAX_BEAM = 16  # a request may ask for any beam up to this
@@ -57,19 +66,6 @@ FORMATS = ("text", "html")  # as LibreTranslate's
 # python-multipart logs a warning for each malformed body before raising: the client's mistake,
 # answered with a 400 naming it, is no news for the server's log
 logging.getLogger("python_multipart").addHandler(logging.NullHandler())
-
-
-class ApiError(Exception):
-    """A request the server refuses: ``status``, the ``field`` at fault, and why."""
-
-    def __init__(
-        self, status: int, field: str, message: str, headers: dict[str, str] | None = None
-    ) -> None:
-        super().__init__(f"{field}: {message}")
-        self.status, self.field, self.headers = status, field, headers or {}
-
-    def body(self) -> dict[str, str]:
-        return {"error": str(self), "field": self.field}
 
 
 @dataclass
@@ -131,7 +127,7 @@ def decode_request(body: bytes, content_type: str, query: bytes | str = b"") -> 
     request.
     """
     fields = _form_fields(_utf8(query, "query"), "query") if query else {}
-    kind = _body_kind(body, content_type)
+    kind = _bodykind_of(body, content_type)
     if kind == "empty":
         return fields
     if kind == "json":
@@ -143,7 +139,7 @@ def decode_body(body: bytes, content_type: str) -> dict[str, Any]:
     """The fields of a JSON object, an HTML form (``application/x-www-form-urlencoded``,
     unless the body is plainly JSON) or a ``multipart/form-data`` body (its file parts left
     out: :func:`multipart_form`). A body of any other type, or none, is read as JSON."""
-    kind = _body_kind(body, content_type)
+    kind = _bodykind_of(body, content_type)
     if kind == "empty":
         return {}
     if kind == "multipart":
@@ -161,7 +157,7 @@ def decode_body(body: bytes, content_type: str) -> dict[str, Any]:
     except ValueError as err:  # a number of more than 4,300 digits
         raise ApiError(400, "body", f"unreadable JSON ({str(err).split(':')[0]})") from None
     if not isinstance(data, dict):
-        raise ApiError(400, "body", f"expected a JSON object, got {_kind(data)}")
+        raise ApiError(400, "body", f"expected a JSON object, got {kind_of(data)}")
     _refuse_surrogates(data)
     return data
 
@@ -199,7 +195,7 @@ def multipart_form(body: bytes, content_type: str) -> tuple[dict[str, Any], list
     return _collapsed(values), uploads
 
 
-def _body_kind(body: bytes, content_type: str) -> str:
+def _bodykind_of(body: bytes, content_type: str) -> str:
     """How a body is read: empty, json, form or multipart."""
     media = content_type.split(";")[0].strip().lower()
     if not body.strip():
@@ -259,89 +255,8 @@ def _surrogate(text: str) -> str | None:
     return None
 
 
-def _kind(value: Any) -> str:
-    names = {dict: "an object", list: "a list", str: "a string", bool: "a boolean",
-             int: "a number", float: "a number", type(None): "null"}  # fmt: skip
-    return names.get(type(value), type(value).__name__)
-
-
 # ---------------------------------------------------------------------------------------------
-# The fields
-
-
-def _text_field(data: dict[str, Any], name: str, default: str | None = None) -> str:
-    value = data.get(name, default)
-    if value is None:
-        raise ApiError(400, name, "missing")
-    if not isinstance(value, str):
-        raise ApiError(400, name, f"must be a string, got {_kind(value)}")
-    return value
-
-
-def _int_field(data: dict[str, Any], name: str, default: int | None, low: int, high: int) -> int:
-    value = data.get(name, default)
-    if isinstance(value, str) and re.fullmatch(r"\s*[0-9]+\s*", value):  # form fields are text
-        value = int(value)
-    if value is None and default is None:
-        return 0
-    if not isinstance(value, int) or isinstance(value, bool):
-        raise ApiError(400, name, f"must be an integer, got {_kind(value)}")
-    if not low <= value <= high:
-        raise ApiError(400, name, f"must be between {low} and {high}, got {value}")
-    return value
-
-
-def _bool_field(data: dict[str, Any], name: str, default: bool) -> bool:
-    value = data.get(name, default)
-    if isinstance(value, str) and value.strip().lower() in ("true", "1", "false", "0"):
-        value = value.strip().lower() in ("true", "1")  # form fields are text
-    if not isinstance(value, bool):
-        raise ApiError(400, name, f"must be true or false, got {_kind(value)}")
-    return value
-
-
-def _fraction_field(data: dict[str, Any], name: str) -> float | None:
-    """A number in [0, 1] (a form's text too), or None when the field is absent."""
-    value = data.get(name)
-    if value is None:
-        return None
-    if isinstance(value, str):
-        try:
-            value = float(value)
-        except ValueError:
-            raise ApiError(400, name, f"must be a number, got {value!r}") from None
-    if not isinstance(value, (int, float)) or isinstance(value, bool):
-        raise ApiError(400, name, f"must be a number, got {_kind(value)}")
-    if not 0 <= value <= 1:  # NaN too
-        raise ApiError(400, name, f"must be between 0 and 1, got {value}")
-    return float(value)
-
-
-def _glossary_field(data: dict[str, Any], limit: int) -> list[tuple[str, str]]:
-    """``"glossary"``: a list of ``[source term, target term]`` pairs (a form's text: one
-    ``source<TAB>target`` pair a line), at most ``limit`` of them."""
-    value = data.get("glossary")
-    if value is None:
-        return []
-    if isinstance(value, str):  # a form field
-        value = [line.split("\t") for line in value.splitlines() if line.strip()]
-    if not isinstance(value, list):
-        raise ApiError(400, "glossary", f"must be a list of [source, target] pairs, got "
-                                        f"{_kind(value)}")  # fmt: skip
-    if len(value) > limit:
-        raise ApiError(400, "glossary", f"{len(value)} terms, more than the limit of {limit} "
-                                        "(--max-glossary-terms)")  # fmt: skip
-    pairs = []
-    for i, pair in enumerate(value):
-        if not (isinstance(pair, list) and len(pair) == 2
-                and all(isinstance(term, str) for term in pair)):  # fmt: skip
-            raise ApiError(400, "glossary", f"item {i} must be a [source, target] pair of "
-                                            "strings")  # fmt: skip
-        try:
-            pairs.append(check_pair(pair[0], pair[1], f"item {i}"))
-        except MtkitError as err:
-            raise ApiError(400, "glossary", str(err)) from None
-    return pairs
+# The request
 
 
 def request_glossary(server: Glossary | None, pairs: list[tuple[str, str]]) -> Glossary | None:
@@ -350,21 +265,6 @@ def request_glossary(server: Glossary | None, pairs: list[tuple[str, str]]) -> G
     if not pairs:
         return server
     return server.extended(pairs) if server is not None else Glossary(pairs)
-
-
-def _texts(data: dict[str, Any]) -> tuple[list[str], bool]:
-    if "q" not in data:
-        raise ApiError(400, "q", "missing (the text to translate)")
-    q = data["q"]
-    if isinstance(q, str):
-        return [q], False
-    if isinstance(q, list):
-        for i, item in enumerate(q):
-            if not isinstance(item, str):
-                raise ApiError(400, "q", f"must be a string or a list of strings; item {i} is "
-                                         f"{_kind(item)}")  # fmt: skip
-        return q, True
-    raise ApiError(400, "q", f"must be a string or a list of strings, got {_kind(q)}")
 
 
 def split_lines(text: str) -> list[str]:
@@ -377,7 +277,7 @@ def parse_request(
 ) -> TranslateRequest:
     """Check a request's fields against the model's ``pair`` and the limits in ``config``;
     ``search`` is the server's default, changed by ``beam`` and ``alternatives``."""
-    texts, many = _texts(data)
+    texts, many = texts_field(data)
     chars = sum(len(text) for text in texts)
     if chars > config.max_chars:
         raise ApiError(400, "q", f"{chars} characters, more than the limit of {config.max_chars}")
@@ -386,26 +286,26 @@ def parse_request(
     if sum(counts) > config.max_lines:
         raise ApiError(400, "q", f"{sum(counts)} lines, more than the limit of "
                                  f"{config.max_lines}")  # fmt: skip
-    source, target = _text_field(data, "source"), _text_field(data, "target")
+    source, target = text_field(data, "source"), text_field(data, "target")
     targets = pair[1].split(",")  # a multilingual model (issue 16): several, comma-separated
     if source not in (pair[0], "auto") or target not in targets:
         wrong = "source" if source not in (pair[0], "auto") else "target"
         raise ApiError(400, wrong, f"this server translates {pair[0]}-{pair[1]} only, "
                                    f"not {source}-{target}")  # fmt: skip
-    form = _text_field(data, "format", "text")
+    form = text_field(data, "format", "text")
     if form not in FORMATS:
         raise ApiError(400, "format", f"must be 'text' or 'html', got {form!r}")
-    beam = _int_field(data, "beam", search.width, 1, MAX_BEAM)
-    alternatives = _int_field(data, "alternatives", 0, 0, beam - 1)
+    beam = int_field(data, "beam", search.width, 1, MAX_BEAM)
+    alternatives = int_field(data, "alternatives", 0, 0, beam - 1)
     if alternatives and form != "text":
         raise ApiError(400, "alternatives", f"given for format 'text' only, not {form!r}")
-    flag_below = _fraction_field(data, "flag_below")
-    scores = _bool_field(data, "scores", False) or flag_below is not None
+    flag_below = fraction_field(data, "flag_below")
+    scores = bool_field(data, "scores", False) or flag_below is not None
     if scores and form != "text":
         which = "flag_below" if "flag_below" in data else "scores"
         raise ApiError(400, which, f"given for format 'text' only, not {form!r} (a "
                                    "document's words move with its markup)")  # fmt: skip
-    glossary = _glossary_field(data, config.max_glossary_terms)
+    glossary = glossary_field(data, config.max_glossary_terms)
     kind = search.constraints or ("unordered" if glossary else "")  # batched with its kind
     try:
         search = search.replace(beam=beam, nbest=alternatives + 1, scores=scores,
@@ -413,7 +313,7 @@ def parse_request(
     except MtkitError as err:
         raise ApiError(400, "beam", str(err)) from None
     lines = [line for lines in per_text for line in lines]
-    split = _bool_field(data, "split", True)
+    split = bool_field(data, "split", True)
     tags = [tag(t) for t in targets] if len(targets) > 1 else None
     if tags:  # each line gets the target's tag (or keeps its own); refused tags named here
         try:

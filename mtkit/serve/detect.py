@@ -29,7 +29,8 @@ from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse
 
 from mtkit.config import ServeConfig
-from mtkit.serve.api import ApiError, _kind, decode_body
+from mtkit.serve.api import ApiError, decode_body
+from mtkit.serve.fields import kind_of
 from mtkit.serve.languages import language_name
 from mtkit.serve.service import (
     Service,
@@ -99,7 +100,7 @@ def detect_text(data: dict[str, Any], config: ServeConfig) -> str:
         raise ApiError(400, "q", "missing (the text to detect)")
     q = data["q"]
     if not isinstance(q, str):
-        raise ApiError(400, "q", f"must be a string, got {_kind(q)}")
+        raise ApiError(400, "q", f"must be a string, got {kind_of(q)}")
     if len(q) > config.max_chars:
         raise ApiError(400, "q", f"{len(q)} characters, more than the limit of "
                                  f"{config.max_chars}")  # fmt: skip

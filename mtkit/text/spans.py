@@ -1,15 +1,7 @@
 """Spans that must not be translated (URLs, e-mail addresses, numbers, @mentions, #hashtags,
 emoji, inline `code`): masked before the model, put back verbatim after.
 
-Finding (:func:`find_spans`): one pattern per kind, taken in the order of :data:`KINDS`, a match
-that overlaps one taken before dropped: a URL's ``#fragment`` is no hashtag, ``@user@host.social``
-one mention and no e-mail, a number inside another span no number. A URL starts with a scheme
-(``http(s)://``, ``ftp://``, ``mailto:``) or ``www.`` and ends before trailing punctuation (a
-closing bracket it opened stays). A number stands alone (``5th``, ``mp3``, ``COVID-19`` are
-words): digits in groups of ``.``, ``,``, ``:`` (1,000.5, 1.000,5, 10:30), ranges and dates
-(10-20, 2024-01-15, 1/2), with a sign, currency symbol or ``%`` attached. A hashtag has a letter
-(``#1`` is ``#`` and a number). Emoji are grapheme clusters (ZWJ sequences, skin tones, flags,
-keycaps), one span per run of them; symbols shown as text (© ™ ↔, ❤ without U+FE0F) are none.
+Finding: :func:`mtkit.text.span_finder.find_spans` (its docstring has the rules).
 
 Masking (:func:`mask`): spans at the start of a sentence, and at its end, with only whitespace
 between them (a leading @mention; a trailing URL, hashtags, emoji) are cut off, the model
@@ -42,75 +34,15 @@ from dataclasses import dataclass
 
 import regex
 
-Alignment = tuple[tuple[int, int], ...]
-KINDS = ("code", "url", "mention", "email", "hashtag", "emoji", "number")  # the order taken
+from mtkit.text.span_finder import WORDCHAR, Span, find_spans
 
-_NAME = r"[\p{L}\p{M}\p{N}_]"  # a character of a name, a hashtag, a domain label
-_DOMAIN = r"[\p{L}\p{M}\p{N}_-]+(?:\.[\p{L}\p{M}\p{N}_-]+)+"
-_EMOJI = (r"(?:\p{Emoji_Presentation}|\p{Regional_Indicator}|[#*0-9]\uFE0F?\u20E3"
-          r"|\p{Extended_Pictographic}(?=[\uFE0F\u200D\U0001F3FB-\U0001F3FF]))")  # fmt: skip
-_URL = r"(?<![\p{L}\p{N}_@./-])((?:https?|ftp)://|mailto:|www\.)[^\s<>\"`]+"
-_MENTION = (rf"(?<![\p{{L}}\p{{N}}_@./+-])@{_NAME}(?:[\p{{L}}\p{{M}}\p{{N}}_.]*{_NAME})?"
-            rf"(?:@{_DOMAIN})?")  # fmt: skip
-_NUMBER = (r"(?<![\p{L}\p{N}_.,:/@+\-−\p{Sc}])\p{Sc}?[+\-−]?(?>\d+(?:[.,:]\d+)*"
-           r"(?:[-–/]\d+(?:[.,:]\d+)*)*)(?:[%‰]|\p{Sc})?(?![\p{L}\p{M}\p{N}_])")  # fmt: skip
-_PATTERNS = {
-    "code": regex.compile(r"(?<!`)(`+)[^`\n]+\1(?!`)"),
-    "url": regex.compile(_URL, regex.IGNORECASE),
-    "mention": regex.compile(_MENTION),
-    "email": regex.compile(r"(?<![\p{L}\p{N}_.+-])[\p{L}\p{M}\p{N}_.+-]+@" + _DOMAIN),
-    "hashtag": regex.compile(rf"(?<![\p{{L}}\p{{N}}_&#/])#(?={_NAME}*\p{{L}}){_NAME}+"),
-    "emoji": regex.compile(rf"(?:(?={_EMOJI})\X)+"),
-    "number": regex.compile(_NUMBER),
-}
-_HINT = re.compile(r"[`@#\d]|://|www\.|[^\x00-\x7f]", re.IGNORECASE)  # none: no span, no search
-_URL_END = ".,;:!?'\"»«”’)]}>*"
-_OPENS = {")": "(", "]": "[", "}": "{"}
+Alignment = tuple[tuple[int, int], ...]
 _WORDS = re.compile(r"\S+")  # re's \s is str.isspace, so these are str.split()'s words
 _DIGITS = re.compile(r"[0-9]+")
-_WORDCHAR = regex.compile(r"[\p{L}\p{M}\p{N}_]")
 _LETTER = regex.compile(r"\p{L}")
 _OPENING = regex.compile(r"[\p{Ps}\p{Pi}¿¡]")  # no space after these
 _CLOSING = regex.compile(r"[\p{Pe}\p{Pf}.,;:!?…%。、，！？]")  # no space before these
 _FINAL = ".!?…;:,。！？"  # a translation's final punctuation: an insertion at the end goes before
-
-
-@dataclass(frozen=True, order=True)
-class Span:
-    """``text[start:end]`` is a span of ``kind`` (one of :data:`KINDS`)."""
-
-    start: int
-    end: int
-    kind: str
-
-
-def find_spans(text: str) -> list[Span]:
-    """The spans of ``text``: sorted, not overlapping (the module docstring has the rules)."""
-    if not _HINT.search(text):
-        return []
-    taken = bytearray(len(text))
-    spans = []
-    for kind in KINDS:
-        for start, end in _matches(kind, text):
-            if taken.find(1, start, end) < 0:
-                taken[start:end] = b"\x01" * (end - start)
-                spans.append(Span(start, end, kind))
-    return sorted(spans)
-
-
-def _matches(kind: str, text: str) -> list[tuple[int, int]]:
-    found = [m.span() for m in _PATTERNS[kind].finditer(text)]
-    if kind != "url":
-        return found
-    urls = []
-    for start, end in found:
-        while end > start and (c := text[end - 1]) in _URL_END:
-            if c in _OPENS and text.count(_OPENS[c], start, end) >= text.count(c, start, end):
-                break
-            end -= 1
-        if _WORDCHAR.search(text, _PATTERNS["url"].match(text, start).end(1), end):  # not bare
-            urls.append((start, end))
-    return urls
 
 
 @dataclass(frozen=True)
@@ -168,8 +100,8 @@ def _layout(original: str, spans: Sequence[Span]) -> _Layout:
     names = _placeholders(original, runs, natural)
     text, source, groups = [plain[0]], list(range(head, head + len(plain[0]))), []
     for k, ((start, end, _), name) in enumerate(zip(runs, names, strict=True)):
-        pad = (bool(_WORDCHAR.match(original[start - 1])),
-               end < len(original) and bool(_WORDCHAR.match(original[end])))  # fmt: skip
+        pad = (bool(WORDCHAR.match(original[start - 1])),
+               end < len(original) and bool(WORDCHAR.match(original[end])))  # fmt: skip
         token = " " * pad[0] + name + " " * pad[1]
         groups.append(_Group(start, end, original[start:end], name, pad))
         text += [token, plain[k + 1]]
@@ -258,7 +190,7 @@ class Masked:
 
 
 def _glued(translated: str, original: str) -> bool:  # a word character where the original had none
-    return bool(_WORDCHAR.match(translated)) and not _WORDCHAR.match(original)
+    return bool(WORDCHAR.match(translated)) and not WORDCHAR.match(original)
 
 
 def _word_index(s: str) -> list[int]:
@@ -377,13 +309,13 @@ class _Fill:
         pad = self.layout.groups[k].pad
         if self.out and pad[0] and self.out[-1].isspace():
             self.out.pop(), self.prov.pop()
-        elif self.out and not pad[0] and _WORDCHAR.match(self.out[-1]):
+        elif self.out and not pad[0] and WORDCHAR.match(self.out[-1]):
             self._put(" ")
         self._put(self.layout.groups[k].text, self.layout.groups[k])
         right = self.translation[stop : stop + 1]
         if pad[1] and right.isspace():
             return stop + 1
-        if not pad[1] and right and _WORDCHAR.match(right):
+        if not pad[1] and right and WORDCHAR.match(right):
             self._put(" ")
         return stop
 
