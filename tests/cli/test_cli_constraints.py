@@ -151,3 +151,15 @@ def test_a_multilingual_model_meets_constraints_in_the_tagged_direction(multi_ru
         [f">>fr<< {sources[0]}"] * 2, constraints=[[], [word]]))  # fmt: skip
     assert plain == fr[0]
     assert has(forced, word) and forced != plain
+
+
+def test_a_line_no_hypothesis_can_meet_is_translated_without_and_named(ckpt: str) -> None:
+    """--no-repeat-ngram 1 bans the second "red" of "red red": no hypothesis meets it."""
+    lines = ["a man runs\tred red", "a cat\tdog"]
+    result = run(["-m", ckpt, *SLOW, "--no-repeat-ngram", "1", "--constraints"],
+                 ("\n".join(lines) + "\n").encode())  # fmt: skip
+    assert result.exit_code == 0, result.output
+    assert "line 1: no translation within the length limit meets its constraints" in (result.stderr)
+    plain = translate(ckpt, ["a man runs"], "--no-repeat-ngram", "1")
+    out = result.stdout.split("\n")
+    assert out[0] == plain[0] and has(out[1], "dog")
