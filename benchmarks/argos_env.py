@@ -11,13 +11,11 @@ sentencepiece are pinned to the versions installed here, so both sides decode wi
 
 from __future__ import annotations
 
-import fcntl
-import json
-import os
-import shlex
-import subprocess
 import sys
 from pathlib import Path
+
+from peer_venv import ensure_peer_venv
+from peer_venv import venv_python as peer_python
 
 ROOT = Path(__file__).resolve().parent.parent
 VENV = ROOT / ".bench" / "venv-argos"
@@ -39,33 +37,14 @@ def pinned_specs() -> dict[str, str]:
 
 
 def venv_python(venv: Path = VENV) -> Path:
-    return venv / "bin" / "python"
-
-
-def _pip(python: Path, *args: str) -> None:
-    cmd = [str(python), "-m", "pip", "install", "--disable-pip-version-check", "-q", *args]
-    print("  $", shlex.join(cmd), flush=True)
-    subprocess.run(cmd, check=True)
+    return peer_python(venv)
 
 
 def ensure_argos_venv(venv: Path = VENV) -> Path:
     """Create (once) the Argos Translate venv; return its python."""
-    python = venv_python(venv)
     specs = pinned_specs()
     wanted = {"argostranslate": ARGOS_SPEC, **specs}
-    stamp = venv / ".bench-installed.json"
-    venv.parent.mkdir(parents=True, exist_ok=True)
-    with open(venv.parent / f"{venv.name}.lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        if stamp.is_file() and python.exists() and json.loads(stamp.read_text()) == wanted:
-            return python
-        print(f"creating {venv} ({', '.join(wanted.values())})", flush=True)
-        if not python.exists():
-            subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
-        _pip(python, *shlex.split(os.environ.get("TORCH_PIP_ARGS", "")), specs["torch"])
-        _pip(python, ARGOS_SPEC, *specs.values())
-        stamp.write_text(json.dumps(wanted))
-    return python
+    return ensure_peer_venv(venv, wanted, specs["torch"], [ARGOS_SPEC, *specs.values()])
 
 
 if __name__ == "__main__":

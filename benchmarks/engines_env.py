@@ -8,12 +8,10 @@ installed here. A stamp file records what it holds; a file lock makes it safe to
 
 from __future__ import annotations
 
-import json
-import os
-import shlex
-import subprocess
 import sys
 from pathlib import Path
+
+from peer_venv import ensure_peer_venv
 
 ROOT = Path(__file__).resolve().parent.parent
 BENCH_DIR = ROOT / ".bench"
@@ -36,23 +34,6 @@ def installed_versions() -> dict[str, str]:
 
 def ensure_venv() -> Path:
     """Create .bench/venv-engines once (a stamp records what it holds); return its python."""
-    import fcntl
-
-    python = VENV / "bin" / "python"
     wanted = installed_versions()
-    stamp = VENV / ".bench-installed.json"
-    VENV.parent.mkdir(parents=True, exist_ok=True)
-    with open(VENV.parent / f"{VENV.name}.lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        if stamp.is_file() and python.exists() and json.loads(stamp.read_text()) == wanted:
-            return python
-        print(f"creating {VENV}: {wanted}", flush=True)
-        if not python.exists():
-            subprocess.run([sys.executable, "-m", "venv", str(VENV)], check=True)
-        pip = [str(python), "-m", "pip", "install", "-q", "--disable-pip-version-check"]
-        torch_args = shlex.split(os.environ.get("TORCH_PIP_ARGS", ""))
-        subprocess.run([*pip, *torch_args, f"torch=={wanted['torch']}"], check=True)
-        specs = [f"{name}=={wanted[name]}" for name in PEER_PACKAGES]
-        subprocess.run([*pip, *specs, f"torch=={wanted['torch']}"], check=True)
-        stamp.write_text(json.dumps(wanted))
-    return python
+    return ensure_peer_venv(VENV, wanted, f"torch=={wanted['torch']}",
+                            [f"{name}=={wanted[name]}" for name in PEER_PACKAGES])  # fmt: skip

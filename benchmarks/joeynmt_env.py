@@ -13,13 +13,12 @@ JoeyNMT 2.3.0 also needs ``importlib_metadata`` and ``sentencepiece==0.2.0`` bes
 
 from __future__ import annotations
 
-import fcntl
 import json
-import os
-import shlex
 import subprocess
-import sys
 from pathlib import Path
+
+from peer_venv import ensure_peer_venv
+from peer_venv import venv_python as peer_python
 
 ROOT = Path(__file__).resolve().parent.parent
 BENCH_DIR = ROOT / ".bench"
@@ -36,13 +35,7 @@ def torch_spec() -> str:
 
 
 def venv_python(venv: Path = VENV) -> Path:
-    return venv / "bin" / "python"
-
-
-def _pip(python: Path, *args: str) -> None:
-    cmd = [str(python), "-m", "pip", "install", "--disable-pip-version-check", "-q", *args]
-    print("  $", shlex.join(cmd), flush=True)
-    subprocess.run(cmd, check=True)
+    return peer_python(venv)
 
 
 def _installed(python: Path) -> dict[str, str]:
@@ -54,22 +47,11 @@ def _installed(python: Path) -> dict[str, str]:
 
 def ensure_joeynmt_venv(venv: Path = VENV) -> Path:
     """Create (once) the JoeyNMT venv; return its python."""
-    python = venv_python(venv)
     wanted = {"torch": torch_spec(), "joeynmt": JOEYNMT_SPEC, "extra": list(EXTRA_SPECS)}
-    stamp = venv / ".bench-installed.json"
-    venv.parent.mkdir(parents=True, exist_ok=True)
-    with open(venv.parent / f"{venv.name}.lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)  # a second benchmark waits for the first install
-        if stamp.is_file() and python.exists() and json.loads(stamp.read_text()) == wanted:
-            return python
-        print(f"creating {venv} ({JOEYNMT_SPEC}, {wanted['torch']})", flush=True)
-        if not python.exists():
-            subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
-        _pip(python, *shlex.split(os.environ.get("TORCH_PIP_ARGS", "")), wanted["torch"])
-        _pip(python, JOEYNMT_SPEC, *EXTRA_SPECS, wanted["torch"])
-        versions = _installed(python)
-        print(f"  installed {versions}", flush=True)
-        stamp.write_text(json.dumps(wanted))
+    fresh = not (venv / ".bench-installed.json").is_file()
+    python = ensure_peer_venv(venv, wanted, wanted["torch"], [JOEYNMT_SPEC, *EXTRA_SPECS])
+    if fresh:
+        print(f"  installed {_installed(python)}", flush=True)
     return python
 
 
