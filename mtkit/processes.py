@@ -23,13 +23,13 @@ PR_SET_PDEATHSIG = 1  # prctl(2): the signal a process gets when its parent dies
 
 
 def stop_with_parent() -> None:
-    """Ctrl-C is the main process's to handle (it stops the pool, whose SIGTERM ends a worker
-    quietly: the handler forked from the main process is undone); and on Linux a worker dies
-    with it, even by SIGKILL, instead of printing a traceback when it returns its result. The
-    kernel closes a dying process's pipes before it sends the death signal, so a worker can
-    still write its result into the closed result pipe in between: SIGPIPE's default action
-    ends it there just as quietly (Python's own ignores SIGPIPE and raises BrokenPipeError,
-    which the pool would print)."""
+    """Ctrl-C is the main process's to handle (it stops the pool: :func:`stop_now`); SIGTERM
+    ends a worker quietly (the handler forked from the main process is undone); and on Linux a
+    worker dies with it, even by SIGKILL, instead of printing a traceback when it returns its
+    result. The kernel closes a dying process's pipes before it sends the death signal, so a
+    worker can still write its result into the closed result pipe in between: SIGPIPE's
+    default action ends it there just as quietly (Python's own ignores SIGPIPE and raises
+    BrokenPipeError, which the pool would print)."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
     signal.signal(signal.SIGPIPE, signal.SIG_DFL)
@@ -40,16 +40,25 @@ def stop_with_parent() -> None:
 
 def stop_now(pool: ProcessPoolExecutor) -> None:
     """End a pool's workers at once, dropping the jobs they hold (an error or a signal in the
-    main process: nobody will read those results). ``multiprocessing.Pool.terminate`` can hang
-    here: a worker killed while it holds the result queue's lock (writing a large result) leaves
-    the lock taken, and the pool's own shutdown then waits for it forever; the executor notices
-    its dead workers instead."""
-    terminate = getattr(pool, "terminate_workers", None)  # Python >= 3.14
-    if terminate is not None:
-        terminate()
-        return
-    for process in list((getattr(pool, "_processes", None) or {}).values()):
-        process.terminate()
+    main process: nobody will read those results), so that this process can exit at once.
+
+    A worker killed in the middle of writing a result leaves half a message in the result
+    pipe. The pool's manager thread, reading it, would wait for the rest forever: this process
+    holds the pipe's write end too, so no end of file comes; and the interpreter joins that
+    thread at exit, so the command would never end (it had cleaned up and said so). This
+    process never writes results: closing its write end turns the half message into an end of
+    file once the workers are dead, which the pool takes for a broken pool; it then closes the
+    job pipe's read end too, which ends its feeder thread, blocked on a full pipe nobody reads.
+    SIGKILL ends a worker that has not yet undone the signal handlers forked from this process.
+    (``multiprocessing.Pool.terminate`` can hang likewise: a worker killed while it holds the
+    result queue's lock leaves the lock taken. Python 3.14's ``terminate_workers`` does not
+    close the pipe.)"""
+    processes = list((getattr(pool, "_processes", None) or {}).values())
+    results = getattr(pool, "_result_queue", None)  # None once the pool is shut down
+    for process in processes:
+        process.kill()
+    if results is not None:
+        results._writer.close()
     pool.shutdown(wait=False, cancel_futures=True)
 
 

@@ -172,7 +172,9 @@ def test_killed_prepare_leaves_no_dataset(
     out = tmp_path / "out" / "bin"
     args = ["prepare", "--train", str(tmp_path / "c"), "--spm", str(corpus_spm), "-o", str(out),
             "--workers", "2", "--chunk-size", "500"]  # fmt: skip
-    process = subprocess.Popen([*mtkit_command(), *args], cwd=tmp_path, stderr=subprocess.PIPE)
+    env = {**os.environ, "PYTHONFAULTHANDLER": "1"}  # SIGABRT: every thread's stack
+    process = subprocess.Popen([*mtkit_command(), *args], cwd=tmp_path, stderr=subprocess.PIPE,
+                               env=env)  # fmt: skip
     try:
         deadline = time.monotonic() + 60
         while not [p for p in out.parent.glob(".bin.*.tmp/train.src.bin") if p.stat().st_size]:
@@ -180,7 +182,7 @@ def test_killed_prepare_leaves_no_dataset(
             time.sleep(0.01)
         workers = Path(f"/proc/{process.pid}/task/{process.pid}/children").read_text().split()
         process.send_signal(signum)
-        code = process.wait(timeout=30)
+        code = _wait_or_dump(process, 30)
         assert code == (-signal.SIGKILL if signum == signal.SIGKILL else 128 + signum)
     finally:
         release.set()
@@ -211,6 +213,18 @@ def test_killed_prepare_leaves_no_dataset(
     assert done.returncode == 0, done.stderr
     assert read_manifest(out)["splits"]["train"]["read"] == len(pairs)
     assert [p.name for p in out.parent.iterdir()] == ["bin"]  # stale staging removed
+
+
+def _wait_or_dump(process: subprocess.Popen, timeout: float) -> int:
+    """``process``'s exit status; one still running after ``timeout`` is aborted, and the test
+    fails with the Python stack of each of its threads (faulthandler, on SIGABRT)."""
+    try:
+        return process.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        process.send_signal(signal.SIGABRT)
+        process.wait(timeout=30)
+        stacks = process.stderr.read().decode(errors="replace")
+        pytest.fail(f"still running {timeout} s after the signal; its threads:\n{stacks}")
 
 
 def _alive(pid: int) -> bool:

@@ -277,7 +277,7 @@ def running(pid: int) -> bool:
 
 @pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="reads /proc")
 def test_an_interruption_ends_the_workers_and_the_engine(ckpt: str) -> None:
-    """A signal (here KeyboardInterrupt from the progress bar) ends the workers (terminated,
+    """A signal (here KeyboardInterrupt from the progress bar) ends the workers (killed,
     not left to finish the batches queued: with the demo model that took 0.5 s instead of 7 s
     after a SIGTERM) and the engine then refuses to translate, in one line."""
     engine = load_engine([ckpt], tcfg(workers=2, threads=1, max_tokens=20, **FAST))
