@@ -42,9 +42,10 @@ class KeyValueCache:
     """Self-attention keys/values of one layer, preallocated for ``max_len`` steps.
 
     ``append`` writes one step (or several: speculative decoding); ``truncate`` forgets the
-    last ones (the buffers stay, the length shrinks); ``reorder`` keeps rows. With the row count unchanged (every
-    step of beam search) the filled steps are gathered straight into a spare pair of buffers,
-    which then swap with the current ones: one copy per step and no allocation.
+    last ones (the buffers stay, the length shrinks); ``reorder`` keeps rows. With the row
+    count unchanged (every step of beam search) the filled steps are gathered straight into a
+    spare pair of buffers, which then swap with the current ones: one copy per step and no
+    allocation.
     """
 
     k: Tensor  # (R, Hkv, max_len, Dh)

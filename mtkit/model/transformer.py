@@ -1,9 +1,9 @@
 """The Transformer encoder-decoder (Vaswani et al., 2017) with an incremental decoding API.
 
 ``encode`` runs the encoder once per source batch; ``decode`` is the teacher-forced pass used in
-training; ``start_state`` + ``decode_step`` decode one token at a time (``decode_steps`` several, for
-speculative decoding, and ``DecoderState.truncate`` rolls them back): each decoder layer
-keeps its own state (:mod:`mtkit.model.state`), caching its self-attention keys/values (or the
+training; ``start_state`` + ``decode_step`` decode one token at a time (``decode_steps``
+several, for speculative decoding, and ``DecoderState.truncate`` rolls them back): each decoder
+layer keeps its own state (:mod:`mtkit.model.state`), caching its self-attention keys/values (or the
 average attention's running sum) and its cross-attention keys/values, computed once per source.
 
 The variants of :class:`~mtkit.config.ModelConfig` (norms, positions, key/value heads,
