@@ -85,6 +85,11 @@ SEARCH_OPTIONS: list[tuple[tuple[str, ...], str, Any, str]] = [
     (("--word-scores",), "word_scores", None,
      "Also write each word's score (implies --scores): SCORE<TAB>TRANSLATION<TAB>WORD_SCORES, "
      "the mean log-probability of each whitespace word's pieces."),
+    (("--draft",), "draft", click.Path(),
+     "Speculative decoding (greedy, --beam 1): this small checkpoint, with the same spm "
+     "models, proposes tokens that the models check in one pass; the output is theirs."),
+    (("--draft-tokens",), "draft_tokens", click.IntRange(1),
+     "Tokens the --draft model proposes per pass of the models."),
     (("--engine",), "engine", click.Choice(engine_names()),
      "; ".join(f"{e.name}: -m names a {e.model_format}" for e in ENGINES.values()) + "."),
 ]  # fmt: skip

@@ -126,6 +126,8 @@ class TranslateConfig:
     glossary_ignore_case: bool = False  # glossary terms match whatever their case
 
     word_scores: bool = False  # a column of per-word scores (implies search.scores)
+    draft: str = ""  # a small checkpoint proposing tokens the models check (greedy, same output)
+    draft_tokens: int = 4  # tokens the draft proposes per pass of the models
 
     def __post_init__(self) -> None:
         if self.word_scores and not self.search.scores:
@@ -161,6 +163,17 @@ class TranslateConfig:
              "--constraints gives phrases per input line, which must be one sentence: it cannot "
              "be combined with --split-sentences or --format html/xml (use --glossary, whose "
              "terms are found per sentence)"),
+            (self.draft_tokens >= 1, f"--draft-tokens must be at least 1, got "
+             f"{self.draft_tokens}"),
+            (not self.draft or self.engine == "mtkit",
+             f"--draft runs with --engine mtkit only (got --engine {self.engine})"),
+            (not self.draft or self.search.width == 1 and not self.search.sampling,
+             "--draft speeds up greedy decoding: it needs --beam 1 and no --sampling (got "
+             f"--beam {self.search.width}{' --sampling' if self.search.sampling else ''})"),
+            (not self.draft or not self.search.constraints, "--draft cannot be combined with "
+             "--constraints or --glossary (constrained search)"),
+            (not self.draft or not self.search.alignment,
+             "--draft cannot be combined with --alignment"),
             (self.format == "text" or not self.search.scores,
              f"--format {self.format} gives one document; it cannot be combined with --scores or "
              "--word-scores (scores are per line)"),

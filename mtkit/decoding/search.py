@@ -18,6 +18,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import torch
 from torch import Tensor
@@ -37,6 +38,9 @@ from mtkit.decoding.constraints import Constraints
 from mtkit.decoding.protocol import DecodingState, StepDecoder
 from mtkit.decoding.sampling import greedy_tokens, sample_tokens
 from mtkit.errors import MtkitError
+
+if TYPE_CHECKING:
+    from mtkit.decoding.speculative import Draft
 
 
 @dataclass
@@ -89,6 +93,22 @@ class Ensemble:
         if len(lprobs) == 1:
             return lprobs[0]
         return torch.stack(lprobs).mean(0).log_softmax(-1)
+
+    def steps(self, tokens: Tensor) -> Tensor:
+        """Feed n tokens per row at once, tokens (R, n); return the log-probabilities after each
+        (R, n, V) in float32 (speculative decoding; the models need ``decode_steps``)."""
+        lprobs = [
+            m.decode_steps(tokens, s).float().log_softmax(-1)
+            for m, s in zip(self.models, self.states, strict=True)
+        ]
+        if len(lprobs) == 1:
+            return lprobs[0]
+        return torch.stack(lprobs).mean(0).log_softmax(-1)
+
+    def truncate(self, length: int) -> None:
+        """Roll every model's state back to its first ``length`` positions."""
+        for state in self.states:
+            state.truncate(length)
 
     def reorder(self, rows: Tensor, sources: Tensor | None) -> None:
         """Keep rows ``rows``; ``sources`` selects the source rows they share (see
@@ -306,6 +326,7 @@ def generate(
     config: SearchConfig,
     generator: torch.Generator | None = None,
     constraints: Sequence[Constraints] | None = None,
+    draft: Draft | None = None,
 ) -> list[list[Hypothesis]]:
     """Translate src (B, S), rows = ids + EOS right-padded with PAD; per row, best first.
 
@@ -319,6 +340,10 @@ def generate(
 
     ``constraints`` (one per row) make it a lexically constrained beam search
     (:mod:`mtkit.decoding.constrained`; at any width, beam 1 included), which sampling is not.
+
+    ``draft`` (a small model with the same vocabularies) makes greedy decoding speculative
+    (:mod:`mtkit.decoding.speculative`): the same output, fewer passes of the models; searches
+    other than plain greedy decoding do not use it.
     """
     if constraints is not None and config.sampling:
         raise MtkitError("--sampling cannot honour constraints; use beam search")
@@ -340,6 +365,10 @@ def generate(
                 from mtkit.decoding.constrained import constrained_search
 
                 return constrained_search(ens, src, config, constraints)
+            if config.width == 1 and draft is not None:
+                from mtkit.decoding.speculative import speculative_search
+
+                return speculative_search(ens, draft, src, config)
             if config.width == 1:
                 return row_search(ens, src, config)
             return beam_search(ens, src, config)

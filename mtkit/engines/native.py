@@ -21,6 +21,7 @@ from mtkit.data.tokenizer import Tokenizer
 from mtkit.decoding.batching import pad_batch
 from mtkit.decoding.constraints import Constraints
 from mtkit.decoding.search import Hypothesis, generate
+from mtkit.decoding.speculative import Draft
 from mtkit.devices import torch_device
 from mtkit.engines.alignment import word_alignment
 from mtkit.engines.base import (
@@ -32,6 +33,7 @@ from mtkit.engines.base import (
     one_line,
 )
 from mtkit.engines.confidence import piece_confidence
+from mtkit.engines.draft import describe_draft, load_draft
 from mtkit.errors import MtkitError
 from mtkit.languages import Languages
 from mtkit.model.inference import check_precision, prepare_for_inference
@@ -52,6 +54,7 @@ class NativeEngine(Engine):
     model_languages: Languages | None = None
     generator: torch.Generator | None = None  # sampling draws from one stream across calls
     boundaries: frozenset[int] | None = None  # target pieces that end a word (constraints)
+    draft: Draft | None = None  # --draft: greedy searches are speculative (same output)
 
     def decode_batch(
         self, rows: list[list[int]], search: SearchConfig, phrases: list[Phrases] | None = None
@@ -67,7 +70,7 @@ class NativeEngine(Engine):
             constraints = [Constraints(p, ordered, self.boundaries)
                            for p in phrases or [[] for _ in rows]]  # fmt: skip
         found = generate([first, *self.models[1:]], src, search, self._generator(search),
-                         constraints)  # fmt: skip
+                         constraints, self.draft)  # fmt: skip
         texts = iter(self.tgt_tokenizer.decode([h.tokens for hyps in found for h in hyps]))
         out = [[Translation(one_line(next(texts)), h.score, h.logprob, len(h.tokens))
                 for h in hyps] for hyps in found]  # fmt: skip
@@ -169,6 +172,7 @@ def describe(checkpoints: list[str], config: TranslateConfig) -> ModelInfo:
     ckpts = [Checkpoint.load(path) for path in checkpoints]
     pairs = [ckpt.tokenizers() for ckpt in ckpts]
     check_ensemble(checkpoints, pairs)
+    describe_draft(config, checkpoints[0], pairs[0])
     check_target(config.tgt_lang, pairs[0][0].tags)
     positions = min(ckpt.model_config.max_positions for ckpt in ckpts)
     return ModelInfo(*pairs[0], positions, ckpts[0].languages)
@@ -192,4 +196,6 @@ def load(checkpoints: list[str], config: TranslateConfig, announce: bool = True)
     engine = NativeEngine(models, first.src_tokenizer, first.tgt_tokenizer, config, device,
                           positions, first.languages)  # fmt: skip
     engine._generator(config.search)
+    engine.draft = load_draft(config, checkpoints[0], (first.src_tokenizer, first.tgt_tokenizer),
+                              device, dtype)  # fmt: skip
     return engine

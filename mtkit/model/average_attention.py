@@ -21,7 +21,7 @@ sublayer: an exporter must refuse it by name.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import torch
 from torch import Tensor, nn
@@ -41,10 +41,16 @@ def cumulative_average(x: Tensor) -> Tensor:
 
 @dataclass
 class AverageState:
-    """Decoding state of one average-attention sublayer: the running sum of its inputs."""
+    """Decoding state of one average-attention sublayer: the running sum of its inputs.
+
+    Speculative decoding (:meth:`AverageAttention.steps`, several positions per call) keeps the
+    sum after each such position in ``saved``, so that ``truncate`` can roll back to any of
+    them; ``truncate`` then forgets them (one step at a time, :meth:`AverageAttention.step`,
+    saves nothing: plain decoding holds one D-vector per row, as ever)."""
 
     total: Tensor  # (R, 1, D), R rows being decoded
     steps: int = 0
+    saved: dict[int, Tensor] = field(default_factory=dict)  # steps -> total (R, 1, D)
 
     @classmethod
     def start(
@@ -60,10 +66,21 @@ class AverageState:
     def reorder(self, rows: Tensor) -> None:
         """Keep rows ``rows`` (R',) in that order: beams moving, sentences leaving."""
         self.total = self.total.index_select(0, rows)
+        self.saved = {n: t.index_select(0, rows) for n, t in self.saved.items()}
+
+    def truncate(self, length: int) -> None:
+        """Back to the sum after ``length`` steps: now, or one that :meth:`AverageAttention.steps`
+        saved since the last truncation."""
+        if length != self.steps:
+            if length not in self.saved:
+                raise ValueError(f"average attention cannot go back from {self.steps} steps to "
+                                 f"{length} (saved: {sorted(self.saved)})")  # fmt: skip
+            self.total, self.steps = self.saved[length], length
+        self.saved = {}
 
     def nbytes(self) -> int:
         """Bytes held: one D-vector per row, whatever the number of steps."""
-        return self.total.nbytes
+        return self.total.nbytes + sum(t.nbytes for t in self.saved.values())
 
 
 class AverageAttention(nn.Module):
@@ -93,6 +110,18 @@ class AverageAttention(nn.Module):
         state.total = state.total + x
         state.steps += 1
         return self._gated(x, state.total / state.steps)
+
+    def steps(self, x: Tensor, state: AverageState) -> Tensor:
+        """x (R, k, D), the next k positions of each row -> (R, k, D), as k calls of
+        :meth:`step` (the same running sums, added in the same order), each sum saved for
+        :meth:`AverageState.truncate`."""
+        averages = []
+        for i in range(x.shape[1]):
+            state.total = state.total + x[:, i : i + 1]
+            state.steps += 1
+            state.saved[state.steps] = state.total
+            averages.append(state.total / state.steps)
+        return self._gated(x, torch.cat(averages, dim=1))
 
     def start_state(self, rows: int, like: Tensor) -> AverageState:
         """An empty state for ``rows`` rows on ``like``'s device and dtype."""

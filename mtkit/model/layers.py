@@ -158,6 +158,17 @@ class SelfAttention(nn.Module):
         y = self.positions.attend(q, keys, values, q_offset=t)
         return self.out(merge_heads(y))
 
+    def steps(self, x: Tensor, cache: KeyValueCache) -> Tensor:
+        """n decoding steps at once at positions t..t+n-1, t = cache.length (speculative
+        decoding's check of proposed tokens): x (R, n, D); the n keys/values are appended and
+        each query attends causally to the t + 1.. t + n keys up to its own position."""
+        t, n = cache.length, x.shape[1]
+        q, k, v = self.project(x)
+        q, k = self.positions.rotate(q, t), self.positions.rotate(k, t)
+        keys, values = cache.append(k, v)  # (R, Hkv, t + n, Dh) each
+        y = self.positions.attend(q, keys, values, causal=n > 1, q_offset=t)
+        return self.out(merge_heads(y))
+
 
 class CrossAttention(nn.Module):
     """Multi-head attention from decoder states to the encoder memory, with ``kv_heads``

@@ -5,7 +5,9 @@ fairseq keeps a dict of cached tensors that ``reorder_incremental_state`` walks 
 self-attention cached (:class:`KeyValueCache`, or another kind such as a running average) and
 what its cross-attention computed once per source sentence (:class:`SourceCache`). The search
 sees only :class:`DecoderState.reorder`, so a new attention kind brings its own state object
-(anything with ``reorder(rows)``) without touching the search.
+(anything with ``reorder(rows)``) without touching the search. Speculative decoding
+(:mod:`mtkit.decoding.speculative`) feeds several positions at once and then rolls the state
+back to the accepted ones: each state object owns that too (``truncate(length)``).
 
 Rows and sources: R rows are being decoded (sentences x beams); each run of ``group`` adjacent
 rows (one sentence's beams) shares one source row, so the beams attend to their source together
@@ -30,14 +32,20 @@ class RowState(Protocol):
     def nbytes(self) -> int:
         """Bytes held for the rows' cached tensors."""
 
+    def truncate(self, length: int) -> None:
+        """Forget every position from ``length`` on (all rows alike): speculative decoding's
+        roll-back to the accepted positions."""
+
 
 @dataclass
 class KeyValueCache:
     """Self-attention keys/values of one layer, preallocated for ``max_len`` steps.
 
-    ``append`` writes one step; ``reorder`` keeps rows. With the row count unchanged (every
-    step of beam search) the filled steps are gathered straight into a spare pair of buffers,
-    which then swap with the current ones: one copy per step and no allocation.
+    ``append`` writes one step (or several: speculative decoding); ``truncate`` forgets the
+    last ones (the buffers stay, the length shrinks); ``reorder`` keeps rows. With the row
+    count unchanged (every step of beam search) the filled steps are gathered straight into a
+    spare pair of buffers, which then swap with the current ones: one copy per step and no
+    allocation.
     """
 
     k: Tensor  # (R, Hkv, max_len, Dh)
@@ -51,12 +59,19 @@ class KeyValueCache:
         return cls(like.new_empty(shape), like.new_empty(shape))
 
     def append(self, k: Tensor, v: Tensor) -> tuple[Tensor, Tensor]:
-        """Store one step's k, v (R, Hkv, 1, Dh); returns every filled step's keys/values."""
-        t = self.length
-        self.k[:, :, t : t + 1] = k
-        self.v[:, :, t : t + 1] = v
-        self.length = t + 1
-        return self.k[:, :, : t + 1], self.v[:, :, : t + 1]
+        """Store n steps' k, v (R, Hkv, n, Dh), n = 1 but for speculative decoding; returns every
+        filled step's keys/values."""
+        t, n = self.length, k.shape[-2]
+        self.k[:, :, t : t + n] = k
+        self.v[:, :, t : t + n] = v
+        self.length = t + n
+        return self.k[:, :, : t + n], self.v[:, :, : t + n]
+
+    def truncate(self, length: int) -> None:
+        """Keep the first ``length`` steps (later appends overwrite the rest)."""
+        if not 0 <= length <= self.length:
+            raise ValueError(f"cannot truncate a cache of {self.length} steps to {length}")
+        self.length = length
 
     def reorder(self, rows: Tensor) -> None:
         n = self.length
@@ -113,6 +128,9 @@ class LayerState:
     def reorder_source(self, sources: Tensor) -> None:
         self.source.reorder(sources)
 
+    def truncate(self, length: int) -> None:
+        self.own.truncate(length)  # the source side does not grow with the steps
+
 
 @dataclass
 class DecoderState:
@@ -139,6 +157,13 @@ class DecoderState:
         if self.src_keep is not None:
             self.src_keep = self.src_keep.index_select(0, sources)
         self.group = len(rows) // len(sources)
+
+    def truncate(self, length: int) -> None:
+        """Roll every layer back to its first ``length`` positions (speculative decoding: the
+        positions after the accepted tokens are forgotten); the next token goes at ``length``."""
+        for layer in self.layers:
+            layer.truncate(length)
+        self.offset = length
 
     def nbytes(self) -> int:
         """Bytes of cached keys/values (and other per-layer tensors) held now."""

@@ -1,8 +1,9 @@
 """The Transformer encoder-decoder (Vaswani et al., 2017) with an incremental decoding API.
 
 ``encode`` runs the encoder once per source batch; ``decode`` is the teacher-forced pass used in
-training; ``start_state`` + ``decode_step`` decode one token at a time: each decoder layer
-keeps its own state (:mod:`mtkit.model.state`), caching its self-attention keys/values (or the
+training; ``start_state`` + ``decode_step`` decode one token at a time (``decode_steps``
+several, for speculative decoding, and ``DecoderState.truncate`` rolls them back): each decoder
+layer keeps its own state (:mod:`mtkit.model.state`), caching its self-attention keys/values (or the
 average attention's running sum) and its cross-attention keys/values, computed once per source.
 
 The variants of :class:`~mtkit.config.ModelConfig` (norms, positions, key/value heads,
@@ -90,6 +91,14 @@ class DecoderLayer(nn.Module):
         r = x.shape[0]
         x = self._rest(x.view(r // group, group, x.shape[-1]), state.source, src_keep)
         return x.view(r, 1, x.shape[-1])
+
+    def steps(self, x: Tensor, state: LayerState, src_keep: Tensor | None, group: int) -> Tensor:
+        """x (R, n, D): n positions of R rows at once (speculative decoding); as :meth:`step`,
+        each source's ``group`` rows share one (R / group, group * n, D) cross-attention row."""
+        x = self.self_res(x, lambda h: self.self_attn.steps(h, state.own))
+        r, n, d = x.shape
+        x = self._rest(x.reshape(r // group, group * n, d), state.source, src_keep)
+        return x.view(r, n, d)
 
     def attention_probabilities(
         self, x: Tensor, source: SourceCache, src_keep: Tensor | None
@@ -258,6 +267,17 @@ class Transformer(nn.Module):
             x = layer.step(x, layer_state, state.src_keep, state.group)
         state.offset += 1
         return self.logits(self.decoder_norm(x))[:, 0]
+
+    def decode_steps(self, tokens: Tensor, state: DecoderState) -> Tensor:
+        """Feed n tokens per row at once, tokens (R, n) at positions offset..offset+n-1;
+        returns the logits after each (R, n, V), as n calls of :meth:`decode_step` would (to
+        float rounding). Speculative decoding checks proposed tokens with it, then rolls the
+        state back to the accepted ones (:meth:`DecoderState.truncate`)."""
+        x = self._embed(self.tgt_embed, self.tgt_positions, tokens, state.offset)
+        for layer, layer_state in zip(self.decoder_stack(), state.layers, strict=True):
+            x = layer.steps(x, layer_state, state.src_keep, state.group)
+        state.offset += tokens.shape[1]
+        return self.logits(self.decoder_norm(x))
 
 
 def resolve_model_config(

@@ -1,0 +1,104 @@
+"""Speculative decoding (``--draft``) against the teacher's own greedy decoding, on CPU.
+
+Translates the first ``--limit`` lines of Multi30k test_2016_flickr (en) with greedy decoding
+of the teacher (``CKPT``; ``--ensemble N``: the checkpoint N times, a stand-in for a costlier
+teacher), and with each ``--draft-tokens`` k of the ``--draft`` model proposing, and prints:
+
+- single sentences (the interactive case, a server with one client): one line per call,
+  milliseconds per sentence and tokens/s;
+- batches (the pipeline: length-sorted batches of ``--max-tokens`` source tokens): tokens/s;
+- the speed-up over the teacher's greedy, the draft's acceptance rate (accepted / proposed
+  tokens, each row its own), the tokens a sentence gains per pass of the teacher, and the
+  share of lines whose output equals the teacher's greedy output.
+
+Engines are loaded once; the rows run in ``--rounds`` interleaved rounds (teacher, then each k,
+then again) and each figure is the median over rounds, because the machine may be shared.
+
+    .venv/bin/python benchmarks/bench_speculative.py CKPT --draft DRAFT [--limit 200] \\
+        [--tokens 2 4 6] [--ensemble 2] [--threads 1] [--rounds 3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+from dataclasses import replace
+
+import torch
+from machine import print_machine
+from multi30k import read_text
+
+from mtkit.config import SearchConfig, TranslateConfig
+from mtkit.decoding.speculative import DraftStats
+from mtkit.engines import load_engine
+from mtkit.engines.base import Engine, best_texts
+
+
+def timed(engine: Engine, lines: list[str], single: bool) -> tuple[float, list[str], int]:
+    """Seconds, the translations and their target tokens (EOS included), one line per call
+    (``single``) or the whole list at once (batched by the engine)."""
+    start = time.perf_counter()
+    if single:
+        found = [hyps for line in lines for hyps in engine.translate([line])]
+    else:
+        found = engine.translate(lines)
+    seconds = time.perf_counter() - start
+    return seconds, best_texts(found), sum(h[0].tokens + 1 for h in found if h)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("checkpoint")
+    parser.add_argument("--draft", required=True)
+    parser.add_argument("--tokens", type=int, nargs="+", default=[2, 4, 6])
+    parser.add_argument("--ensemble", type=int, default=1, help="the teacher N times")
+    parser.add_argument("--limit", type=int, default=200)
+    parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--max-tokens", type=int, default=4096)
+    parser.add_argument("--modes", nargs="+", default=["single", "batch"])
+    args = parser.parse_args()
+    torch.set_num_threads(args.threads)
+    print_machine()
+    lines = read_text("test_2016_flickr", "en")[: args.limit]
+    base = TranslateConfig(search=SearchConfig(beam=1), device="cpu", threads=args.threads,
+                           max_tokens=args.max_tokens)  # fmt: skip
+    models = [args.checkpoint] * args.ensemble
+    names = ["greedy"] + [f"draft k={k}" for k in args.tokens]
+    engines = {"greedy": load_engine(models, base)}
+    for k in args.tokens:
+        engines[f"draft k={k}"] = load_engine(models, replace(base, draft=args.draft,
+                                                              draft_tokens=k))  # fmt: skip
+    for engine in engines.values():
+        engine.translate(lines[:8])  # warm-up
+    teacher = f"teacher: {args.checkpoint}" + (f" x{args.ensemble}" if args.ensemble > 1 else "")
+    print(f"{teacher}\ndraft: {args.draft}\n{len(lines)} lines, {args.threads} thread(s), "
+          f"{args.rounds} interleaved rounds (medians)")  # fmt: skip
+    for mode in args.modes:
+        seconds: dict[str, list[float]] = {name: [] for name in names}
+        outputs: dict[str, list[str]] = {}
+        tokens: dict[str, int] = {}
+        stats: dict[str, DraftStats] = {}
+        for _ in range(args.rounds):
+            for name in names:
+                engine = engines[name]
+                if engine.draft is not None:
+                    engine.draft.stats = stats.setdefault(name, DraftStats())
+                took, outputs[name], tokens[name] = timed(engine, lines, mode == "single")
+                seconds[name].append(took)
+        print(f"\n{mode} ({'one line per call' if mode == 'single' else 'batched'}):")
+        base_s = statistics.median(seconds["greedy"])
+        for name in names:
+            s = statistics.median(seconds[name])
+            same = sum(a == b for a, b in zip(outputs[name], outputs["greedy"], strict=True))
+            extra = ""
+            if name in stats:
+                st = stats[name]
+                extra = f"  acceptance {st.acceptance:.2f}  tokens/pass {st.tokens_per_pass:.2f}"
+            print(f"  {name:<12} {1000 * s / len(lines):7.2f} ms/sent  {tokens[name] / s:7.0f} "
+                  f"tok/s  x{base_s / s:.2f}  identical {same}/{len(lines)}{extra}")  # fmt: skip
+
+
+if __name__ == "__main__":
+    main()
