@@ -21,8 +21,8 @@ pytestmark = pytest.mark.usefixtures("one_thread")
 
 def test_students_are_deep_shallow_and_their_switches_are_variants() -> None:
     for name in STUDENTS:
-        preset = MODEL_PRESETS[name]
-        assert (preset["encoder_layers"], preset["decoder_layers"], preset["d_model"]) == (6, 2, 256)
+        shape = [MODEL_PRESETS[name][k] for k in ("encoder_layers", "decoder_layers", "d_model")]
+        assert shape == [6, 2, 256]
         assert switches(name) in VARIANTS.values(), name
     assert MODEL_PRESETS["transformer-tiny-student"].get("decoder_self_attention") is None
     assert MODEL_PRESETS["transformer-tiny-student-aan"]["decoder_self_attention"] == "average"
