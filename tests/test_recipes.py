@@ -171,3 +171,38 @@ def test_shipped_configs_resolve(config: Path) -> None:
     for key, value in settings.yaml_model.items():
         assert getattr(model, key) == value, key
     assert cfg.max_updates or cfg.max_epochs or cfg.max_time  # every recipe stops on its own
+
+
+def test_multi30k_student_targets_chain_teacher_distill_student_compare(tmp_path: Path) -> None:
+    """`make student` (dry run): the recipe's teacher, or a given ensemble, translates train.en
+    with beam 5 through the resumable `mtkit distill`; the student trains on that with
+    student.yaml; teacher (beam 5) and student (greedy, fp32 and int8) are scored side by side.
+    The commands run for real in tests/pipeline/test_distill.py (mtkit distill) and above."""
+    recipe = ROOT / "recipes" / "multi30k" / "Makefile"
+    work = tmp_path / "work"
+    common = dict(MTKIT="mtkit", WORK=str(work), DISTILL_LINES="500")
+    out = make(recipe, ["-n", "student"], **common).stdout
+    exp = f"{work}/en-de"
+    expected = [
+        f"mtkit train --config {ROOT}/recipes/multi30k/config.yaml --data {exp}/data "
+        f"--run-dir {exp}/teacher --preset transformer-small-modern",
+        f"head -n 500 {work}/raw/train.en > {exp}/distill/train.en.tmp",
+        f"mtkit distill -m {exp}/teacher/checkpoint_avg.pt -i {exp}/distill/train.en -o "
+        f"{exp}/distill/train.de --beam 5",
+        f"--train {exp}/distill/train --valid {work}/raw/val",
+        f"mtkit train --config {ROOT}/recipes/multi30k/student.yaml --data {exp}/student-data "
+        f"--run-dir {exp}/student",
+        f"-o {exp}/compare/val.teacher.de \\\n\t--beam 5",
+        f"-o {exp}/compare/val.student.de --beam 1\n",
+        f"-o {exp}/compare/test_2016_flickr.student-int8.de --beam 1 \\\n\t--quantize int8",
+    ]
+    at = [out.find(text) for text in expected]
+    assert all(i >= 0 for i in at), [t for t, i in zip(expected, at, strict=True) if i < 0]
+    assert out.count("mtkit evaluate") == 1 and "--compare $set.student.de" not in out
+    assert f"--compare {exp}/compare/$set.student-int8.de" in out
+    teachers = [tmp_path / "a.pt", tmp_path / "b.pt"]
+    for path in teachers:
+        path.write_bytes(b"")
+    given = make(recipe, ["-n", "distill"], **common, TEACHER=" ".join(map(str, teachers))).stdout
+    assert f"mtkit distill -m {teachers[0]} -m {teachers[1]} -i" in given
+    assert "--run-dir" not in given  # a given teacher is not trained

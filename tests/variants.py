@@ -13,6 +13,16 @@ from __future__ import annotations
 
 from typing import Any
 
+from mtkit.config import MODEL_PRESETS
+
+SHAPE = ("d_model", "ffn_dim", "heads", "encoder_layers", "decoder_layers", "dropout")
+
+
+def switches(preset: str) -> dict[str, Any]:
+    """A preset's variant switches, without its sizes (the tests' tiny models keep theirs)."""
+    return {k: v for k, v in MODEL_PRESETS[preset].items() if k not in SHAPE}
+
+
 VARIANTS: dict[str, dict[str, Any]] = {
     "default": {},
     "pre_norm": dict(pre_norm=True),
@@ -38,6 +48,9 @@ VARIANTS: dict[str, dict[str, Any]] = {
                                 pre_norm=True),
     "average_learned_no_bias": dict(decoder_self_attention="average", positions="learned",
                                     bias=False, norm="rmsnorm"),
+    # presets (their full shapes: tests/model/test_presets.py)
+    "tiny_student": switches("transformer-tiny-student"),
+    "tiny_student_aan": switches("transformer-tiny-student-aan"),
 }  # fmt: skip
 
 

@@ -21,6 +21,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "train": ("train", "train"),
     "average": ("train", "average"),
     "translate": ("translate", "translate"),
+    "distill": ("distill", "distill"),
     "evaluate": ("evaluate", "evaluate"),
     "plot": ("plot", "plot"),
     "export": ("export", "export"),

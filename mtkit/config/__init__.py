@@ -9,6 +9,7 @@ One module per stage, every name re-exported here (import from ``mtkit.config``)
     data.py      SpmConfig, PrepareConfig (`mtkit spm`, `mtkit prepare`)
     train.py     TrainConfig
     search.py    SearchConfig, TranslateConfig (`mtkit translate`, and every decoder)
+    distill.py   DistillConfig (`mtkit distill`)
     serve.py     ServeConfig
     evaluate.py  EvaluateConfig
     common.py    from_dict, apply_overrides, load_yaml, to_dict: mapping <-> dataclass, typed
@@ -16,6 +17,7 @@ One module per stage, every name re-exported here (import from ``mtkit.config``)
 
 from mtkit.config.common import apply_overrides, from_dict, load_yaml, to_dict
 from mtkit.config.data import PrepareConfig, SpmConfig
+from mtkit.config.distill import DistillConfig
 from mtkit.config.evaluate import EvaluateConfig
 from mtkit.config.model import MODEL_PRESETS, ModelConfig
 from mtkit.config.search import (
@@ -35,6 +37,7 @@ __all__ = [
     "CPU_MATMULS",
     "DEFAULT_LAYER",
     "DTYPES",
+    "DistillConfig",
     "LENPEN_STYLES",
     "LOG_LEVELS",
     "MODEL_PRESETS",

@@ -44,6 +44,11 @@ _SMALL: dict[str, Any] = dict(d_model=256, ffn_dim=1024, heads=4, encoder_layers
 # the small model with what the issue-13 ablation found to help at the make-demo budget:
 # pre-LN (Xiong et al. 2020) and rotary positions (Su et al. 2021)
 _SMALL_MODERN: dict[str, Any] = dict(_SMALL, pre_norm=True, positions="rope")
+# students for sequence-level distillation (Kim & Rush 2016; recipes/multi30k `make student`):
+# the deep-shallow shape (Kasai et al. 2021), 6 encoder layers and 2 decoder layers at width 256,
+# pre-LN, meant for greedy decoding (the recipe passes --beam 1): the decoder's steps are the slow
+# part, and a student trained on its teacher's beam output loses little without a beam
+_STUDENT: dict[str, Any] = dict(_SMALL, encoder_layers=6, decoder_layers=2, pre_norm=True)
 
 MODEL_PRESETS: dict[str, dict[str, Any]] = {
     "transformer-small": _SMALL,
@@ -57,4 +62,9 @@ MODEL_PRESETS: dict[str, dict[str, Any]] = {
     # the speed preset: the modern model with multi-query attention (Shazeer 2019), which the
     # ablation found 1.35x faster at beam 5 with a quarter of the decoding state, BLEU no lower
     "transformer-small-modern-mqa": dict(_SMALL_MODERN, kv_heads=1),
+    # standard self-attention with rotary positions: exports to CTranslate2
+    "transformer-tiny-student": dict(_STUDENT, positions="rope"),
+    # the average attention network in the decoder (Zhang et al. 2018), O(1) state per step:
+    # mtkit's own engine only (CTranslate2 has no such layer); sinusoidal positions (AAN needs them)
+    "transformer-tiny-student-aan": dict(_STUDENT, decoder_self_attention="average"),
 }  # fmt: skip
