@@ -103,6 +103,7 @@ class TranslateConfig:
     alignment_layer: int = DEFAULT_LAYER  # decoder layer that aligns words (-1: the last)
     spans: bool = True  # URLs, e-mails, numbers, @mentions, #hashtags, emoji, code kept verbatim
     format: str = "text"  # text (lines) | html | xml (the whole input one document)
+    shortlist: str = ""  # a lexical shortlist file (`mtkit shortlist build`): mtkit engine only
 
     def __post_init__(self) -> None:
         rules = [

@@ -16,6 +16,7 @@ from torch import Tensor, nn
 from mtkit.allocator import keep_freed_memory
 from mtkit.checkpoint import Checkpoint, load_for_inference
 from mtkit.config import SearchConfig, TranslateConfig, alignment_layer
+from mtkit.data.shortlist import Shortlist, read_shortlist
 from mtkit.data.tags import check_target
 from mtkit.data.tokenizer import Tokenizer
 from mtkit.decoding.batching import pad_batch
@@ -26,6 +27,7 @@ from mtkit.engines.base import Engine, ModelInfo, Translation, announce_dtype, o
 from mtkit.errors import MtkitError
 from mtkit.languages import Languages
 from mtkit.model.inference import check_precision, prepare_for_inference
+from mtkit.model.shortlisted import Shortlisted, output_rows, projection_weight
 from mtkit.model.transformer import EncoderOut
 from mtkit.precision import resolve_dtype
 
@@ -42,12 +44,21 @@ class NativeEngine(Engine):
     max_positions: int
     model_languages: Languages | None = None
     generator: torch.Generator | None = None  # sampling draws from one stream across calls
+    shortlist: Shortlist | None = None  # --shortlist: each batch's output layer restricted
+    # per model, its output projection's weight before packing (what output_rows needs)
+    projection_weights: list[Tensor | None] | None = None
 
     def decode_batch(self, rows: list[list[int]], search: SearchConfig) -> list[list[Translation]]:
         ids = self.src_tokenizer.specials  # the checkpoint's (an imported vocabulary's) ids
         src = pad_batch([row + [ids.eos] for row in rows], self.device, ids.pad)
         first = KeepsEncoding(self.models[0]) if search.alignment else self.models[0]
-        found = generate([first, *self.models[1:]], src, search, self._generator(search))
+        models = [first, *self.models[1:]]
+        if self.shortlist is not None:
+            models = self._shortlisted(models, rows)
+        found = generate(models, src, search, self._generator(search))
+        if isinstance(models[0], Shortlisted):
+            to_vocab = models[0].vocabulary_ids
+            found = [[replace(h, tokens=to_vocab(h.tokens)) for h in hyps] for hyps in found]
         texts = iter(self.tgt_tokenizer.decode([h.tokens for hyps in found for h in hyps]))
         out = [[Translation(one_line(next(texts)), h.score, h.logprob, len(h.tokens))
                 for h in hyps] for hyps in found]  # fmt: skip
@@ -84,6 +95,16 @@ class NativeEngine(Engine):
                     next(aligned), rows[i][0] in tags, None, len(t.text.split())))
                  for h, t in zip(found[i], out[i], strict=True)]
                 for i in range(len(found))]  # fmt: skip
+
+    def _shortlisted(self, models: list[Any], rows: list[list[int]]) -> list[Shortlisted]:
+        """``models`` restricted to the target ids this batch's shortlist allows: the union of
+        its source pieces' entries, the frequent pieces and the special ids."""
+        assert self.shortlist is not None and self.projection_weights is not None
+        specials = self.tgt_tokenizer.specials.to_dict().values()
+        allowed = torch.from_numpy(self.shortlist.union(rows, specials)).to(self.device)
+        return [Shortlisted(model, allowed, output_rows(plain, allowed, weight))
+                for model, plain, weight in zip(models, self.models, self.projection_weights,
+                                                strict=True)]  # fmt: skip
 
     def _generator(self, search: SearchConfig) -> torch.Generator | None:
         if not search.sampling:
@@ -131,6 +152,15 @@ def _settings(config: TranslateConfig, announce: bool) -> tuple[torch.device, st
     return device, dtype.name
 
 
+def _shortlist(config: TranslateConfig, src: Tokenizer, tgt: Tokenizer) -> Shortlist | None:
+    """``--shortlist``'s file, checked against the models' vocabularies (None without one)."""
+    if not config.shortlist:
+        return None
+    shortlist = read_shortlist(config.shortlist)
+    shortlist.check_vocabularies(src, tgt, f"--shortlist {config.shortlist}")
+    return shortlist
+
+
 def describe(checkpoints: list[str], config: TranslateConfig) -> ModelInfo:
     """What the engine would know of ``checkpoints`` (tokenizers, limits, languages), checked
     as :func:`load` checks them, without building a model: for a process that only encodes."""
@@ -139,6 +169,7 @@ def describe(checkpoints: list[str], config: TranslateConfig) -> ModelInfo:
     pairs = [ckpt.tokenizers() for ckpt in ckpts]
     check_ensemble(checkpoints, pairs)
     check_target(config.tgt_lang, pairs[0][0].tags)
+    _shortlist(config, *pairs[0])
     positions = min(ckpt.model_config.max_positions for ckpt in ckpts)
     return ModelInfo(*pairs[0], positions, ckpts[0].languages)
 
@@ -154,11 +185,16 @@ def load(checkpoints: list[str], config: TranslateConfig, announce: bool = True)
     loaded = [load_for_inference(path) for path in checkpoints]
     check_ensemble(checkpoints, [(item.src_tokenizer, item.tgt_tokenizer) for item in loaded])
     check_target(config.tgt_lang, loaded[0].src_tokenizer.tags)
+    first = loaded[0]
+    shortlist = _shortlist(config, first.src_tokenizer, first.tgt_tokenizer)
+    # a packed projection (CPU) keeps no weight to take rows from: keep it aside
+    weights = [projection_weight(item.model) if shortlist and device.type == "cpu" else None
+               for item in loaded]  # fmt: skip
     models = [prepare_for_inference(item.model, device, dtype, config.quantize, config.cpu_matmul)
               for item in loaded]  # fmt: skip
-    first = loaded[0]
     positions = min(item.config.max_positions for item in loaded)
     engine = NativeEngine(models, first.src_tokenizer, first.tgt_tokenizer, config, device,
-                          positions, first.languages)  # fmt: skip
+                          positions, first.languages, shortlist=shortlist,
+                          projection_weights=weights)  # fmt: skip
     engine._generator(config.search)
     return engine
