@@ -33,10 +33,21 @@ from mtkit.pipeline.export import EXPORT_FORMATS, QUANTIZATIONS, export_model
     show_default=True,
     help="Weight type of a ctranslate2 export.",
 )
+@click.option(
+    "--shortlist",
+    default="",
+    type=click.Path(),
+    help="Lexical shortlist (`mtkit shortlist build`) written as CTranslate2's vocabulary map "
+    "(vmap.txt), which `--engine ctranslate2` then decodes with.",
+)
 @click.option("--force", is_flag=True, help="Replace OUT_DIR if it exists.")
-def export(out_dir: str, checkpoint: str, fmt: str, quantization: str, force: bool) -> None:
+def export(
+    out_dir: str, checkpoint: str, fmt: str, quantization: str, shortlist: str, force: bool
+) -> None:
     """Export a checkpoint to OUT_DIR for Hugging Face transformers or CTranslate2."""
     if fmt != "ctranslate2" and quantization != "float32":
         raise click.UsageError("--quantization applies to --format ctranslate2 only")
+    if fmt != "ctranslate2" and shortlist:
+        raise click.UsageError("--shortlist applies to --format ctranslate2 only")
     with user_errors():
-        click.echo(export_model(checkpoint, out_dir, fmt, quantization, force))
+        click.echo(export_model(checkpoint, out_dir, fmt, quantization, force, shortlist))

@@ -21,14 +21,17 @@ __all__ = ["EXPORT_FORMATS", "IMPORT_FORMATS", "QUANTIZATIONS", "export_model", 
 
 def export_model(
     checkpoint: str | Path, out_dir: str | Path, fmt: str, quantization: str = "float32",
-    force: bool = False,
+    force: bool = False, shortlist: str = "",
 ) -> str:  # fmt: skip
-    """Export ``checkpoint`` to ``out_dir`` in format ``fmt``; a one-line summary of it."""
+    """Export ``checkpoint`` to ``out_dir`` in format ``fmt`` (ctranslate2: with ``shortlist``
+    as its vocabulary map); a one-line summary of it."""
     if fmt not in EXPORT_FORMATS:
         raise MtkitError(f"--format: unknown export format {fmt!r} ({', '.join(EXPORT_FORMATS)})")
     if fmt == "hf":
         if quantization != "float32":
             raise MtkitError("--quantization applies to --format ctranslate2 only")
+        if shortlist:
+            raise MtkitError("--shortlist applies to --format ctranslate2 only")
         from mtkit.export.hf import export_hf
 
         result = export_hf(checkpoint, out_dir, force=force)
@@ -36,8 +39,10 @@ def export_model(
                 f"(max |logit diff| vs mtkit {result.max_logit_difference:.1e})")  # fmt: skip
     from mtkit.export.ct2 import export_ct2
 
-    path = export_ct2(checkpoint, out_dir, quantization=quantization, force=force)
-    return f"{path}: CTranslate2 model ({quantization}) + source.spm/target.spm"
+    path = export_ct2(checkpoint, out_dir, quantization=quantization, force=force,
+                      shortlist=shortlist)  # fmt: skip
+    extra = " + vmap.txt (the shortlist)" if shortlist else ""
+    return f"{path}: CTranslate2 model ({quantization}) + source.spm/target.spm{extra}"
 
 
 def import_model(
