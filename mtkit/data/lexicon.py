@@ -126,6 +126,8 @@ def learn_shortlist(
         raise MtkitError(f"--method must be one of {', '.join(METHODS)}, got {method!r}")
     if top_k < 1 or frequent < 0 or iterations < 1:
         raise MtkitError("--top-k and --iterations must be >= 1, --frequent >= 0")
+    if not len(data):
+        raise MtkitError(f"{data.data_dir}: the {data.split} split is empty: nothing to learn from")
     vs, vt = len(src_tok), len(tgt_tok)
     (src, src_offsets), (tgt, tgt_offsets) = data.flat("src"), data.flat("tgt")
     if len(src) and int(src.max()) >= vs or len(tgt) and int(tgt.max()) >= vt:

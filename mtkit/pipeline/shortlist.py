@@ -17,6 +17,8 @@ from mtkit.staging import staged_file
 def build_shortlist(cfg: ShortlistConfig) -> tuple[Shortlist, float]:
     """Learn the shortlist ``cfg`` asks for and write it to ``cfg.output``; it and the seconds
     it took. Options and the dataset are checked before anything is written."""
+    if not cfg.data:
+        raise MtkitError("--data: the dataset directory to learn from is required")
     if not cfg.output:
         raise MtkitError("-o/--output: the shortlist file to write is required")
     if Path(cfg.output).is_dir():
