@@ -27,7 +27,7 @@ from mtkit.engines.base import Engine, ModelInfo, Translation, announce_dtype, o
 from mtkit.errors import MtkitError
 from mtkit.languages import Languages
 from mtkit.model.inference import check_precision, prepare_for_inference
-from mtkit.model.shortlisted import Shortlisted, output_rows, projection_weight
+from mtkit.model.shortlisted import GROUP, Shortlisted, group_plan, projection_weight
 from mtkit.model.transformer import EncoderOut
 from mtkit.precision import resolve_dtype
 
@@ -47,6 +47,7 @@ class NativeEngine(Engine):
     shortlist: Shortlist | None = None  # --shortlist: each batch's output layer restricted
     # per model, its output projection's weight before packing (what output_rows needs)
     projection_weights: list[Tensor | None] | None = None
+    shortlist_group: int = GROUP  # sentences of a batch that share one shortlist union
 
     def decode_batch(self, rows: list[list[int]], search: SearchConfig) -> list[list[Translation]]:
         ids = self.src_tokenizer.specials  # the checkpoint's (an imported vocabulary's) ids
@@ -58,7 +59,8 @@ class NativeEngine(Engine):
         found = generate(models, src, search, self._generator(search))
         if isinstance(models[0], Shortlisted):
             to_vocab = models[0].vocabulary_ids
-            found = [[replace(h, tokens=to_vocab(h.tokens)) for h in hyps] for hyps in found]
+            found = [[replace(h, tokens=to_vocab(i, h.tokens)) for h in hyps]
+                     for i, hyps in enumerate(found)]  # fmt: skip
         texts = iter(self.tgt_tokenizer.decode([h.tokens for hyps in found for h in hyps]))
         out = [[Translation(one_line(next(texts)), h.score, h.logprob, len(h.tokens))
                 for h in hyps] for hyps in found]  # fmt: skip
@@ -97,12 +99,13 @@ class NativeEngine(Engine):
                 for i in range(len(found))]  # fmt: skip
 
     def _shortlisted(self, models: list[Any], rows: list[list[int]]) -> list[Shortlisted]:
-        """``models`` restricted to the target ids this batch's shortlist allows: the union of
-        its source pieces' entries, the frequent pieces and the special ids."""
+        """``models`` restricted to the target ids the shortlist allows this batch's sentences
+        (:mod:`mtkit.model.shortlisted`): per group of sentences, the union of their source
+        pieces' entries, the frequent pieces and the special ids."""
         assert self.shortlist is not None and self.projection_weights is not None
-        specials = self.tgt_tokenizer.specials.to_dict().values()
-        allowed = torch.from_numpy(self.shortlist.union(rows, specials)).to(self.device)
-        return [Shortlisted(model, allowed, output_rows(plain, allowed, weight))
+        found = group_plan(self.shortlist, rows, self.tgt_tokenizer.specials, self.device,
+                           self.shortlist_group)  # fmt: skip
+        return [Shortlisted(model, found, plain, weight)
                 for model, plain, weight in zip(models, self.models, self.projection_weights,
                                                 strict=True)]  # fmt: skip
 

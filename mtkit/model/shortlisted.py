@@ -1,33 +1,45 @@
 """Decoding over a shortlist of target pieces (:mod:`mtkit.data.shortlist`): the output layer
-of each step projects onto the batch's shortlisted rows only.
+of each step projects onto the shortlisted rows of the output matrix only.
+
+A batch's sentences are cut into groups of ``GROUP`` consecutive sentences (:class:`Plan`);
+each group allows the union of its sentences' shortlist entries, the frequent pieces and the
+special ids. Per group rather than per batch, because unions grow with the sentences: on
+Multi30k a default batch (4,096 source tokens, ~200 sentences) allows half the vocabulary, a
+group of 16 a fifth (benchmarks/README.md, "Lexical shortlist").
 
 :class:`Shortlisted` wraps a model prepared for inference (any of
 :func:`~mtkit.model.inference.prepare_for_inference`'s kinds: float, oneDNN-packed, bf16,
-int8) as a :class:`~mtkit.decoding.protocol.StepDecoder` whose vocabulary is the K shortlisted
-ids, in increasing order: the search sees ids 0..K-1 (its special ids mapped the same way), the
-wrapper feeds ``ids[token]`` to the model and projects the final decoder state onto rows
-``ids`` of the output matrix. The search itself does not change, and it works over K columns,
-not V: log-softmax, bans and top-k cost K/V of the full vocabulary. Hypotheses come back in
-shortlist ids; :meth:`Shortlisted.vocabulary_ids` maps them back. With every id shortlisted the
-rows are the whole matrix, in order, and the output equals the unrestricted model's.
+int8) as a :class:`~mtkit.decoding.protocol.StepDecoder` whose vocabulary is K columns: a row
+of group g reads column c as target id ``tables[g, c]`` (the special ids first, then the others
+in increasing order; columns past the group's own count are -inf). The wrapper feeds the real
+ids to the model, projects each group's final decoder states onto its rows of the output
+matrix, and follows the search's reorders to know each row's group. The search does not change,
+and works over K columns, not V: log-softmax, bans and top-k cost K/V of the full vocabulary.
+Hypotheses come back in columns; :meth:`Shortlisted.vocabulary_ids` maps them back. With every
+id shortlisted (and mtkit's special ids, the lowest) the columns are the vocabulary, in order,
+and the output equals the unrestricted model's.
 """
 
 from __future__ import annotations
 
+import math
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import torch
 from torch import Tensor, nn
 from torch.nn import functional as F
 
-from mtkit.data.tokenizer import DEFAULT_SPECIAL_IDS, SpecialIds
+from mtkit.data.shortlist import Shortlist
+from mtkit.data.tokenizer import SpecialIds
 from mtkit.errors import MtkitError
 from mtkit.model.packed import Bf16Linear, PackedLinear
 from mtkit.model.transformer import Transformer
 
 Projection = Callable[[Tensor], Tensor]
+GROUP = 16  # sentences that share one union (benchmarks/bench_shortlist.py --group)
 
 
 def projection_weight(model: Transformer) -> Tensor:
@@ -75,35 +87,92 @@ def _int8_rows(output: nn.Module, ids: Tensor) -> nn.Module:
     return rows
 
 
-class Shortlisted:
-    """``model`` for the search, its target vocabulary cut to ``ids`` (sorted, specials among
-    them); everything but the step and the ids is the model's."""
+@dataclass(frozen=True)
+class Plan:
+    """Which target ids each group of a batch's sentences may produce, as table columns."""
 
-    def __init__(self, model: Any, ids: Tensor, project: Projection) -> None:
+    tables: Tensor  # (G, K) target id of each column; padding columns hold UNK
+    sizes: tuple[int, ...]  # the real columns of each group (the rest: -inf)
+    group_of: Tensor  # (N,) the group of each sentence
+    special_ids: SpecialIds  # the special ids as columns (the same in every group)
+
+    @property
+    def width(self) -> int:
+        return self.tables.shape[1]
+
+
+def group_plan(shortlist: Shortlist, rows: Sequence[Sequence[int]], specials: SpecialIds,
+         device: torch.device, group: int = GROUP) -> Plan:  # fmt: skip
+    """The plan of a batch of source ``rows``: groups of ``group`` consecutive sentences (one
+    group when all would allow the same ids)."""
+    first = sorted(set(specials.to_dict().values()))
+    found = []
+    for start in range(0, max(len(rows), 1), group):
+        allowed = shortlist.union(rows[start : start + group], first).tolist()
+        found.append(first + [t for t in allowed if t not in first])
+    group_of = torch.arange(len(rows), device=device) // group
+    if all(ids == found[0] for ids in found):  # one projection for all rows (a full shortlist)
+        found, group_of = found[:1], torch.zeros_like(group_of)
+    width = max(map(len, found))
+    tables = torch.tensor([ids + [specials.unk] * (width - len(ids)) for ids in found],
+                          dtype=torch.long, device=device)  # fmt: skip
+    columns = SpecialIds(**{k: first.index(v) for k, v in specials.to_dict().items()})
+    return Plan(tables, tuple(map(len, found)), group_of, columns)
+
+
+class GroupedState:
+    """A model's decoding state and the group of each of its rows, reordered together."""
+
+    def __init__(self, inner: Any, groups: Tensor) -> None:
+        self.inner = inner
+        self.groups = groups  # (R,)
+
+    def reorder(self, rows: Tensor, sources: Tensor | None = None) -> None:
+        self.inner.reorder(rows, sources)
+        self.groups = self.groups.index_select(0, rows)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+
+class Shortlisted:
+    """``model`` for the search, its target vocabulary cut to the columns of ``plan``;
+    everything but the state, the step and the ids is the model's. ``plain``: the prepared
+    model whose output matrix is read (``model`` itself, or what ``model`` wraps);
+    ``weight``: its projection weight before packing (:func:`projection_weight`)."""
+
+    def __init__(self, model: Any, plan: Plan, plain: nn.Module,
+                 weight: Tensor | None = None) -> None:  # fmt: skip
         self._model = model
-        self.ids = ids
-        self._project = project
-        specials = getattr(model, "special_ids", DEFAULT_SPECIAL_IDS)
-        position = {int(v): i for i, v in enumerate(ids.tolist())}
-        missing = [name for name, v in specials.to_dict().items() if v not in position]
-        if missing:
-            raise MtkitError(f"shortlist without the special ids {', '.join(missing)}")
-        self.special_ids = SpecialIds(**{name: position[v] for name, v in
-                                         specials.to_dict().items()})  # fmt: skip
+        self.plan = plan
+        self.special_ids = plan.special_ids
+        groups = zip(plan.tables, plan.sizes, strict=True)
+        self._projections = [output_rows(plain, ids[:size], weight) for ids, size in groups]
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._model, name)
 
     @property
     def tgt_vocab_size(self) -> int:
-        return len(self.ids)
+        return self.plan.width
 
-    def decode_step(self, tokens: Tensor, state: Any) -> Tensor:
-        """Tokens (R,) in shortlist ids; logits (R, K) over the shortlist."""
-        hidden = self._model.decode_hidden(self.ids.index_select(0, tokens), state)
-        return self._project(hidden)[:, 0]
+    def start_state(self, encoded: Any, max_len: int) -> GroupedState:
+        return GroupedState(self._model.start_state(encoded, max_len), self.plan.group_of)
 
-    def vocabulary_ids(self, tokens: list[int]) -> list[int]:
-        """Shortlist ids (a hypothesis' tokens) as the model's vocabulary ids."""
-        table = self.ids.tolist()
+    def decode_step(self, tokens: Tensor, state: GroupedState) -> Tensor:
+        """Tokens (R,) as columns; logits (R, K) over the columns of each row's group."""
+        real = self.plan.tables[state.groups, tokens]
+        hidden = self._model.decode_hidden(real, state.inner)[:, 0]  # (R, D)
+        if len(self._projections) == 1 and self.plan.sizes[0] == self.plan.width:
+            return self._projections[0](hidden)
+        out = hidden.new_full((hidden.shape[0], self.plan.width), -math.inf)
+        for g in state.groups.unique().tolist():
+            rows = state.groups.eq(g).nonzero()[:, 0]
+            size = self.plan.sizes[g]
+            out[rows, :size] = self._projections[g](hidden.index_select(0, rows)).to(out.dtype)
+        return out
+
+    def vocabulary_ids(self, sentence: int, tokens: list[int]) -> list[int]:
+        """A hypothesis of sentence ``sentence`` (its tokens, columns) as vocabulary ids."""
+        table = self.plan.tables[int(self.plan.group_of[sentence])].tolist()
         return [table[t] for t in tokens]

@@ -20,7 +20,7 @@ from mtkit.decoding.search import generate
 from mtkit.engines import load_engine
 from mtkit.engines.native import NativeEngine
 from mtkit.errors import MtkitError
-from mtkit.model.shortlisted import Shortlisted, output_rows
+from mtkit.model.shortlisted import Shortlisted, group_plan
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
@@ -102,29 +102,52 @@ class Masked:
 @pytest.mark.parametrize("settings", [{}, {"cpu_matmul": "default"}, {"quantize": "int8"},
                                       {"dtype": "bf16"}], ids=["packed", "default", "int8",
                                                                "bf16"])  # fmt: skip
-@pytest.mark.parametrize("beam", [1, 4])
+@pytest.mark.parametrize("beam", [1, 3])
 def test_a_small_shortlist_decodes_as_the_masked_model(
     engine_ckpt: Path, small_file: Path, settings: dict, beam: int
 ) -> None:
+    """Batched, in groups of 4 sentences, as each sentence alone with the model's logits
+    outside its group's union set to -inf. int8 quantizes a projection's input per call, so
+    its groups compute differently batched and alone: it is compared in one group, batched."""
     engine = load_engine([str(engine_ckpt)], config(shortlist=str(small_file), **settings))
     assert isinstance(engine, NativeEngine) and engine.shortlist is not None
     rows = engine.encode(LINES)
-    eos = engine.src_tokenizer.specials.eos
-    src = pad_batch([row + [eos] for row in rows], pad=engine.src_tokenizer.specials.pad)
-    specials = engine.tgt_tokenizer.specials.to_dict().values()
-    allowed = torch.from_numpy(engine.shortlist.union(rows, specials))
-    assert 20 < len(allowed) < engine.models[0].tgt_vocab_size  # restricted, not trivially
+    ids = engine.src_tokenizer.specials
+    int8 = bool(settings.get("quantize"))
+    found = group_plan(engine.shortlist, rows, engine.tgt_tokenizer.specials, torch.device("cpu"),
+                       group=len(rows) if int8 else 4)  # fmt: skip
+    assert len(found.sizes) == (1 if int8 else 6)
+    assert max(found.sizes) < engine.models[0].tgt_vocab_size
     model, weight = engine.models[0], engine.projection_weights[0]
     search = SearchConfig(beam=beam, nbest=beam, max_len_a=1.0, max_len_b=2)
-    short = Shortlisted(model, allowed, output_rows(model, allowed, weight))
+    short = Shortlisted(model, found, model, weight)
+    src = pad_batch([row + [ids.eos] for row in rows], pad=ids.pad)
     got = generate([short], src, search)
-    want = generate([Masked(model, allowed)], src, search)
-    for hyps, refs in zip(got, want, strict=True):
-        assert [short.vocabulary_ids(h.tokens) for h in hyps] == [r.tokens for r in refs]
+    if int8:
+        allowed = found.tables[0]
+        want = generate([Masked(model, allowed)], src, search)
+    for i, (row, hyps) in enumerate(zip(rows, got, strict=True)):
+        g = int(found.group_of[i])
+        allowed = found.tables[g, : found.sizes[g]]
+        refs = want[i] if int8 else generate([Masked(model, allowed)], pad_batch([row + [ids.eos]]),
+                                             search)[0]  # fmt: skip
+        assert [short.vocabulary_ids(i, h.tokens) for h in hyps] == [r.tokens for r in refs]
         assert [h.score for h in hyps] == pytest.approx([r.score for r in refs], abs=1e-4)
-    assert {t for hyps in want for r in hyps for t in r.tokens} <= set(allowed.tolist())
-    texts = [[t.text for t in hyps] for hyps in engine.translate(LINES, search)]
-    assert texts == [engine.tgt_tokenizer.decode([r.tokens for r in refs]) for refs in want]
+        assert {t for r in refs for t in r.tokens} <= set(allowed.tolist())
+
+
+def test_groups_follow_the_reordered_rows(engine_ckpt: Path, small_file: Path) -> None:
+    """Sentences of different lengths leave the batch at different steps: every group keeps
+    its own union (one sentence per group against groups of 16 and one per batch)."""
+    engine = load_engine([str(engine_ckpt)], config(shortlist=str(small_file), beam=3))
+    assert isinstance(engine, NativeEngine)
+    found = {}
+    for group in (1, 16, 10**6):
+        engine.shortlist_group = group
+        found[group] = engine.translate(LINES)
+    assert found[1] != found[10**6]  # the groups matter here
+    lone = [engine.translate([line])[0] for line in LINES]  # every batch one sentence
+    assert [[t.text for t in x] for x in found[1]] == [[t.text for t in x] for x in lone]
 
 
 def test_workers_decode_with_the_shortlist(engine_ckpt: Path, small_file: Path) -> None:
@@ -178,8 +201,10 @@ def test_ct2_vmap_decodes_as_the_native_shortlist(engine_ckpt: Path, small_file:
                                                   ct2_dirs: dict[str, Path]) -> None:  # fmt: skip
     texts = [[t.text for t in hyps] for hyps in ct2(ct2_dirs["small"])]
     assert texts != [[t.text for t in hyps] for hyps in ct2(ct2_dirs["none"])]
-    native = exact(engine_ckpt, beam=1, shortlist=str(small_file))
-    assert texts == [[t.text for t in hyps] for hyps in native]
+    engine = load_engine([str(engine_ckpt)], config(beam=1, shortlist=str(small_file)))
+    assert isinstance(engine, NativeEngine)
+    engine.shortlist_group = 10**6  # one union per batch, as CTranslate2's
+    assert texts == [[t.text for t in hyps] for hyps in engine.translate(LINES)]
 
 
 def test_ct2_refuses_a_shortlist_option(ct2_dirs: dict[str, Path], small_file: Path) -> None:
