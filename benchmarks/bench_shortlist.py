@@ -11,9 +11,11 @@ piece's targets ranked by links (p(t|s) up to a constant), the frequent list as 
 Then translates Multi30k test_2016_flickr (en, 1,000 lines, mtkit's default batches of 4,096
 source tokens) with CKPT, with and without each shortlist, in interleaved rounds (every
 setting once per round, in order; figures are medians over rounds), on ``--threads`` (each
-list of threads, e.g. 1,2) with beam 5, and for the baseline and ``--main`` also greedy. It
-prints sentences/s, the speed-up over the full layer measured in the same rounds, BLEU
-(sacreBLEU 13a against the reference) and the mean shortlist size per batch (K of V).
+list of threads, e.g. 1,2) with beam 5, and for the baseline and ``--main`` also greedy;
+``--main`` also with other group sizes (``--groups``: sentences per union, mtkit's default
+16) on the first thread count. It prints sentences/s, the speed-up over the full layer
+measured in the same rounds, BLEU (sacreBLEU 13a against the reference) and the mean number
+of target pieces a group's rows are scored over (K of V).
 
     .venv/bin/python benchmarks/bench_shortlist.py CKPT --data DATA_DIR [--threads 1,2]
 """
@@ -41,6 +43,7 @@ from mtkit.data.shortlist import Shortlist
 from mtkit.engines import load_engine
 from mtkit.engines.base import Engine, source_batches
 from mtkit.engines.native import NativeEngine
+from mtkit.model.shortlisted import group_plan
 
 ROOT = Path(__file__).resolve().parent.parent
 WORK = ROOT / ".bench" / "shortlist"
@@ -141,6 +144,10 @@ class Setting:
     def label(self) -> str:
         return f"{self.name}, beam {self.beam}, {self.threads} thread(s)"
 
+    @property
+    def baseline(self) -> tuple[int, int]:
+        return self.beam, self.threads
+
 
 def run(setting: Setting, lines: list[str]) -> None:
     torch.set_num_threads(setting.threads)
@@ -154,12 +161,15 @@ def run(setting: Setting, lines: list[str]) -> None:
 
 
 def mean_size(engine: NativeEngine, lines: list[str]) -> float:
-    """The mean number of target ids a batch scores with the engine's shortlist."""
+    """The mean number of target ids a group of sentences is scored over (per sentence)."""
     assert engine.shortlist is not None
     sources = engine.encode(lines)
-    specials = engine.tgt_tokenizer.specials.to_dict().values()
-    sizes = [len(engine.shortlist.union([sources[i] for i in batch], specials))
-             for batch in source_batches(sources, engine.config.max_tokens)]  # fmt: skip
+    sizes = []
+    for batch in source_batches(sources, engine.config.max_tokens):
+        rows = [sources[i] for i in batch]
+        plan = group_plan(engine.shortlist, rows, engine.tgt_tokenizer.specials,
+                          torch.device("cpu"), engine.shortlist_group)  # fmt: skip
+        sizes += [plan.sizes[g] for g in plan.group_of.tolist()]
     return float(np.mean(sizes))
 
 
@@ -185,6 +195,11 @@ def main(args: argparse.Namespace) -> None:
     settings = [Setting(name, engine, 5, t) for t in threads for name, engine in engines.items()]
     greedy = ("full", args.main)
     settings += [Setting(name, engines[name], 1, t) for t in threads for name in greedy]
+    for group in [int(g) for g in args.groups.split(",") if g]:
+        name = f"{args.main} g{group}"
+        engines[name] = load_engine([args.checkpoint], engines[args.main].config)
+        engines[name].shortlist_group = group  # type: ignore[attr-defined]
+        settings.append(Setting(name, engines[name], 5, threads[0]))
     for r in range(args.rounds):
         print(f"round {r + 1} of {args.rounds}", flush=True)
         for setting in settings:
@@ -192,8 +207,7 @@ def main(args: argparse.Namespace) -> None:
     vocab = engines["full"].tgt_tokenizer.vocab_size
     rows = []
     for s in settings:
-        full = next(x for x in settings if x.name == "full" and (x.beam, x.threads) ==
-                    (s.beam, s.threads))  # fmt: skip
+        full = next(x for x in settings if x.name == "full" and x.baseline == s.baseline)
         speedup = statistics.median(a / b for a, b in zip(full.seconds, s.seconds, strict=True))
         engine = engines[s.name]
         size = mean_size(engine, lines) if isinstance(engine, NativeEngine) and \
@@ -204,7 +218,7 @@ def main(args: argparse.Namespace) -> None:
                      "seconds": s.seconds})  # fmt: skip
     print()
     print(f"{'shortlist':<18} {'beam':>4} {'thr':>3} {'sent/s':>7} {'x full':>6} {'BLEU':>6} "
-          f"{'K/batch':>8}")  # fmt: skip
+          f"{'K/group':>8}")  # fmt: skip
     for row in rows:
         print(f"{row['shortlist']:<18} {row['beam']:>4} {row['threads']:>3} {row['sent_s']:7.1f} "
               f"{row['speedup']:6.2f} {row['bleu']:6.2f} {row['size']:8.0f}")  # fmt: skip
@@ -218,9 +232,10 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--data", type=Path, required=True, help="its dataset directory")
     parser.add_argument("--sizes", default="50/100,100/200,200/500",
                         help="ibm1 shortlists: TOP_K/FREQUENT, comma-separated")  # fmt: skip
-    parser.add_argument("--compare", default="100/200",
+    parser.add_argument("--compare", default="50/100",
                         help="sizes at which ibm1, dice and eflomal are compared")  # fmt: skip
-    parser.add_argument("--main", default="ibm1 100/200", help="also timed greedy")
+    parser.add_argument("--main", default="ibm1 50/100", help="also timed greedy")
+    parser.add_argument("--groups", default="8,32", help="other group sizes for --main")
     parser.add_argument("--threads", default="1,2", help="thread counts, comma-separated")
     parser.add_argument("--rounds", type=int, default=2, help="interleaved rounds")
     parser.add_argument("--limit", type=int, default=1000, help="lines of the test set")
