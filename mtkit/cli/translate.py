@@ -68,9 +68,9 @@ SEARCH_OPTIONS: list[tuple[tuple[str, ...], str, Any, str]] = [
      "Decoder layer whose cross-attention (averaged over heads) aligns words; negative counts "
      "from the top (-1: the last layer)."),
     (("--shortlist",), "shortlist", click.Path(),
-     "Lexical shortlist (`mtkit shortlist build`): each batch scores only the target pieces "
-     "its source pieces list, plus the frequent ones (mtkit engine; for ctranslate2, export "
-     "with --shortlist)."),
+     "Lexical shortlist (`mtkit shortlist build`): score only the target pieces the source "
+     "pieces list, plus the frequent ones (mtkit engine; ctranslate2: export with "
+     "--shortlist)."),
     (("--engine",), "engine", click.Choice(engine_names()),
      "; ".join(f"{e.name}: -m names a {e.model_format}" for e in ENGINES.values()) + "."),
 ]  # fmt: skip

@@ -102,7 +102,7 @@ class Plan:
 
 
 def group_plan(shortlist: Shortlist, rows: Sequence[Sequence[int]], specials: SpecialIds,
-         device: torch.device, group: int = GROUP) -> Plan:  # fmt: skip
+               device: torch.device, group: int = GROUP) -> Plan:  # fmt: skip
     """The plan of a batch of source ``rows``: groups of ``group`` consecutive sentences (one
     group when all would allow the same ids)."""
     first = sorted(set(specials.to_dict().values()))
