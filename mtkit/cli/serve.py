@@ -14,7 +14,9 @@ from mtkit.config import LOG_LEVELS, ServeConfig, TranslateConfig
 
 # search options a server takes per request (alternatives -> nbest) or not at all (sampling)
 # (tgt_lang: a multilingual server takes the target per request; workers: one decoding loop)
-NOT_SERVED = {"nbest", "sampling", "top_k", "top_p", "temperature", "seed", "tgt_lang", "workers"}
+# (constraints: a request gives them as a glossary)
+NOT_SERVED = {"nbest", "sampling", "top_k", "top_p", "temperature", "seed", "tgt_lang", "workers",
+              "constraints_in_input", "constraints_ordered"}  # fmt: skip
 option = partial(config_option, config=ServeConfig)
 
 

@@ -67,6 +67,17 @@ SEARCH_OPTIONS: list[tuple[tuple[str, ...], str, Any, str]] = [
     (("--alignment-layer",), "alignment_layer", int,
      "Decoder layer whose cross-attention (averaged over heads) aligns words; negative counts "
      "from the top (-1: the last layer)."),
+    (("--constraints",), "constraints_in_input", None,
+     "Each input line is SOURCE<TAB>PHRASE<TAB>PHRASE... (fairseq's convention): its "
+     "translation contains every phrase (lexically constrained beam search, mtkit engine); "
+     "lines without a tab are unconstrained."),
+    (("--constraints-ordered",), "constraints_ordered", None,
+     "As --constraints, the phrases in their order."),
+    (("--glossary",), "glossary", click.Path(),
+     "TSV of source term<TAB>target term: a sentence containing a source term (on word "
+     "boundaries) must translate it as the target term (a constraint)."),
+    (("--glossary-ignore-case",), "glossary_ignore_case", None,
+     "Glossary source terms match whatever their case (default: case-sensitive)."),
     (("--shortlist",), "shortlist", click.Path(),
      "Lexical shortlist (`mtkit shortlist build`): score only the target pieces the source "
      "pieces list, plus the frequent ones (mtkit engine; ctranslate2: export with "

@@ -4,6 +4,7 @@ search, and how and where it runs), both validated when built."""
 from __future__ import annotations
 
 import dataclasses
+import math
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -13,6 +14,7 @@ from mtkit.errors import MtkitError
 LENPEN_STYLES = ("fairseq", "gnmt")  # fairseq: len**a | gnmt: ((5+len)/6)**a
 TEXT_FORMATS = ("text", "html", "xml")  # what a translated text is (mtkit.text)
 DEFAULT_LAYER = -1  # word alignments: the last decoder layer (mtkit.engines.alignment)
+CONSTRAINT_KINDS = ("", "unordered", "ordered")  # "": none (mtkit.decoding.constrained)
 
 
 @dataclass(frozen=True)
@@ -38,6 +40,9 @@ class SearchConfig:
     temperature: float = 1.0
     seed: int = 1  # sampling
     alignment: bool = False  # each hypothesis with its word alignment (mtkit.engines.alignment)
+    # lines come with target phrases that their translations must contain: "" none, unordered
+    # or ordered (mtkit.decoding.constrained); a kind of its own, so the server batches alike
+    constraints: str = ""
 
     def __post_init__(self) -> None:
         if self.beam is None:
@@ -69,7 +74,18 @@ class SearchConfig:
             (self.temperature > 0, f"--temperature must be > 0, got {self.temperature}"),
             (self.top_k >= 0, f"--top-k must be >= 0, got {self.top_k}"),
             (0 < self.top_p <= 1, f"--top-p must be in (0, 1], got {self.top_p}"),
+            (self.constraints in CONSTRAINT_KINDS, f"constraints must be one of "
+             f"{', '.join(repr(k) for k in CONSTRAINT_KINDS)}, got {self.constraints!r}"),
+            (not (self.sampling and self.constraints), "--sampling cannot honour constraints "
+             "(--constraints, --glossary); use beam search"),
         ]  # fmt: skip
+
+    def max_target_length(self, source_pieces: int, cap: int) -> int:
+        """Tokens a translation of ``source_pieces`` pieces may have before EOS:
+        ``max_len_a * pieces + max_len_b``, within [min_len, cap] (as
+        :func:`mtkit.decoding.beam.max_target_lengths` computes it for a batch)."""
+        return min(max(math.floor(self.max_len_a * source_pieces + self.max_len_b),
+                       self.min_len), cap)  # fmt: skip
 
     def replace(self, **changes: Any) -> SearchConfig:
         """A copy with ``changes`` (validated again); ``beam`` re-resolves if not given."""
@@ -103,9 +119,18 @@ class TranslateConfig:
     alignment_layer: int = DEFAULT_LAYER  # decoder layer that aligns words (-1: the last)
     spans: bool = True  # URLs, e-mails, numbers, @mentions, #hashtags, emoji, code kept verbatim
     format: str = "text"  # text (lines) | html | xml (the whole input one document)
+    constraints_in_input: bool = False  # lines are SOURCE<TAB>PHRASE<TAB>PHRASE... (fairseq's)
+    constraints_ordered: bool = False  # the phrases appear in their order (implies the above)
+    glossary: str = ""  # TSV of source term<TAB>target term: a term found gives a constraint
+    glossary_ignore_case: bool = False  # glossary terms match whatever their case
     shortlist: str = ""  # a lexical shortlist file (`mtkit shortlist build`): mtkit engine only
 
     def __post_init__(self) -> None:
+        if self.constraints_ordered:
+            self.constraints_in_input = True
+        if (self.constraints_in_input or self.glossary) and not self.search.constraints:
+            kind = "ordered" if self.constraints_ordered else "unordered"
+            self.search = self.search.replace(constraints=kind)
         rules = [
             (self.max_tokens >= 1, f"--max-tokens must be positive, got {self.max_tokens}"),
             (self.max_input_tokens >= 1,
@@ -127,6 +152,11 @@ class TranslateConfig:
             (self.format == "text" or (self.search.nbest == 1 and not self.search.alignment),
              f"--format {self.format} gives one document; it cannot be combined with --nbest or "
              "--alignment"),
+            (not self.constraints_in_input or (self.format == "text"
+                                               and not self.split_sentences),
+             "--constraints gives phrases per input line, which must be one sentence: it cannot "
+             "be combined with --split-sentences or --format html/xml (use --glossary, whose "
+             "terms are found per sentence)"),
         ]  # fmt: skip
         for ok, message in rules:
             if not ok:

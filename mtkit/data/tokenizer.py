@@ -227,6 +227,12 @@ class Tokenizer:
             return list(self.vocab)
         return [self.sp.IdToPiece(i) for i in range(len(self))]
 
+    def word_boundaries(self) -> frozenset[int]:
+        """The ids of pieces before which a word ends: those that begin one ("▁dog"), and
+        those that do not continue one (punctuation, symbols, special pieces; not "s")."""
+        return frozenset(i for i, piece in enumerate(self.pieces_by_id())
+                         if not piece or piece[0] == "▁" or not piece[0].isalnum())  # fmt: skip
+
 
 def train_spm(
     inputs: Iterable[str],

@@ -16,6 +16,7 @@ it emits EOS among the top K candidates; a sentence is done once it has K finish
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import torch
@@ -32,6 +33,7 @@ from mtkit.decoding.beam import (
     max_target_lengths,
     select_active,
 )
+from mtkit.decoding.constraints import Constraints
 from mtkit.decoding.protocol import DecodingState, StepDecoder
 from mtkit.decoding.sampling import greedy_tokens, sample_tokens
 from mtkit.errors import MtkitError
@@ -303,6 +305,7 @@ def generate(
     src: Tensor,
     config: SearchConfig,
     generator: torch.Generator | None = None,
+    constraints: Sequence[Constraints] | None = None,
 ) -> list[list[Hypothesis]]:
     """Translate src (B, S), rows = ids + EOS right-padded with PAD; per row, best first.
 
@@ -313,7 +316,14 @@ def generate(
     (``generator``, or one seeded with ``config.seed``). Returns ``config.nbest`` hypotheses per
     row (fewer only if fewer finite-score hypotheses exist, as with tiny vocabularies).
     Models in training mode are switched to eval mode for the call and back afterwards.
+
+    ``constraints`` (one per row) make it a lexically constrained beam search
+    (:mod:`mtkit.decoding.constrained`; at any width, beam 1 included), which sampling is not.
     """
+    if constraints is not None and config.sampling:
+        raise MtkitError("--sampling cannot honour constraints; use beam search")
+    if constraints is not None and len(constraints) != src.shape[0]:
+        raise MtkitError(f"{len(constraints)} constraint sets for {src.shape[0]} inputs")
     ens = Ensemble(models)
     training = [m.training for m in models]
     device = next(models[0].parameters()).device
@@ -326,6 +336,10 @@ def generate(
                 if generator is None:
                     generator = torch.Generator(device).manual_seed(config.seed)
                 return row_search(ens, src, config, generator)
+            if constraints is not None:
+                from mtkit.decoding.constrained import constrained_search
+
+                return constrained_search(ens, src, config, constraints)
             if config.width == 1:
                 return row_search(ens, src, config)
             return beam_search(ens, src, config)

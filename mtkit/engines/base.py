@@ -9,6 +9,7 @@ shares one skeleton (:class:`Engine`): encode, batch by length, decode, put back
 
 from __future__ import annotations
 
+import math
 import sys
 from abc import ABC, abstractmethod
 from collections.abc import Iterator, Sequence
@@ -22,6 +23,7 @@ from mtkit.data.lines import Numbers, line_numbers
 from mtkit.data.tags import tag_lines
 from mtkit.data.tokenizer import Tokenizer
 from mtkit.engines.alignment import Alignment
+from mtkit.errors import MtkitError
 from mtkit.languages import Languages
 
 
@@ -47,6 +49,10 @@ class ModelInfo:
     tgt_tokenizer: Tokenizer
     max_positions: int
     languages: Languages | None
+
+
+# a line's constraints: target phrases, each the piece ids its translation must contain
+Phrases = list[list[int]]
 
 
 class Progress(Protocol):
@@ -84,16 +90,24 @@ class Engine(ABC):
         return None
 
     @abstractmethod
-    def decode_batch(self, rows: list[list[int]], search: SearchConfig) -> list[list[Translation]]:
-        """One batch: source piece ids per row (non-empty, no EOS) -> each row's hypotheses."""
+    def decode_batch(
+        self, rows: list[list[int]], search: SearchConfig, phrases: list[Phrases] | None = None
+    ) -> list[list[Translation]]:
+        """One batch: source piece ids per row (non-empty, no EOS) -> each row's hypotheses;
+        with ``search.constraints``, ``phrases`` are each row's constraints."""
 
     def decode_batches(
-        self, batches: list[list[list[int]]], search: SearchConfig, progress: Progress | None
+        self,
+        batches: list[list[list[int]]],
+        search: SearchConfig,
+        progress: Progress | None,
+        phrases: list[list[Phrases]] | None = None,
     ) -> list[list[list[Translation]]]:
         """Several batches, in order (one after the other here); ``progress`` hears of each."""
         found = []
-        for rows in batches:
-            found.append(self.decode_batch(rows, search) if rows else [])
+        for b, rows in enumerate(batches):
+            found.append(self.decode_batch(rows, search, None if phrases is None else phrases[b])
+                         if rows else [])  # fmt: skip
             if progress is not None:
                 progress.update(len(rows))
         return found
@@ -109,21 +123,75 @@ class Engine(ABC):
         search: SearchConfig | None = None,
         first_number: Numbers = 1,
         progress: Progress | None = None,
+        constraints: Sequence[Sequence[str]] | None = None,
     ) -> list[list[Translation]]:
         """Per line, up to ``search.nbest`` translations, best first; [] for a line with
         nothing to translate. ``first_number`` numbers the lines in warnings (or gives each
-        line's number); ``progress`` is
-        told how many lines each batch finished."""
+        line's number); ``progress`` is told how many lines each batch finished. With
+        ``search.constraints``, ``constraints`` are each line's target phrases (none: every
+        line unconstrained), which its translations contain."""
         search = search or self.config.search
         self.check(search)
         sources = self.encode(lines, first_number)
+        phrases = (self.encode_constraints(sources, constraints, search, first_number)
+                   if search.constraints else None)  # fmt: skip
+        if constraints is not None and phrases is None:
+            raise MtkitError("constraints were given to a search without a constraint kind")
         batches = list(source_batches(sources, self.config.max_tokens))
-        found = self.decode_batches([[sources[i] for i in index] for index in batches], search,
-                                    progress)  # fmt: skip
+        found = self.decode_batches(
+            [[sources[i] for i in index] for index in batches], search, progress,
+            None if phrases is None else [[phrases[i] for i in index] for index in batches],
+        )  # fmt: skip
         kept = [i for index in batches for i in index]
         if progress is not None:
             progress.update(len(lines) - len(kept))  # lines with nothing to translate
-        return placed(len(lines), kept, [hyps for batch in found for hyps in batch])
+        results = placed(len(lines), kept, [hyps for batch in found for hyps in batch])
+        return results if phrases is None else self._unmet(lines, results, search, first_number)
+
+    def encode_constraints(
+        self, sources: list[list[int]], constraints: Sequence[Sequence[str]] | None,
+        search: SearchConfig, first_number: Numbers = 1,
+    ) -> list[Phrases]:  # fmt: skip
+        """Each line's phrases as target piece ids (empty ones dropped); a line whose phrases
+        need more pieces than its length limit allows is refused, naming it."""
+        texts = [[] for _ in sources] if constraints is None else constraints
+        if len(texts) != len(sources):
+            raise MtkitError(f"{len(texts)} constraint lists for {len(sources)} lines")
+        ids = iter(self.tgt_tokenizer.encode([p for line in texts for p in line]))
+        tags = set(self.src_tokenizer.tag_ids)
+        found: list[Phrases] = []
+        numbers = line_numbers(first_number, len(sources))
+        for number, row, line in zip(numbers, sources, texts, strict=True):
+            phrases = [p for p in (next(ids) for _ in line) if p]
+            need = sum(len(p) for p in phrases)
+            pieces = len(row) - (1 if row and row[0] in tags else 0)
+            limit = search.max_target_length(pieces, self.max_positions - 1)
+            if row and need > limit:
+                raise MtkitError(
+                    f"line {number}: its constraints need {need} target pieces, more than the "
+                    f"length limit of {limit} for its {pieces} source pieces (--max-len-a "
+                    f"{search.max_len_a:g}, --max-len-b {search.max_len_b})")  # fmt: skip
+            found.append(phrases)
+        return found
+
+    def _unmet(
+        self, lines: Sequence[str], results: list[list[Translation]], search: SearchConfig,
+        first_number: Numbers,
+    ) -> list[list[Translation]]:  # fmt: skip
+        """Lines for which no hypothesis met the constraints (the search ran out of length,
+        or other rules banned a phrase): translated without them, with a warning each."""
+        failed = [i for i, hyps in enumerate(results) if hyps and hyps[0].score == -math.inf]
+        if not failed:
+            return results
+        numbers = line_numbers(first_number, len(lines))
+        for i in failed:
+            warn(f"line {numbers[i]}: no translation within the length limit meets its "
+                 "constraints; translated without them")  # fmt: skip
+        again = self.translate([lines[i] for i in failed], search.replace(constraints=""),
+                               [numbers[i] for i in failed])  # fmt: skip
+        for i, hyps in zip(failed, again, strict=True):
+            results[i] = hyps
+        return results
 
     def translate_groups(
         self, groups: Sequence[Sequence[str]], search: SearchConfig | None = None

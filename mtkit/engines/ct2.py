@@ -31,7 +31,14 @@ from mtkit.data.tags import check_target
 from mtkit.data.tokenizer import Tokenizer
 from mtkit.devices import parse_device
 from mtkit.engines.alignment import Alignment, word_alignment
-from mtkit.engines.base import Engine, Progress, Translation, announce_dtype, one_line
+from mtkit.engines.base import (
+    Engine,
+    Phrases,
+    Progress,
+    Translation,
+    announce_dtype,
+    one_line,
+)
 from mtkit.errors import MtkitError
 from mtkit.formats.ctranslate2 import (
     ctranslate2_module,
@@ -63,6 +70,10 @@ def check_search(search: SearchConfig) -> None:
         raise MtkitError("unk_penalty is not available with CTranslate2")
     if search.nbest > 1:
         raise MtkitError("nbest > 1 is not available with the ctranslate2 engine (one line out)")
+    if search.constraints:
+        raise MtkitError("lexical constraints (--constraints, --glossary) are not available with "
+                         "the ctranslate2 engine, whose target prefix fixes where a phrase goes; "
+                         "use --engine mtkit")  # fmt: skip
 
 
 def _device(name: str, ct2: Any) -> tuple[str, int]:
@@ -112,14 +123,22 @@ class Ct2Engine(Engine):
                              f"was exported to align with decoder layer {exported}, not {asked} "
                              "(the layer is fixed in a CTranslate2 model)")  # fmt: skip
 
-    def decode_batch(self, rows: list[list[int]], search: SearchConfig) -> list[list[Translation]]:
+    def decode_batch(
+        self, rows: list[list[int]], search: SearchConfig, phrases: list[Phrases] | None = None
+    ) -> list[list[Translation]]:
+        check_search(search)  # constraints refused there: ``phrases`` are never used
         return self._results(rows, self._submit(rows, search, asynchronous=False), search)
 
     def decode_batches(
-        self, batches: list[list[list[int]]], search: SearchConfig, progress: Progress | None
+        self,
+        batches: list[list[list[int]]],
+        search: SearchConfig,
+        progress: Progress | None,
+        phrases: list[list[Phrases]] | None = None,
     ) -> list[list[list[Translation]]]:
         """With ``--workers`` N (CTranslate2's inter_threads), every batch is submitted at
         once and N are decoded at a time; else one after the other."""
+        check_search(search)
         if self.config.workers == 1:
             return super().decode_batches(batches, search, progress)
         pending = [self._submit(rows, search, asynchronous=True) if rows else []

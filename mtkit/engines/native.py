@@ -20,10 +20,18 @@ from mtkit.data.shortlist import Shortlist, read_shortlist
 from mtkit.data.tags import check_target
 from mtkit.data.tokenizer import Tokenizer
 from mtkit.decoding.batching import pad_batch
+from mtkit.decoding.constraints import Constraints
 from mtkit.decoding.search import Hypothesis, generate
 from mtkit.devices import torch_device
 from mtkit.engines.alignment import word_alignment
-from mtkit.engines.base import Engine, ModelInfo, Translation, announce_dtype, one_line
+from mtkit.engines.base import (
+    Engine,
+    ModelInfo,
+    Phrases,
+    Translation,
+    announce_dtype,
+    one_line,
+)
 from mtkit.errors import MtkitError
 from mtkit.languages import Languages
 from mtkit.model.inference import check_precision, prepare_for_inference
@@ -44,19 +52,36 @@ class NativeEngine(Engine):
     max_positions: int
     model_languages: Languages | None = None
     generator: torch.Generator | None = None  # sampling draws from one stream across calls
+    boundaries: frozenset[int] | None = None  # target pieces that end a word (constraints)
     shortlist: Shortlist | None = None  # --shortlist: each batch's output layer restricted
     # per model, its output projection's weight before packing (what output_rows needs)
     projection_weights: list[Tensor | None] | None = None
     shortlist_group: int = GROUP  # sentences of a batch that share one shortlist union
 
-    def decode_batch(self, rows: list[list[int]], search: SearchConfig) -> list[list[Translation]]:
+    def decode_batch(
+        self, rows: list[list[int]], search: SearchConfig, phrases: list[Phrases] | None = None
+    ) -> list[list[Translation]]:
         ids = self.src_tokenizer.specials  # the checkpoint's (an imported vocabulary's) ids
         src = pad_batch([row + [ids.eos] for row in rows], self.device, ids.pad)
         first = KeepsEncoding(self.models[0]) if search.alignment else self.models[0]
         models = [first, *self.models[1:]]
+        if search.constraints:
+            phrases = phrases or [[] for _ in rows]
         if self.shortlist is not None:
-            models = self._shortlisted(models, rows)
-        found = generate(models, src, search, self._generator(search))
+            wanted = [t for p in phrases or [] for phrase in p for t in phrase]
+            models = self._shortlisted(models, rows, wanted if search.constraints else None)
+        constraints = None
+        if search.constraints:
+            if self.boundaries is None:
+                self.boundaries = self.tgt_tokenizer.word_boundaries()
+            ordered = search.constraints == "ordered"
+            boundaries, given = self.boundaries, phrases or []
+            if isinstance(models[0], Shortlisted):  # as the columns of its one group
+                columns = models[0].plan.columns
+                boundaries = frozenset(columns(sorted(self.boundaries)))
+                given = [[columns(phrase) for phrase in p] for p in given]
+            constraints = [Constraints(p, ordered, boundaries) for p in given]
+        found = generate(models, src, search, self._generator(search), constraints)
         if isinstance(models[0], Shortlisted):
             to_vocab = models[0].vocabulary_ids
             found = [[replace(h, tokens=to_vocab(i, h.tokens)) for h in hyps]
@@ -98,13 +123,18 @@ class NativeEngine(Engine):
                  for h, t in zip(found[i], out[i], strict=True)]
                 for i in range(len(found))]  # fmt: skip
 
-    def _shortlisted(self, models: list[Any], rows: list[list[int]]) -> list[Shortlisted]:
+    def _shortlisted(
+        self, models: list[Any], rows: list[list[int]], wanted: list[int] | None
+    ) -> list[Shortlisted]:
         """``models`` restricted to the target ids the shortlist allows this batch's sentences
         (:mod:`mtkit.model.shortlisted`): per group of sentences, the union of their source
-        pieces' entries, the frequent pieces and the special ids."""
+        pieces' entries, the frequent pieces and the special ids. With constraints
+        (``wanted``: their pieces, allowed too) the batch is one group, since the constrained
+        search reads one column space for all its rows."""
         assert self.shortlist is not None and self.projection_weights is not None
+        group = self.shortlist_group if wanted is None else max(len(rows), 1)
         found = group_plan(self.shortlist, rows, self.tgt_tokenizer.specials, self.device,
-                           self.shortlist_group)  # fmt: skip
+                           group, wanted or ())  # fmt: skip
         return [Shortlisted(model, found, plain, weight)
                 for model, plain, weight in zip(models, self.models, self.projection_weights,
                                                 strict=True)]  # fmt: skip

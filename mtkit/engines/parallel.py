@@ -35,7 +35,7 @@ import torch
 from mtkit.config import SearchConfig, TranslateConfig
 from mtkit.data.tokenizer import Tokenizer
 from mtkit.devices import torch_device
-from mtkit.engines.base import Engine, Progress, Translation
+from mtkit.engines.base import Engine, Phrases, Progress, Translation
 from mtkit.errors import MtkitError
 from mtkit.languages import Languages
 from mtkit.processes import pool_result, stop_now, stop_with_parent
@@ -72,20 +72,27 @@ class ParallelEngine(Engine):
     def check(self, search: SearchConfig) -> None:
         check_workers(self.config, search)
 
-    def decode_batch(self, rows: list[list[int]], search: SearchConfig) -> list[list[Translation]]:
-        return self.decode_batches([rows], search, None)[0]
+    def decode_batch(
+        self, rows: list[list[int]], search: SearchConfig, phrases: list[Phrases] | None = None
+    ) -> list[list[Translation]]:
+        return self.decode_batches([rows], search, None, None if phrases is None else [phrases])[0]
 
     def decode_batches(
-        self, batches: list[list[list[int]]], search: SearchConfig, progress: Progress | None
+        self,
+        batches: list[list[list[int]]],
+        search: SearchConfig,
+        progress: Progress | None,
+        phrases: list[list[Phrases]] | None = None,
     ) -> list[list[list[Translation]]]:
         """Every non-empty batch submitted at once; results in order."""
         self.check(search)
         if self.stopped:
             raise MtkitError("the decoding workers were stopped; load the engine again")
         futures: list[Future | None] = [
-            self.executor.submit(_translate_in_worker, rows, search) if rows else None
-            for rows in batches
-        ]
+            self.executor.submit(_translate_in_worker, rows, search,
+                                 None if phrases is None else phrases[b]) if rows else None
+            for b, rows in enumerate(batches)
+        ]  # fmt: skip
         found = []
         try:
             for rows, future in zip(batches, futures, strict=True):
@@ -155,6 +162,8 @@ def _wait_for_the_others() -> int:
     return os.getpid()
 
 
-def _translate_in_worker(rows: list[list[int]], search: SearchConfig) -> list[list[Translation]]:
+def _translate_in_worker(
+    rows: list[list[int]], search: SearchConfig, phrases: list[Phrases] | None
+) -> list[list[Translation]]:
     assert _worker is not None, "worker not initialised"
-    return _worker.decode_batch(rows, search)
+    return _worker.decode_batch(rows, search, phrases)

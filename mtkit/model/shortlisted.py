@@ -100,15 +100,22 @@ class Plan:
     def width(self) -> int:
         return self.tables.shape[1]
 
+    def columns(self, ids: Sequence[int], group: int = 0) -> list[int]:
+        """The columns of target ids ``ids`` in ``group`` (those it does not allow left out)."""
+        table = self.tables[group, : self.sizes[group]].tolist()
+        where = {t: c for c, t in enumerate(table)}
+        return [where[t] for t in ids if t in where]
+
 
 def group_plan(shortlist: Shortlist, rows: Sequence[Sequence[int]], specials: SpecialIds,
-               device: torch.device, group: int = GROUP) -> Plan:  # fmt: skip
+               device: torch.device, group: int = GROUP,
+               extra: Sequence[int] = ()) -> Plan:  # fmt: skip
     """The plan of a batch of source ``rows``: groups of ``group`` consecutive sentences (one
-    group when all would allow the same ids)."""
+    group when all would allow the same ids); ``extra`` ids are allowed in every group."""
     first = sorted(set(specials.to_dict().values()))
     found = []
     for start in range(0, max(len(rows), 1), group):
-        allowed = shortlist.union(rows[start : start + group], first).tolist()
+        allowed = shortlist.union(rows[start : start + group], [*first, *extra]).tolist()
         found.append(first + [t for t in allowed if t not in first])
     group_of = torch.arange(len(rows), device=device) // group
     if all(ids == found[0] for ids in found):  # one projection for all rows (a full shortlist)

@@ -25,6 +25,7 @@ file output is not written at all.
 
 from __future__ import annotations
 
+import math
 import sys
 import time
 from collections.abc import Iterable, Iterator
@@ -38,11 +39,18 @@ from mtkit.config import TranslateConfig
 from mtkit.data.lines import decode_lines
 from mtkit.engines import load_engine
 from mtkit.engines.alignment import moses
-from mtkit.engines.base import Engine, Progress, Translation, warn
+from mtkit.engines.base import Engine, Progress, Translation, one_line, warn
 from mtkit.errors import MtkitError, naming_output
 from mtkit.pipeline.signals import Interrupted, SignalGuard
 from mtkit.staging import staged_file
 from mtkit.text import TextOptions, TextTranslation, translate_texts
+from mtkit.text.glossary import (
+    Constrain,
+    Glossary,
+    constraining,
+    read_glossary,
+    split_constraints,
+)
 
 STDIO = "-"
 NBEST_HEADER = "LINE\tRANK\tSCORE\tLOGPROB\tTRANSLATION"
@@ -56,7 +64,8 @@ def format_results(results: list[list[Translation]], first_number: int, nbest: i
     TSV columns: ``LINE`` (1-based input line), ``RANK`` (1 = best), ``SCORE`` (length-penalised,
     used for ranking), ``LOGPROB`` (summed token log-probabilities incl. EOS), ``TRANSLATION``,
     and with ``alignment`` ``ALIGNMENT`` (Moses pairs). A line with nothing to translate gives
-    ``nbest`` rows with score 0 and an empty translation.
+    ``nbest`` rows with score 0 and an empty translation; a line with fewer hypotheses (fewer
+    meet its constraints within the length limit) is filled with rows of score -inf.
     """
     if nbest <= 1:
         best = [TextTranslation(hyps[0].text, hyps[0].alignment) if hyps
@@ -64,8 +73,10 @@ def format_results(results: list[list[Translation]], first_number: int, nbest: i
         return format_texts(best, alignment)
     rows = []
     blank = [Translation("", 0.0, 0.0, 0, ())] * nbest
+    missing = Translation("", -math.inf, -math.inf, 0, ())
     for number, hyps in enumerate(results, start=first_number):
-        for rank, hyp in enumerate(hyps or blank, start=1):
+        hyps = [*hyps, *[missing] * (nbest - len(hyps))] if hyps else blank
+        for rank, hyp in enumerate(hyps, start=1):
             text = hyp.text.replace("\t", " ")
             extra = f"\t{moses(hyp.alignment or ())}" if alignment else ""
             rows.append(f"{number}\t{rank}\t{hyp.score:.4f}\t{hyp.logprob:.4f}\t{text}{extra}\n")
@@ -105,17 +116,18 @@ def translate_stream(
     out: BinaryIO,
     progress: Progress | None = None,
     guard: SignalGuard | None = None,
+    glossary: Glossary | None = None,
 ) -> int:
     """Translate ``lines`` chunk by chunk into ``out`` (flushed per chunk); returns the count.
 
     Under ``guard`` a signal raises :class:`Interrupted` (with the count of lines written)
-    between writes, never in the middle of one.
+    between writes, never in the middle of one. ``glossary`` terms become constraints.
     """
     iterator = iter(lines)
     written = 0
     try:
         while chunk := list(islice(iterator, engine.config.chunk_lines)):
-            data = translate_chunk(engine, chunk, written + 1, progress).encode("utf-8")
+            data = translate_chunk(engine, chunk, written + 1, progress, glossary).encode("utf-8")
             with guard.writing() if guard is not None else nullcontext():
                 out.write(data)
                 out.flush()
@@ -127,24 +139,44 @@ def translate_stream(
 
 
 def translate_chunk(
-    engine: Engine, chunk: list[str], first_number: int, progress: Progress | None = None
+    engine: Engine,
+    chunk: list[str],
+    first_number: int,
+    progress: Progress | None = None,
+    glossary: Glossary | None = None,
 ) -> str:
-    """A chunk's output text: one line per input line (n-best: ``nbest`` TSV rows each)."""
+    """A chunk's output text: one line per input line (n-best: ``nbest`` TSV rows each).
+    With ``constraints_in_input`` each line is ``SOURCE<TAB>PHRASE...``; ``glossary`` terms
+    found in a sentence become its constraints too."""
     aligned = engine.config.search.alignment
+    given = None
+    if engine.config.constraints_in_input:
+        split = [split_constraints(line) for line in chunk]
+        chunk = [source for source, _ in split]
+        given = {first_number + i: phrases for i, (_, phrases) in enumerate(split)}
+    constrain = constraining(glossary, given)
     if engine.config.search.nbest > 1:
-        results = engine.translate(chunk, first_number=first_number, progress=progress)
+        phrases = None if constrain is None else [constrain(line, first_number + i)
+                                                  for i, line in enumerate(chunk)]  # fmt: skip
+        results = engine.translate(chunk, first_number=first_number, progress=progress,
+                                   constraints=phrases)  # fmt: skip
         return format_results(results, first_number, engine.config.search.nbest, aligned)
-    found = translated(engine, chunk, first_number, progress)
+    found = translated(engine, chunk, first_number, progress, constrain)
     return format_texts(found, aligned)  # the gaps of a line hold no "\n"
 
 
 def translated(
-    engine: Engine, lines: list[str], first_number: int = 1, progress: Progress | None = None
+    engine: Engine,
+    lines: list[str],
+    first_number: int = 1,
+    progress: Progress | None = None,
+    constrain: Constrain | None = None,
 ) -> list[TextTranslation]:
     """Each line's best translation (with its alignment when the search asks for one) through
-    the text layer: a line is a sentence, or with ``split_sentences`` a text."""
+    the text layer: a line is a sentence, or with ``split_sentences`` a text; ``constrain``
+    gives each sentence its constraints."""
     return translate_texts(engine, lines, text_options(engine), first_number=first_number,
-                           progress=progress)  # fmt: skip
+                           progress=progress, constrain=constrain)  # fmt: skip
 
 
 def text_options(engine: Engine) -> TextOptions:
@@ -198,6 +230,8 @@ def translate_file(
     file output is left as it was.
     """
     _check_paths(input, output)
+    glossary = read_glossary(config.glossary, config.glossary_ignore_case) if config.glossary \
+        else None  # fmt: skip
     start = time.perf_counter()
     progress = None
     with SignalGuard() as guard, naming_output("<stdout>" if output == STDIO else output):
@@ -206,12 +240,14 @@ def translate_file(
             progress = _progress_bar() if show_progress else None
             with _open_input(input, stdin) as source:
                 if config.format != "text":  # one document: read whole, written whole
-                    count = translate_document(engine, source, output, stdout)
+                    count = translate_document(engine, source, output, stdout, glossary)
                 elif output == STDIO:
                     out = stdout or sys.stdout.buffer
-                    count = translate_stream(engine, read_lines(source), out, progress, guard)
+                    count = translate_stream(engine, read_lines(source), out, progress, guard,
+                                             glossary)  # fmt: skip
                 else:
-                    count = _translate_to_file(engine, read_lines(source), output, progress, guard)
+                    count = _translate_to_file(engine, read_lines(source), output, progress,
+                                               guard, glossary)  # fmt: skip
         finally:
             if progress is not None:
                 progress.close()
@@ -233,17 +269,23 @@ def _translate_to_file(
     output: str,
     progress: Progress | None,
     guard: SignalGuard | None = None,
+    glossary: Glossary | None = None,
 ) -> int:
     """Write to a temporary file beside ``output``; rename it over ``output`` when complete."""
     with staged_file(output) as handle:
-        return translate_stream(engine, lines, handle, progress, guard)
+        return translate_stream(engine, lines, handle, progress, guard, glossary)
 
 
 def translate_document(
-    engine: Engine, source: BinaryIO, output: str, stdout: BinaryIO | None = None
+    engine: Engine,
+    source: BinaryIO,
+    output: str,
+    stdout: BinaryIO | None = None,
+    glossary: Glossary | None = None,
 ) -> int:
     """The whole of ``source`` as one HTML or XML document (``config.format``), translated
-    into ``output`` (written whole, or not at all); returns 1."""
+    into ``output`` (written whole, or not at all); returns 1. ``glossary`` terms found in a
+    sentence become its constraints."""
     data = source.read()
     try:
         text = data.decode("utf-8")
@@ -251,7 +293,8 @@ def translate_document(
         warn(f"invalid UTF-8 at byte {err.start} of the document, bad bytes replaced by U+FFFD")
         text = data.decode("utf-8", "replace")
     text = text.removeprefix("\ufeff")
-    (found,) = translate_texts(engine, [text], text_options(engine))
+    (found,) = translate_texts(engine, [text], text_options(engine),
+                               constrain=constraining(glossary))  # fmt: skip
     if output == STDIO:
         out = stdout or sys.stdout.buffer
         out.write(found.text.encode("utf-8"))
@@ -285,7 +328,8 @@ def align_lines(
 
 
 def translate_with(engine: Engine, lines: list[str]) -> list[str]:
-    """Translate with an already loaded engine; one output per input."""
+    """Translate with an already loaded engine; one output per input, on one line (a line
+    break inside an input, kept where it was by the text layer, becomes a space)."""
     size = engine.config.chunk_lines
-    return [t.text for start in range(0, len(lines), size)
+    return [one_line(t.text) for start in range(0, len(lines), size)
             for t in translated(engine, lines[start : start + size], start + 1)]  # fmt: skip

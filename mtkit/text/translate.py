@@ -31,6 +31,7 @@ from mtkit.engines.base import Engine, Progress, Translation, one_line, warn
 from mtkit.errors import MtkitError
 from mtkit.text.aligned import Piece, joined, located
 from mtkit.text.annotated import AnnotatedText
+from mtkit.text.glossary import Constrain
 from mtkit.text.recut import merged, short_units
 from mtkit.text.segment import cut_long, segment
 from mtkit.text.spans import Masked, mask
@@ -290,12 +291,20 @@ def translate_documents(
 
 
 def engine_units(
-    engine: Engine, search: SearchConfig | None, progress: Progress | None = None
+    engine: Engine,
+    search: SearchConfig | None,
+    progress: Progress | None = None,
+    constrain: Constrain | None = None,
 ) -> Units:
-    """``engine`` translating units with ``search`` (``progress`` told of each batch)."""
+    """``engine`` translating units with ``search`` (``progress`` told of each batch), each
+    unit with the phrases ``constrain`` gives it (:mod:`mtkit.text.glossary`)."""
 
     def translate(lines: list[str], numbers: list[int]) -> list[list[Translation]]:
-        return engine.translate(lines, search, first_number=numbers, progress=progress)
+        phrases = None
+        if constrain is not None:
+            phrases = [constrain(line, n) for line, n in zip(lines, numbers, strict=True)]
+        return engine.translate(lines, search, first_number=numbers, progress=progress,
+                                constraints=phrases)  # fmt: skip
 
     return translate
 
@@ -307,15 +316,17 @@ def translate_texts(
     search: SearchConfig | None = None,
     first_number: int = 1,
     progress: Progress | None = None,
+    constrain: Constrain | None = None,
 ) -> list[TextTranslation]:
     """:func:`translate_documents` through ``engine`` (its search unless ``search``; word
     alignments asked for where markup needs them). ``progress`` hears of each batch when
-    units are the texts themselves (plain text, not split), else of the texts at the end."""
+    units are the texts themselves (plain text, not split), else of the texts at the end.
+    ``constrain`` gives each unit its constraints (the search must have a constraint kind)."""
     search = search or engine.config.search
     if options.needs_alignment and not search.alignment:
         search = search.replace(alignment=True)
     per_batch = not options.split and options.format == "text"
-    units = Counted(engine_units(engine, search, progress if per_batch else None))
+    units = Counted(engine_units(engine, search, progress if per_batch else None, constrain))
     found = translate_documents(texts, options, engine.src_tokenizer, source_limit(engine),
                                 units, first_number)  # fmt: skip
     if progress is not None:  # the texts with nothing to translate, or all of them

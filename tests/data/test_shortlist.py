@@ -169,15 +169,13 @@ def test_most_frequent_leaves_out_what_never_occurs() -> None:
     assert most_frequent(np.array([4, 1, 4, 2, 1, 4]), 6, 5) == (4, 1, 2)
 
 
-def test_learned_shortlist_lists_a_word_translation_first(tmp_path: Path) -> None:
-    from conftest import write_tiny_dataset
-
+def test_learned_shortlist_lists_a_word_translation_first(make_tiny_dataset) -> None:
     # two-word sentences over a 4-word dictionary, each word one piece
     words = {"sun": "sonne", "moon": "mond", "star": "stern", "sky": "himmel"}
     rng = random.Random(0)
     train = [(f"{a} {b}", f"{words[a]} {words[b]}")
              for a, b in (rng.sample(list(words), 2) for _ in range(60))]  # fmt: skip
-    data = write_tiny_dataset(tmp_path / "d", train, train[:2], vocab_size=60)
+    data = make_tiny_dataset("d", train, train[:2], vocab_size=60)
     src, tgt = load_tokenizers(data)
     for method in ("ibm1", "dice"):
         built = learn_shortlist(ParallelData(data, "train"), src, tgt, 1, 0, method)

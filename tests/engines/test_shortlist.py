@@ -210,3 +210,22 @@ def test_ct2_vmap_decodes_as_the_native_shortlist(engine_ckpt: Path, small_file:
 def test_ct2_refuses_a_shortlist_option(ct2_dirs: dict[str, Path], small_file: Path) -> None:
     with pytest.raises(MtkitError, match=r"^--shortlist: the ctranslate2 engine decodes with"):
         ct2(ct2_dirs["none"], shortlist=str(small_file))
+
+
+def test_constraints_decode_over_the_shortlist(engine_ckpt: Path, full_file: Path,
+                                               small_file: Path) -> None:  # fmt: skip
+    """Constrained beam search: with a full shortlist as without one; with a small one, the
+    phrases' pieces are allowed (the batch then one group) and every translation holds its."""
+    from engine_helpers import TRAIN
+
+    lines = [src for src, _ in TRAIN[:6]]
+    phrases = [[tgt.split()[-1]] for _, tgt in TRAIN[:6]]
+    search = SearchConfig(beam=3, max_len_a=1.0, max_len_b=4, constraints="unordered")
+
+    def run(**values: object) -> list:
+        engine = load_engine([str(engine_ckpt)], config(**values))
+        return engine.translate(lines, search, constraints=phrases)
+
+    assert run(shortlist=str(full_file)) == run()
+    for hyps, wanted in zip(run(shortlist=str(small_file)), phrases, strict=True):
+        assert wanted[0] in hyps[0].text.split()

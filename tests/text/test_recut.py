@@ -64,7 +64,7 @@ class Stub:
         self.config = engine.config
         self.calls: list[list[str]] = []
 
-    def translate(self, lines, search=None, first_number=1, progress=None):  # noqa: ARG002
+    def translate(self, lines, search=None, first_number=1, progress=None, constraints=None):  # noqa: ARG002
         self.calls.append(list(lines))
         return [hyp(" ".join(line.split()[:2]).upper()) for line in lines]
 

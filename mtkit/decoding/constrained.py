@@ -1,0 +1,204 @@
+"""Lexically constrained beam search with dynamic beam allocation (Post & Vilar, 2018).
+
+Every hypothesis carries its constraint state (:class:`~mtkit.decoding.constraints.Constraints`).
+At each step a sentence's candidates are the usual top 2K extensions of its beams, plus, for
+every beam, the tokens that advance its constraints and its single best token (so a beam that
+falls behind can still catch up). Each candidate's *bank* is the number of constraint tokens it
+has met. The beam is divided among the banks: candidates are taken round-robin from the banks,
+highest bank first and best score first within a bank (fairseq's interleaving of Hu et al.,
+2019), so hypotheses that have met more constraints keep their places even when they score
+lower. EOS is allowed only once every constraint is met (:meth:`Constraints.finishes`), and
+an EOS candidate among the first K of that order finishes a hypothesis; the first K others go
+on. With no constraints this is
+plain beam search, candidate for candidate.
+
+The constraint bookkeeping is per sentence and in Python (a few lookups per candidate); the
+model, the cache and the candidate scores stay batched tensors, as in
+:func:`mtkit.decoding.search.beam_search`.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import torch
+from torch import Tensor
+
+from mtkit.config import SearchConfig
+from mtkit.decoding.beam import beam_candidates
+from mtkit.decoding.constraints import Constraints, State
+from mtkit.decoding.search import (
+    Ensemble,
+    Hypothesis,
+    _best_first,
+    _constrained,
+    _hypothesis,
+    _model_logprob,
+    _Rows,
+    _start,
+)
+from mtkit.errors import MtkitError
+
+# one candidate: (beam within its sentence, token, search score)
+Candidate = tuple[int, int, float]
+
+
+def check_reach(constraints: Sequence[Constraints], limits: Sequence[int]) -> None:
+    """Refuse constraints that need more target tokens than a sentence may have."""
+    for i, (cons, limit) in enumerate(zip(constraints, limits, strict=True)):
+        if cons.pieces > limit:
+            raise MtkitError(f"sentence {i + 1}: its constraints need {cons.pieces} target "
+                             f"pieces, more than its length limit of {limit}")  # fmt: skip
+
+
+def banked(cands: list[Candidate], banks: list[int]) -> list[int]:
+    """Candidate positions in the order that divides the beam among banks: round-robin over
+    the banks, highest first, best score first within each bank.
+
+    >>> banked([(0, 5, -1.0), (0, 6, -2.0), (0, 7, -3.0)], [0, 0, 1])
+    [2, 0, 1]
+    """
+    if not cands:
+        return []
+    by_bank: dict[int, list[int]] = {}
+    for i in sorted(range(len(cands)), key=lambda i: (-cands[i][2], cands[i][0], cands[i][1])):
+        by_bank.setdefault(banks[i], []).append(i)
+    order = sorted(by_bank, reverse=True)
+    ranks = max(len(members) for members in by_bank.values())
+    return [by_bank[b][r] for r in range(ranks) for b in order if r < len(by_bank[b])]
+
+
+def constrained_search(
+    ens: Ensemble, src: Tensor, cfg: SearchConfig, constraints: Sequence[Constraints]
+) -> list[list[Hypothesis]]:
+    """Beam search of width ``cfg.width`` in which every hypothesis of input i meets
+    ``constraints[i]``; the ``cfg.nbest`` best per input, best first."""
+    k = cfg.width
+    ids = ens.special_ids
+    rows, limits = _start(ens, src, 1, cfg)
+    check_reach(constraints, limits)
+    sents = list(range(len(limits)))
+    states: list[State] = [c.start for c in constraints]  # per row
+    ends = _boundary_mask(constraints, ens.models[0].tgt_vocab_size, src.device)
+    found: list[list[Hypothesis]] = [[] for _ in limits]
+    for step in range(max(limits) + 1):
+        n, w = len(sents), rows.tokens.shape[0] // len(sents)
+        force_from = min(limits[s] for s in sents)
+        search = _constrained(ens.step(rows.tokens[:, -1]), rows, step, force_from, cfg, ids)
+        owners = [constraints[sents[r // w]] for r in range(n * w)]
+        unmet = [r for r, (c, s) in enumerate(zip(owners, states, strict=True))
+                 if not c.finishes(s)]  # fmt: skip
+        if unmet:
+            search[torch.tensor(unmet, device=search.device), ids.eos] = -math.inf
+        cands = _candidates(search, rows.scores, owners, states, n, w, k, ends)
+        chosen: list[list[tuple[int, int]]] = []  # per live sentence: (beam, token), K of them
+        alive: list[int] = []
+        for i, s in enumerate(sents):
+            rank = _ranked(cands[i], constraints[s], states[i * w : i * w + w])
+            finished = [(b, t) for b, t, _ in rank[:k] if t == ids.eos]
+            _finish(finished, i * w, rows, search, found[s], cfg, ids.unk, ids.eos)
+            going = [(b, t) for b, t, _ in rank if t != ids.eos][:k]
+            if going and len(found[s]) < k and step < limits[s]:
+                alive.append(i)
+                chosen.append(going + [going[-1]] * (k - len(going)))  # padded: dead copies
+        if not alive:
+            break
+        keep = torch.tensor(alive, device=src.device)
+        beams = torch.tensor([b for pairs in chosen for b, _ in pairs], device=src.device)
+        index = keep.repeat_interleave(k) * w + beams  # (N' * K,) old rows
+        tokens = torch.tensor([t for pairs in chosen for _, t in pairs], device=src.device)
+        lp = search[index, tokens]
+        scores = rows.scores.index_select(0, index) + lp
+        padded = [len(set(pairs)) < len(pairs) for pairs in chosen]
+        if any(padded):
+            scores = scores.masked_fill(_copies(chosen, src.device), -math.inf)
+        step_lp = _model_logprob(lp, tokens, cfg, ids.unk)
+        logprobs = rows.logprobs.index_select(0, index) + step_lp
+        ens.reorder(index, keep if len(alive) < n or k != w else None)
+        states = [constraints[sents[i]].advance(states[i * w + b], t)
+                  for i, pairs in zip(alive, chosen, strict=True) for b, t in pairs]  # fmt: skip
+        sents = [sents[i] for i in alive]
+        rows = rows.select(index, tokens, scores, logprobs, step_lp)
+    return _best_first(found, cfg.nbest)
+
+
+def _boundary_mask(constraints: Sequence[Constraints], vocab: int,
+                   device: torch.device) -> Tensor | None:  # fmt: skip
+    """(V,) True at the pieces before which a word ends (None: phrases are bare token runs)."""
+    ends = next((c.boundaries for c in constraints if c.boundaries is not None), None)
+    if ends is None:
+        return None
+    mask = torch.zeros(vocab, dtype=torch.bool, device=device)
+    mask[torch.tensor(sorted(ends), dtype=torch.long, device=device)] = True
+    return mask
+
+
+def _candidates(
+    search: Tensor, scores: Tensor, owners: list[Constraints], states: list[State],
+    n: int, w: int, k: int, ends: Tensor | None,
+) -> list[list[Candidate]]:  # fmt: skip
+    """Per sentence: the top 2K extensions of its beams, and for every beam its best token,
+    the tokens that advance its constraints and, where a word ending advances them, its best
+    boundary piece (``ends``); -inf ones left out, each (beam, token) once."""
+    top = beam_candidates(search.view(n, w, -1), scores.view(n, w), 2 * k)
+    extra_rows, extra_tokens = [], []
+    best = search.argmax(1).tolist()
+    waiting = [r for r, (c, s) in enumerate(zip(owners, states, strict=True))
+               if len(c) and c.awaits_boundary(s)]  # fmt: skip
+    if waiting and ends is not None:
+        rows_t = torch.tensor(waiting, device=search.device)
+        picked = search.index_select(0, rows_t).masked_fill(~ends, -math.inf).argmax(1)
+        extra_rows.extend(waiting)
+        extra_tokens.extend(picked.tolist())
+    for r, (cons, state) in enumerate(zip(owners, states, strict=True)):
+        wanted = cons.wanted(state) if len(cons) else []
+        extra_rows.extend([r] * (len(wanted) + 1))
+        extra_tokens.extend([best[r], *wanted])
+    rows_t = torch.tensor(extra_rows, device=search.device)
+    tokens_t = torch.tensor(extra_tokens, device=search.device)
+    extra_scores = (scores.index_select(0, rows_t) + search[rows_t, tokens_t]).tolist()
+    found: list[dict[tuple[int, int], float]] = [{} for _ in range(n)]
+    for i, (bs, ts, ss) in enumerate(zip(top.beams.tolist(), top.tokens.tolist(),
+                                         top.scores.tolist(), strict=True)):  # fmt: skip
+        for b, t, s in zip(bs, ts, ss, strict=True):
+            found[i].setdefault((b, t), s)
+    for r, t, s in zip(extra_rows, extra_tokens, extra_scores, strict=True):
+        found[r // w].setdefault((r % w, t), s)
+    return [[(b, t, s) for (b, t), s in each.items() if s != -math.inf] for each in found]
+
+
+def _ranked(cands: list[Candidate], cons: Constraints, states: list[State]) -> list[Candidate]:
+    """A sentence's candidates in bank order (:func:`banked`)."""
+    if not len(cons):
+        return sorted(cands, key=lambda c: (-c[2], c[0], c[1]))
+    banks = [cons.progress(cons.advance(states[b], t)) for b, t, _ in cands]
+    return [cands[i] for i in banked(cands, banks)]
+
+
+def _finish(
+    finished: list[tuple[int, int]], first: int, rows: _Rows, search: Tensor,
+    found: list[Hypothesis], cfg: SearchConfig, unk: int, eos: int,
+) -> None:  # fmt: skip
+    """Record the EOS candidates ``finished`` (beam, EOS) of the sentence whose rows start at
+    ``first``, at most K per sentence."""
+    for beam, _ in finished:
+        if len(found) >= cfg.width:
+            return
+        row = first + beam
+        lp = search[row, eos]
+        step = _model_logprob(lp, torch.tensor(eos), cfg, unk)
+        steps = [*rows.steps[row].tolist(), float(step)]
+        found.append(_hypothesis(rows.tokens[row, 1:], float(rows.scores[row] + lp),
+                                 float(rows.logprobs[row] + step), cfg, steps))  # fmt: skip
+
+
+def _copies(chosen: list[list[tuple[int, int]]], device: torch.device) -> Tensor:
+    """(N' * K,) True for the padding copies among the chosen candidates."""
+    mask = []
+    for pairs in chosen:
+        seen: set[tuple[int, int]] = set()
+        for pair in pairs:
+            mask.append(pair in seen)
+            seen.add(pair)
+    return torch.tensor(mask, device=device)
