@@ -10,12 +10,14 @@ piece's targets ranked by links (p(t|s) up to a constant), the frequent list as 
 
 Then translates Multi30k test_2016_flickr (en, 1,000 lines, mtkit's default batches of 4,096
 source tokens) with CKPT, with and without each shortlist, in interleaved rounds (every
-setting once per round, in order; figures are medians over rounds), on ``--threads`` (each
-list of threads, e.g. 1,2) with beam 5, and for the baseline and ``--main`` also greedy;
-``--main`` also with other group sizes (``--groups``: sentences per union, mtkit's default
-16) on the first thread count. It prints sentences/s, the speed-up over the full layer
-measured in the same rounds, BLEU (sacreBLEU 13a against the reference) and the mean number
-of target pieces a group's rows are scored over (K of V).
+setting once per round, in order; figures are medians over rounds), on ``--threads`` (a
+list, e.g. 1,2): every shortlist with beam 5 on the first thread count; the baseline and
+``--main`` also on the others, and greedy; ``--main`` also with other group sizes
+(``--groups``: sentences per union, mtkit's default 16) with beam 5 on the first. It prints
+sentences/s, the speed-up over the full layer measured in the same rounds, BLEU (sacreBLEU
+13a against the reference) and the mean number of target pieces a group's rows are scored
+over (K of V); speed-ups are medians of per-round ratios, of wall time ("x full") and of
+the process's CPU time ("x CPU s", steadier on a shared machine for one thread).
 
     .venv/bin/python benchmarks/bench_shortlist.py CKPT --data DATA_DIR [--threads 1,2]
 """
@@ -138,6 +140,7 @@ class Setting:
     beam: int
     threads: int
     seconds: list[float] = field(default_factory=list)
+    cpu: list[float] = field(default_factory=list)  # the process's CPU seconds of each run
     outputs: list[str] = field(default_factory=list)
 
     @property
@@ -153,11 +156,13 @@ def run(setting: Setting, lines: list[str]) -> None:
     torch.set_num_threads(setting.threads)
     search = setting.engine.config.search.replace(beam=setting.beam)
     setting.engine.translate(lines[:16], search)  # warm-up
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), time.process_time()
     results = setting.engine.translate(lines, search)
     setting.seconds.append(time.perf_counter() - start)
+    setting.cpu.append(time.process_time() - cpu)
     setting.outputs = [hyps[0].text if hyps else "" for hyps in results]
-    print(f"  {setting.label:<42} {len(lines) / setting.seconds[-1]:7.1f} sent/s", flush=True)
+    print(f"  {setting.label:<42} {len(lines) / setting.seconds[-1]:7.1f} sent/s "
+          f"({setting.cpu[-1]:.1f} CPU s)", flush=True)  # fmt: skip
 
 
 def mean_size(engine: NativeEngine, lines: list[str]) -> float:
@@ -192,9 +197,10 @@ def main(args: argparse.Namespace) -> None:
         config = TranslateConfig.from_flat({**base, "shortlist": str(path)})
         engines[name] = load_engine([args.checkpoint], config)
     threads = [int(t) for t in args.threads.split(",")]
-    settings = [Setting(name, engine, 5, t) for t in threads for name, engine in engines.items()]
-    greedy = ("full", args.main)
-    settings += [Setting(name, engines[name], 1, t) for t in threads for name in greedy]
+    main_pair = ("full", args.main)
+    settings = [Setting(name, engine, 5, threads[0]) for name, engine in engines.items()]
+    settings += [Setting(name, engines[name], 5, t) for t in threads[1:] for name in main_pair]
+    settings += [Setting(name, engines[name], 1, t) for t in threads for name in main_pair]
     for group in [int(g) for g in args.groups.split(",") if g]:
         name = f"{args.main} g{group}"
         engines[name] = load_engine([args.checkpoint], engines[args.main].config)
@@ -204,26 +210,34 @@ def main(args: argparse.Namespace) -> None:
         print(f"round {r + 1} of {args.rounds}", flush=True)
         for setting in settings:
             run(setting, lines)
+        report(settings, engines, lines, refs, r + 1)
+
+
+def report(settings: list[Setting], engines: dict[str, Engine], lines: list[str],
+           refs: list[str], rounds: int) -> None:  # fmt: skip
+    """The table so far (printed and in .bench/shortlist/results.json)."""
     vocab = engines["full"].tgt_tokenizer.vocab_size
     rows = []
     for s in settings:
         full = next(x for x in settings if x.name == "full" and x.baseline == s.baseline)
         speedup = statistics.median(a / b for a, b in zip(full.seconds, s.seconds, strict=True))
+        cpu_speedup = statistics.median(a / b for a, b in zip(full.cpu, s.cpu, strict=True))
         engine = engines[s.name]
-        size = mean_size(engine, lines) if isinstance(engine, NativeEngine) and \
-            engine.shortlist is not None else float(vocab)  # fmt: skip
+        shortlisted = isinstance(engine, NativeEngine) and engine.shortlist is not None
+        size = mean_size(engine, lines) if shortlisted else float(vocab)  # type: ignore[arg-type]
         rows.append({"shortlist": s.name, "beam": s.beam, "threads": s.threads,
                      "sent_s": len(lines) / statistics.median(s.seconds), "speedup": speedup,
-                     "bleu": bleu(s.outputs, refs), "size": size, "vocab": vocab,
-                     "seconds": s.seconds})  # fmt: skip
-    print()
-    print(f"{'shortlist':<18} {'beam':>4} {'thr':>3} {'sent/s':>7} {'x full':>6} {'BLEU':>6} "
-          f"{'K/group':>8}")  # fmt: skip
+                     "cpu_speedup": cpu_speedup, "bleu": bleu(s.outputs, refs), "size": size,
+                     "vocab": vocab, "seconds": s.seconds, "cpu": s.cpu})  # fmt: skip
+    print(f"\n{'shortlist':<18} {'beam':>4} {'thr':>3} {'sent/s':>7} {'x full':>6} "
+          f"{'x CPU s':>7} {'BLEU':>6} {'K/group':>8}")  # fmt: skip
     for row in rows:
         print(f"{row['shortlist']:<18} {row['beam']:>4} {row['threads']:>3} {row['sent_s']:7.1f} "
-              f"{row['speedup']:6.2f} {row['bleu']:6.2f} {row['size']:8.0f}")  # fmt: skip
+              f"{row['speedup']:6.2f} {row['cpu_speedup']:7.2f} {row['bleu']:6.2f} "
+              f"{row['size']:8.0f}")  # fmt: skip
     (WORK / "results.json").write_text(json.dumps(rows, indent=1), encoding="utf-8")
-    print(f"\n(per-run seconds in {WORK / 'results.json'}; {args.rounds} interleaved rounds)")
+    print(f"({rounds} interleaved rounds; per-run seconds in {WORK / 'results.json'})\n",
+          flush=True)  # fmt: skip
 
 
 def parse_args() -> argparse.Namespace:
@@ -237,7 +251,7 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--main", default="ibm1 50/100", help="also timed greedy")
     parser.add_argument("--groups", default="8,32", help="other group sizes for --main")
     parser.add_argument("--threads", default="1,2", help="thread counts, comma-separated")
-    parser.add_argument("--rounds", type=int, default=2, help="interleaved rounds")
+    parser.add_argument("--rounds", type=int, default=3, help="interleaved rounds")
     parser.add_argument("--limit", type=int, default=1000, help="lines of the test set")
     parser.add_argument("--max-tokens", type=int, default=4096, help="source tokens per batch")
     parser.add_argument("--eflomal-venv", type=Path, default=ROOT / ".bench" / "venv-eflomal")

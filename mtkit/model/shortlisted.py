@@ -22,6 +22,7 @@ and the output equals the unrestricted model's.
 
 from __future__ import annotations
 
+import itertools
 import math
 import warnings
 from collections.abc import Callable, Sequence
@@ -133,10 +134,23 @@ class GroupedState:
     def __init__(self, inner: Any, groups: Tensor) -> None:
         self.inner = inner
         self.groups = groups  # (R,)
+        self._runs: list[tuple[int, int, int]] | None = None
 
     def reorder(self, rows: Tensor, sources: Tensor | None = None) -> None:
         self.inner.reorder(rows, sources)
         self.groups = self.groups.index_select(0, rows)
+        self._runs = None
+
+    def runs(self) -> list[tuple[int, int, int]]:
+        """(group, first row, end row) of each run of consecutive rows in one group: one per
+        group, as the search keeps a sentence's rows together and sentences in order."""
+        if self._runs is None:
+            self._runs, start = [], 0
+            for group, rows in itertools.groupby(self.groups.tolist()):
+                stop = start + len(list(rows))
+                self._runs.append((group, start, stop))
+                start = stop
+        return self._runs
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.inner, name)
@@ -173,10 +187,9 @@ class Shortlisted:
         if len(self._projections) == 1 and self.plan.sizes[0] == self.plan.width:
             return self._projections[0](hidden)
         out = hidden.new_full((hidden.shape[0], self.plan.width), -math.inf)
-        for g in state.groups.unique().tolist():
-            rows = state.groups.eq(g).nonzero()[:, 0]
-            size = self.plan.sizes[g]
-            out[rows, :size] = self._projections[g](hidden.index_select(0, rows)).to(out.dtype)
+        for group, start, stop in state.runs():
+            size = self.plan.sizes[group]
+            out[start:stop, :size] = self._projections[group](hidden[start:stop])
         return out
 
     def vocabulary_ids(self, sentence: int, tokens: list[int]) -> list[int]:
