@@ -13,7 +13,7 @@ source tokens) with CKPT, with and without each shortlist, in interleaved rounds
 setting once per round, in order; figures are medians over rounds), on ``--threads`` (a
 list, e.g. 1,2): every shortlist with beam 5 on the first thread count; the baseline and
 ``--main`` also on the others, and greedy; ``--main`` also with other group sizes
-(``--groups``: sentences per union, mtkit's default 16) with beam 5 on the first. It prints
+(``--groups``: decoder rows per union, mtkit's default 80) with beam 5 on the first. It prints
 sentences/s, the speed-up over the full layer measured in the same rounds, BLEU (sacreBLEU
 13a against the reference) and the mean number of target pieces a group's rows are scored
 over (K of V); speed-ups are medians of per-round ratios, of wall time ("x full") and of
@@ -165,7 +165,7 @@ def run(setting: Setting, lines: list[str]) -> None:
           f"({setting.cpu[-1]:.1f} CPU s)", flush=True)  # fmt: skip
 
 
-def mean_size(engine: NativeEngine, lines: list[str]) -> float:
+def mean_size(engine: NativeEngine, lines: list[str], beam: int) -> float:
     """The mean number of target ids a group of sentences is scored over (per sentence)."""
     assert engine.shortlist is not None
     sources = engine.encode(lines)
@@ -173,7 +173,7 @@ def mean_size(engine: NativeEngine, lines: list[str]) -> float:
     for batch in source_batches(sources, engine.config.max_tokens):
         rows = [sources[i] for i in batch]
         plan = group_plan(engine.shortlist, rows, engine.tgt_tokenizer.specials,
-                          torch.device("cpu"), engine.shortlist_group)  # fmt: skip
+                          torch.device("cpu"), max(1, engine.shortlist_rows // beam))  # fmt: skip
         sizes += [plan.sizes[g] for g in plan.group_of.tolist()]
     return float(np.mean(sizes))
 
@@ -202,9 +202,9 @@ def main(args: argparse.Namespace) -> None:
     settings += [Setting(name, engines[name], 5, t) for t in threads[1:] for name in main_pair]
     settings += [Setting(name, engines[name], 1, t) for t in threads for name in main_pair]
     for group in [int(g) for g in args.groups.split(",") if g]:
-        name = f"{args.main} g{group}"
+        name = f"{args.main} r{group}"
         engines[name] = load_engine([args.checkpoint], engines[args.main].config)
-        engines[name].shortlist_group = group  # type: ignore[attr-defined]
+        engines[name].shortlist_rows = group  # type: ignore[attr-defined]
         settings.append(Setting(name, engines[name], 5, threads[0]))
     for r in range(args.rounds):
         print(f"round {r + 1} of {args.rounds}", flush=True)
@@ -224,7 +224,7 @@ def report(settings: list[Setting], engines: dict[str, Engine], lines: list[str]
         cpu_speedup = statistics.median(a / b for a, b in zip(full.cpu, s.cpu, strict=True))
         engine = engines[s.name]
         shortlisted = isinstance(engine, NativeEngine) and engine.shortlist is not None
-        size = mean_size(engine, lines) if shortlisted else float(vocab)  # type: ignore[arg-type]
+        size = mean_size(engine, lines, s.beam) if shortlisted else float(vocab)  # type: ignore[arg-type]
         rows.append({"shortlist": s.name, "beam": s.beam, "threads": s.threads,
                      "sent_s": len(lines) / statistics.median(s.seconds), "speedup": speedup,
                      "cpu_speedup": cpu_speedup, "bleu": bleu(s.outputs, refs), "size": size,
@@ -249,7 +249,7 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--compare", default="50/100",
                         help="sizes at which ibm1, dice and eflomal are compared")  # fmt: skip
     parser.add_argument("--main", default="ibm1 50/100", help="also timed greedy")
-    parser.add_argument("--groups", default="8,32", help="other group sizes for --main")
+    parser.add_argument("--groups", default="40,160", help="other rows per group for --main")
     parser.add_argument("--threads", default="1,2", help="thread counts, comma-separated")
     parser.add_argument("--rounds", type=int, default=3, help="interleaved rounds")
     parser.add_argument("--limit", type=int, default=1000, help="lines of the test set")

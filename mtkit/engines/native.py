@@ -35,7 +35,7 @@ from mtkit.engines.base import (
 from mtkit.errors import MtkitError
 from mtkit.languages import Languages
 from mtkit.model.inference import check_precision, prepare_for_inference
-from mtkit.model.shortlisted import GROUP, Shortlisted, group_plan, projection_weight
+from mtkit.model.shortlisted import ROWS, Shortlisted, group_plan, projection_weight
 from mtkit.model.transformer import EncoderOut
 from mtkit.precision import resolve_dtype
 
@@ -56,7 +56,7 @@ class NativeEngine(Engine):
     shortlist: Shortlist | None = None  # --shortlist: each batch's output layer restricted
     # per model, its output projection's weight before packing (what output_rows needs)
     projection_weights: list[Tensor | None] | None = None
-    shortlist_group: int = GROUP  # sentences of a batch that share one shortlist union
+    shortlist_rows: int = ROWS  # decoder rows whose sentences share one shortlist union
 
     def decode_batch(
         self, rows: list[list[int]], search: SearchConfig, phrases: list[Phrases] | None = None
@@ -69,7 +69,7 @@ class NativeEngine(Engine):
             phrases = phrases or [[] for _ in rows]
         if self.shortlist is not None:
             wanted = [t for p in phrases or [] for phrase in p for t in phrase]
-            models = self._shortlisted(models, rows, wanted if search.constraints else None)
+            models = self._shortlisted(models, rows, search, wanted if search.constraints else None)
         constraints = None
         if search.constraints:
             if self.boundaries is None:
@@ -124,15 +124,20 @@ class NativeEngine(Engine):
                 for i in range(len(found))]  # fmt: skip
 
     def _shortlisted(
-        self, models: list[Any], rows: list[list[int]], wanted: list[int] | None
-    ) -> list[Shortlisted]:
+        self, models: list[Any], rows: list[list[int]], search: SearchConfig,
+        wanted: list[int] | None,
+    ) -> list[Shortlisted]:  # fmt: skip
         """``models`` restricted to the target ids the shortlist allows this batch's sentences
-        (:mod:`mtkit.model.shortlisted`): per group of sentences, the union of their source
+        (:mod:`mtkit.model.shortlisted`): per group of sentences (``shortlist_rows`` decoder
+        rows: beams, or samples), the union of their source
         pieces' entries, the frequent pieces and the special ids. With constraints
         (``wanted``: their pieces, allowed too) the batch is one group, since the constrained
         search reads one column space for all its rows."""
         assert self.shortlist is not None and self.projection_weights is not None
-        group = self.shortlist_group if wanted is None else max(len(rows), 1)
+        per_sentence = search.nbest if search.sampling else search.width
+        group = max(1, self.shortlist_rows // per_sentence)
+        if wanted is not None:
+            group = max(len(rows), 1)
         found = group_plan(self.shortlist, rows, self.tgt_tokenizer.specials, self.device,
                            group, wanted or ())  # fmt: skip
         return [Shortlisted(model, found, plain, weight)

@@ -1,11 +1,14 @@
 """Decoding over a shortlist of target pieces (:mod:`mtkit.data.shortlist`): the output layer
 of each step projects onto the shortlisted rows of the output matrix only.
 
-A batch's sentences are cut into groups of ``GROUP`` consecutive sentences (:class:`Plan`);
-each group allows the union of its sentences' shortlist entries, the frequent pieces and the
-special ids. Per group rather than per batch, because unions grow with the sentences: on
-Multi30k a default batch (4,096 source tokens, ~200 sentences) allows half the vocabulary, a
-group of 16 a fifth (benchmarks/README.md, "Lexical shortlist").
+A batch's sentences are cut into groups of consecutive sentences (:class:`Plan`), each
+``ROWS`` decoder rows (16 sentences of beam 5, 80 of greedy search); each group allows the
+union of its sentences' shortlist entries, the frequent pieces and the special ids. Per group
+rather than per batch, because unions grow with the sentences: on Multi30k a default batch
+(4,096 source tokens, ~200 sentences) allows half the vocabulary, 16 sentences a fifth. Not
+smaller, because each group reads its own rows of the output matrix at every step: with
+fewer rows per group than ~80 the matrix is read more often than it saves arithmetic
+(benchmarks/README.md, "Lexical shortlist").
 
 :class:`Shortlisted` wraps a model prepared for inference (any of
 :func:`~mtkit.model.inference.prepare_for_inference`'s kinds: float, oneDNN-packed, bf16,
@@ -40,7 +43,7 @@ from mtkit.model.packed import Bf16Linear, PackedLinear
 from mtkit.model.transformer import Transformer
 
 Projection = Callable[[Tensor], Tensor]
-GROUP = 16  # sentences that share one union (benchmarks/bench_shortlist.py --group)
+ROWS = 80  # decoder rows whose sentences share one union (benchmarks/bench_shortlist.py)
 
 
 def projection_weight(model: Transformer) -> Tensor:
@@ -109,7 +112,7 @@ class Plan:
 
 
 def group_plan(shortlist: Shortlist, rows: Sequence[Sequence[int]], specials: SpecialIds,
-               device: torch.device, group: int = GROUP,
+               device: torch.device, group: int = ROWS // 5,
                extra: Sequence[int] = ()) -> Plan:  # fmt: skip
     """The plan of a batch of source ``rows``: groups of ``group`` consecutive sentences (one
     group when all would allow the same ids); ``extra`` ids are allowed in every group."""

@@ -143,7 +143,7 @@ def test_groups_follow_the_reordered_rows(engine_ckpt: Path, small_file: Path) -
     assert isinstance(engine, NativeEngine)
     found = {}
     for group in (1, 16, 10**6):
-        engine.shortlist_group = group
+        engine.shortlist_rows = 3 * group  # beam 3: groups of that many sentences
         found[group] = engine.translate(LINES)
     assert found[1] != found[10**6]  # the groups matter here
     lone = [engine.translate([line])[0] for line in LINES]  # every batch one sentence
@@ -203,7 +203,7 @@ def test_ct2_vmap_decodes_as_the_native_shortlist(engine_ckpt: Path, small_file:
     assert texts != [[t.text for t in hyps] for hyps in ct2(ct2_dirs["none"])]
     engine = load_engine([str(engine_ckpt)], config(beam=1, shortlist=str(small_file)))
     assert isinstance(engine, NativeEngine)
-    engine.shortlist_group = 10**6  # one union per batch, as CTranslate2's
+    engine.shortlist_rows = 10**6  # one union per batch, as CTranslate2's
     assert texts == [[t.text for t in hyps] for hyps in engine.translate(LINES)]
 
 
