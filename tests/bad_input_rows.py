@@ -16,6 +16,7 @@ from bad_input_checks import (
     translated_with_warning,
 )
 from bad_input_rows_data import DATA_ROWS
+from bad_input_rows_shortlist import SHORTLIST_ROWS
 from bad_input_world import (
     AVERAGE,
     CRAFTED,
@@ -50,6 +51,7 @@ EN_TEXT = EN.decode().splitlines()
 
 ROWS = [
     *DATA_ROWS,  # spm train, prepare, train
+    *SHORTLIST_ROWS,  # shortlist build, translate/export --shortlist
     # -- mtkit average ----------------------------------------------------------------------
     Row("average-missing", [*AVERAGE, "-c", "{t}/x.pt"], error=r"x\.pt: no such checkpoint"),
     Row("average-directory", [*AVERAGE, "-c", "{t}/x.pt"], {"x.pt": directory},

@@ -101,6 +101,6 @@ def test_bad_input(row: Row, world: World, tmp_path: Path, monkeypatch) -> None:
 def test_the_matrix_is_broad() -> None:
     commands = {row.args[0] for row in ROWS}
     assert commands == {"spm", "prepare", "train", "average", "translate", "evaluate",
-                        "export", "plot"}  # fmt: skip
+                        "export", "plot", "shortlist"}  # fmt: skip
     assert len(ROWS) >= 60 and len({row.id for row in ROWS}) == len(ROWS)
     assert sum(row.real for row in ROWS) >= 4 and sum(not row.error for row in ROWS) >= 20

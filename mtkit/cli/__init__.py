@@ -27,6 +27,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "export": ("export", "export"),
     "import": ("importing", "import_model"),
     "serve": ("serve", "serve"),
+    "shortlist": ("shortlist", "shortlist"),
 }
 
 

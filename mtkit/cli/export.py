@@ -33,6 +33,13 @@ from mtkit.pipeline.export import EXPORT_FORMATS, QUANTIZATIONS, export_model
     show_default=True,
     help="Weight type of a ctranslate2 or argos export.",
 )
+@click.option(
+    "--shortlist",
+    default="",
+    type=click.Path(),
+    help="Lexical shortlist (`mtkit shortlist build`) written as CTranslate2's vocabulary map "
+    "(vmap.txt), which `--engine ctranslate2` then decodes with.",
+)
 @click.option("--force", is_flag=True, help="Replace OUT_DIR if it exists.")
 @click.option(
     "--source-lang",
@@ -44,8 +51,8 @@ from mtkit.pipeline.export import EXPORT_FORMATS, QUANTIZATIONS, export_model
     "multilingual model, the one target language the package translates into.",
 )
 @click.option("--package-version", help="argos: the package's version [default: 1.0].")
-def export(out_dir: str, checkpoint: str, fmt: str, quantization: str, force: bool,
-           source_lang: str | None, target_lang: str | None,
+def export(out_dir: str, checkpoint: str, fmt: str, quantization: str, shortlist: str,
+           force: bool, source_lang: str | None, target_lang: str | None,
            package_version: str | None) -> None:  # fmt: skip
     """Export a checkpoint to OUT_DIR for Hugging Face transformers, CTranslate2, or Argos
     Translate and LibreTranslate (OUT_DIR is then a .argosmodel file)."""
@@ -53,4 +60,4 @@ def export(out_dir: str, checkpoint: str, fmt: str, quantization: str, force: bo
         raise click.UsageError("--quantization applies to --format ctranslate2 and argos only")
     with user_errors():
         click.echo(export_model(checkpoint, out_dir, fmt, quantization, force, source_lang,
-                                target_lang, package_version))  # fmt: skip
+                                target_lang, package_version, shortlist))  # fmt: skip

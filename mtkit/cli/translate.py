@@ -90,6 +90,10 @@ SEARCH_OPTIONS: list[tuple[tuple[str, ...], str, Any, str]] = [
      "models, proposes tokens that the models check in one pass; the output is theirs."),
     (("--draft-tokens",), "draft_tokens", click.IntRange(1),
      "Tokens the --draft model proposes per pass of the models."),
+    (("--shortlist",), "shortlist", click.Path(),
+     "Lexical shortlist (`mtkit shortlist build`): score only the target pieces the source "
+     "pieces list, plus the frequent ones (mtkit engine; ctranslate2: export with "
+     "--shortlist)."),
     (("--engine",), "engine", click.Choice(engine_names()),
      "; ".join(f"{e.name}: -m names a {e.model_format}" for e in ENGINES.values()) + "."),
 ]  # fmt: skip

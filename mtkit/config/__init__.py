@@ -6,7 +6,7 @@ through YAML and lives inside checkpoints that load with ``torch.load(weights_on
 One module per stage, every name re-exported here (import from ``mtkit.config``):
 
     model.py     ModelConfig, MODEL_PRESETS
-    data.py      SpmConfig, PrepareConfig (`mtkit spm`, `mtkit prepare`)
+    data.py      SpmConfig, PrepareConfig, ShortlistConfig (`mtkit spm`, `prepare`, `shortlist`)
     train.py     TrainConfig
     search.py    SearchConfig, TranslateConfig (`mtkit translate`, and every decoder)
     distill.py   DistillConfig (`mtkit distill`)
@@ -16,7 +16,7 @@ One module per stage, every name re-exported here (import from ``mtkit.config``)
 """
 
 from mtkit.config.common import apply_overrides, from_dict, load_yaml, to_dict
-from mtkit.config.data import PrepareConfig, SpmConfig
+from mtkit.config.data import PrepareConfig, ShortlistConfig, SpmConfig
 from mtkit.config.distill import DistillConfig
 from mtkit.config.evaluate import EvaluateConfig
 from mtkit.config.model import MODEL_PRESETS, ModelConfig
@@ -45,6 +45,7 @@ __all__ = [
     "ModelConfig",
     "PrepareConfig",
     "SearchConfig",
+    "ShortlistConfig",
     "ServeConfig",
     "SpmConfig",
     "TEXT_FORMATS",

@@ -53,3 +53,15 @@ class PrepareConfig:
     pairs: list[str] = field(default_factory=list)
     valid_pairs: list[str] = field(default_factory=list)
     test_pairs: list[str] = field(default_factory=list)
+
+
+@dataclass
+class ShortlistConfig:
+    """`mtkit shortlist build`: a lexical shortlist learned from a dataset's training split."""
+
+    data: str = ""  # a dataset directory (`mtkit prepare`)
+    output: str = ""  # the shortlist file to write (gzip'd JSON, mtkit.data.shortlist)
+    method: str = "ibm1"  # ibm1: IBM model 1's p(t|s) | dice: Dice's co-occurrence coefficient
+    top_k: int = 100  # candidates kept per source piece
+    frequent: int = 200  # most frequent target pieces, allowed in every batch
+    iterations: int = 5  # EM iterations of ibm1

@@ -124,6 +124,7 @@ class TranslateConfig:
     constraints_ordered: bool = False  # the phrases appear in their order (implies the above)
     glossary: str = ""  # TSV of source term<TAB>target term: a term found gives a constraint
     glossary_ignore_case: bool = False  # glossary terms match whatever their case
+    shortlist: str = ""  # a lexical shortlist file (`mtkit shortlist build`): mtkit engine only
 
     word_scores: bool = False  # a column of per-word scores (implies search.scores)
     draft: str = ""  # a small checkpoint proposing tokens the models check (greedy, same output)
@@ -174,6 +175,8 @@ class TranslateConfig:
              "--constraints or --glossary (constrained search)"),
             (not self.draft or not self.search.alignment,
              "--draft cannot be combined with --alignment"),
+            (not (self.draft and self.shortlist), "--draft cannot be combined with --shortlist "
+             "(the draft proposes pieces of the whole vocabulary)"),
             (self.format == "text" or not self.search.scores,
              f"--format {self.format} gives one document; it cannot be combined with --scores or "
              "--word-scores (scores are per line)"),

@@ -180,6 +180,11 @@ class ParallelData:
         offsets = self._offsets[side]
         return np.asarray(self._tokens[side][offsets[i] : offsets[i + 1]], dtype=np.int64)
 
+    def flat(self, side: str) -> tuple[np.ndarray, np.ndarray]:
+        """Every sentence of ``side`` at once: the token ids (int64) and the n + 1 offsets
+        (sentence i is ``ids[offsets[i]:offsets[i + 1]]``)."""
+        return np.asarray(self._tokens[side], dtype=np.int64), self._offsets[side]
+
     def pair(self, i: int) -> tuple[np.ndarray, np.ndarray]:
         return self.side("src", i), self.side("tgt", i)
 

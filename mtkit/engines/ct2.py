@@ -17,6 +17,9 @@ Differences from mtkit's own engine (documented, not hidden):
   log-probabilities (``return_logits_vocab`` would give whole vocabularies), so each batch's
   hypotheses are scored again with ``score_batch`` (teacher-forced, EOS scored last): the same
   model log-probabilities as mtkit's engine, at the cost of one more forward pass.
+- shortlist: an export written with ``--shortlist`` holds it as CTranslate2's vocabulary map
+  (``vmap.txt``), which every call uses (``use_vmap``); ``--shortlist`` itself is refused here.
+  CTranslate2 allows UNK, BOS and EOS and the map's entries; mtkit also allows PAD (banned).
 """
 
 from __future__ import annotations
@@ -106,6 +109,7 @@ class Ct2Engine(Engine):
     model_languages: Languages | None = None
     layers: tuple[int, int] | None = None  # (alignment layer, decoder layers) of the export
     where: str = ""  # the model directory, for messages
+    use_vmap: bool = False  # the export holds a shortlist as vmap.txt (export --shortlist)
 
     def check(self, search: SearchConfig) -> None:
         check_search(search)
@@ -161,6 +165,7 @@ class Ct2Engine(Engine):
         bound = max(self._bound(row, search) for row in rows)
         options = search_options(search, bound, self.tgt_tokenizer)
         options["return_attention"] = search.alignment
+        options["use_vmap"] = self.use_vmap
         return self.translator.translate_batch(pieces, asynchronous=asynchronous, **options)
 
     def _results(
@@ -253,6 +258,11 @@ def load(models: list[str], config: TranslateConfig, announce: bool = True) -> C
         raise MtkitError("--engine ctranslate2 takes one exported model directory (-m DIR)")
     check_search(config.search)
     model_dir = Path(models[0])
+    if config.shortlist:
+        raise MtkitError(
+            "--shortlist: the ctranslate2 engine decodes with the shortlist of its export; "
+            f"export {model_dir} with `mtkit export --shortlist FILE`"
+        )
     meta = read_metadata(model_dir)
     translator = _translator(model_dir, config)
     if config.search.sampling:
@@ -263,5 +273,6 @@ def load(models: list[str], config: TranslateConfig, announce: bool = True) -> C
     layers = None
     if isinstance(meta.get("alignment_layer"), int) and isinstance(meta.get("decoder_layers"), int):
         layers = (meta["alignment_layer"], meta["decoder_layers"])
+    use_vmap = bool(meta.get("vmap")) and (model_dir / str(meta["vmap"])).is_file()
     return Ct2Engine(translator, src, tgt, int(meta.get("max_positions", 1024)), config,
-                     export_languages(meta), layers, str(model_dir))  # fmt: skip
+                     export_languages(meta), layers, str(model_dir), use_vmap)  # fmt: skip

@@ -16,6 +16,7 @@ from torch import Tensor, nn
 from mtkit.allocator import keep_freed_memory
 from mtkit.checkpoint import Checkpoint, load_for_inference
 from mtkit.config import SearchConfig, TranslateConfig, alignment_layer
+from mtkit.data.shortlist import Shortlist, read_shortlist
 from mtkit.data.tags import check_target
 from mtkit.data.tokenizer import Tokenizer
 from mtkit.decoding.batching import pad_batch
@@ -37,6 +38,7 @@ from mtkit.engines.draft import describe_draft, load_draft
 from mtkit.errors import MtkitError
 from mtkit.languages import Languages
 from mtkit.model.inference import check_precision, prepare_for_inference
+from mtkit.model.shortlisted import ROWS, Shortlisted, group_plan, projection_weight
 from mtkit.model.transformer import EncoderOut
 from mtkit.precision import resolve_dtype
 
@@ -55,6 +57,10 @@ class NativeEngine(Engine):
     generator: torch.Generator | None = None  # sampling draws from one stream across calls
     boundaries: frozenset[int] | None = None  # target pieces that end a word (constraints)
     draft: Draft | None = None  # --draft: greedy searches are speculative (same output)
+    shortlist: Shortlist | None = None  # --shortlist: each batch's output layer restricted
+    # per model, its output projection's weight before packing (what output_rows needs)
+    projection_weights: list[Tensor | None] | None = None
+    shortlist_rows: int = ROWS  # decoder rows whose sentences share one shortlist union
 
     def decode_batch(
         self, rows: list[list[int]], search: SearchConfig, phrases: list[Phrases] | None = None
@@ -62,15 +68,28 @@ class NativeEngine(Engine):
         ids = self.src_tokenizer.specials  # the checkpoint's (an imported vocabulary's) ids
         src = pad_batch([row + [ids.eos] for row in rows], self.device, ids.pad)
         first = KeepsEncoding(self.models[0]) if search.alignment else self.models[0]
+        models = [first, *self.models[1:]]
+        if search.constraints:
+            phrases = phrases or [[] for _ in rows]
+        if self.shortlist is not None:
+            wanted = [t for p in phrases or [] for phrase in p for t in phrase]
+            models = self._shortlisted(models, rows, search, wanted if search.constraints else None)
         constraints = None
         if search.constraints:
             if self.boundaries is None:
                 self.boundaries = self.tgt_tokenizer.word_boundaries()
             ordered = search.constraints == "ordered"
-            constraints = [Constraints(p, ordered, self.boundaries)
-                           for p in phrases or [[] for _ in rows]]  # fmt: skip
-        found = generate([first, *self.models[1:]], src, search, self._generator(search),
-                         constraints, self.draft)  # fmt: skip
+            boundaries, given = self.boundaries, phrases or []
+            if isinstance(models[0], Shortlisted):  # as the columns of its one group
+                columns = models[0].plan.columns
+                boundaries = frozenset(columns(sorted(self.boundaries)))
+                given = [[columns(phrase) for phrase in p] for p in given]
+            constraints = [Constraints(p, ordered, boundaries) for p in given]
+        found = generate(models, src, search, self._generator(search), constraints, self.draft)
+        if isinstance(models[0], Shortlisted):
+            to_vocab = models[0].vocabulary_ids
+            found = [[replace(h, tokens=to_vocab(i, h.tokens)) for h in hyps]
+                     for i, hyps in enumerate(found)]  # fmt: skip
         texts = iter(self.tgt_tokenizer.decode([h.tokens for hyps in found for h in hyps]))
         out = [[Translation(one_line(next(texts)), h.score, h.logprob, len(h.tokens))
                 for h in hyps] for hyps in found]  # fmt: skip
@@ -119,6 +138,27 @@ class NativeEngine(Engine):
                  for h, t in zip(found[i], out[i], strict=True)]
                 for i in range(len(found))]  # fmt: skip
 
+    def _shortlisted(
+        self, models: list[Any], rows: list[list[int]], search: SearchConfig,
+        wanted: list[int] | None,
+    ) -> list[Shortlisted]:  # fmt: skip
+        """``models`` restricted to the target ids the shortlist allows this batch's sentences
+        (:mod:`mtkit.model.shortlisted`): per group of sentences (``shortlist_rows`` decoder
+        rows: beams, or samples), the union of their source
+        pieces' entries, the frequent pieces and the special ids. With constraints
+        (``wanted``: their pieces, allowed too) the batch is one group, since the constrained
+        search reads one column space for all its rows."""
+        assert self.shortlist is not None and self.projection_weights is not None
+        per_sentence = search.nbest if search.sampling else search.width
+        group = max(1, self.shortlist_rows // per_sentence)
+        if wanted is not None:
+            group = max(len(rows), 1)
+        found = group_plan(self.shortlist, rows, self.tgt_tokenizer.specials, self.device,
+                           group, wanted or ())  # fmt: skip
+        return [Shortlisted(model, found, plain, weight)
+                for model, plain, weight in zip(models, self.models, self.projection_weights,
+                                                strict=True)]  # fmt: skip
+
     def _generator(self, search: SearchConfig) -> torch.Generator | None:
         if not search.sampling:
             return None
@@ -165,6 +205,15 @@ def _settings(config: TranslateConfig, announce: bool) -> tuple[torch.device, st
     return device, dtype.name
 
 
+def _shortlist(config: TranslateConfig, src: Tokenizer, tgt: Tokenizer) -> Shortlist | None:
+    """``--shortlist``'s file, checked against the models' vocabularies (None without one)."""
+    if not config.shortlist:
+        return None
+    shortlist = read_shortlist(config.shortlist)
+    shortlist.check_vocabularies(src, tgt, f"--shortlist {config.shortlist}")
+    return shortlist
+
+
 def describe(checkpoints: list[str], config: TranslateConfig) -> ModelInfo:
     """What the engine would know of ``checkpoints`` (tokenizers, limits, languages), checked
     as :func:`load` checks them, without building a model: for a process that only encodes."""
@@ -174,6 +223,7 @@ def describe(checkpoints: list[str], config: TranslateConfig) -> ModelInfo:
     check_ensemble(checkpoints, pairs)
     describe_draft(config, checkpoints[0], pairs[0])
     check_target(config.tgt_lang, pairs[0][0].tags)
+    _shortlist(config, *pairs[0])
     positions = min(ckpt.model_config.max_positions for ckpt in ckpts)
     return ModelInfo(*pairs[0], positions, ckpts[0].languages)
 
@@ -189,12 +239,17 @@ def load(checkpoints: list[str], config: TranslateConfig, announce: bool = True)
     loaded = [load_for_inference(path) for path in checkpoints]
     check_ensemble(checkpoints, [(item.src_tokenizer, item.tgt_tokenizer) for item in loaded])
     check_target(config.tgt_lang, loaded[0].src_tokenizer.tags)
+    first = loaded[0]
+    shortlist = _shortlist(config, first.src_tokenizer, first.tgt_tokenizer)
+    # a packed projection (CPU) keeps no weight to take rows from: keep it aside
+    weights = [projection_weight(item.model) if shortlist and device.type == "cpu" else None
+               for item in loaded]  # fmt: skip
     models = [prepare_for_inference(item.model, device, dtype, config.quantize, config.cpu_matmul)
               for item in loaded]  # fmt: skip
-    first = loaded[0]
     positions = min(item.config.max_positions for item in loaded)
     engine = NativeEngine(models, first.src_tokenizer, first.tgt_tokenizer, config, device,
-                          positions, first.languages)  # fmt: skip
+                          positions, first.languages, shortlist=shortlist,
+                          projection_weights=weights)  # fmt: skip
     engine._generator(config.search)
     engine.draft = load_draft(config, checkpoints[0], (first.src_tokenizer, first.tgt_tokenizer),
                               device, dtype)  # fmt: skip

@@ -20,13 +20,16 @@ from torch import Tensor
 
 from mtkit.checkpoint import LoadedModel, load_for_inference
 from mtkit.config import DEFAULT_LAYER, ModelConfig, alignment_layer
+from mtkit.data.shortlist import read_shortlist
 from mtkit.data.tokenizer import Tokenizer
 from mtkit.errors import MtkitError
 from mtkit.export import ANY, GENERAL, check_supported, staged_dir
 from mtkit.formats.ctranslate2 import (
     QUANTIZATIONS,
+    VMAP,
     ctranslate2_module,
     suppressed,
+    vmap_text,
     write_sidecar,
 )
 from mtkit.model.weights import (
@@ -264,11 +267,13 @@ def export_ct2(
     out_dir: str | Path,
     quantization: str = "float32",
     force: bool = False,
+    shortlist: str | Path = "",
 ) -> Path:
     """Convert ``checkpoint`` into a self-contained CTranslate2 model directory.
 
     The directory holds CTranslate2's ``model.bin``, ``config.json`` and vocabularies, plus
-    ``source.spm``/``target.spm`` and ``mtkit.json`` (position limit, provenance). The float32
+    ``source.spm``/``target.spm`` and ``mtkit.json`` (position limit, provenance), and with a
+    ``shortlist`` file (`mtkit shortlist build`) its vocabulary map ``vmap.txt``. The float32
     conversion is checked first: CTranslate2's greedy output on a probe batch must equal
     mtkit's token for token, or nothing is written.
     """
@@ -280,10 +285,19 @@ def export_ct2(
     ct2 = ctranslate2_module()
     src, tgt = loaded.src_tokenizer, loaded.tgt_tokenizer
     layers = loaded.model.cfg.decoder_layers
+    vmap: dict = {}
+    if shortlist:
+        found = read_shortlist(shortlist)
+        found.check_vocabularies(src, tgt, f"--shortlist {shortlist}")
+        vmap = {"vmap": VMAP, "shortlist": {"file": str(shortlist), "method": found.method,
+                                            "top_k": found.top_k,
+                                            "frequent": len(found.frequent)}}  # fmt: skip
     with staged_dir(out_dir, force) as tmp:
         convert_checked(loaded, tmp, quantization)
+        if shortlist:
+            (tmp / VMAP).write_text(vmap_text(found, src, tgt), encoding="utf-8")
         write_sidecar(tmp, src, tgt, loaded.config.max_positions, loaded.languages,
                       ctranslate2_version=ct2.__version__, checkpoint=str(checkpoint),
                       quantization=quantization, decoder_layers=layers,
-                      alignment_layer=alignment_layer(DEFAULT_LAYER, layers))  # fmt: skip
+                      alignment_layer=alignment_layer(DEFAULT_LAYER, layers), **vmap)  # fmt: skip
     return Path(out_dir)

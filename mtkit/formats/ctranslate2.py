@@ -9,6 +9,13 @@ CTranslate2's own files (``model.bin``, ``config.json``, its vocabularies) sit b
     src_lang, tgt_lang  optional: the language codes (:class:`mtkit.languages.Languages`)
     source_vocab, source_special_ids, target_vocab, target_special_ids
                         optional: an imported vocabulary whose ids are not the spm's
+    vmap, shortlist     optional: ``vmap.txt``, the vocabulary map written from a shortlist
+                        (`mtkit export --shortlist`), and what that shortlist was; the engine
+                        then decodes with ``use_vmap``
+
+``vmap.txt`` is CTranslate2's vocabulary map (its ``VocabularyMap``): one line per source piece,
+``PIECE<TAB>TARGET TARGET ...``, and one line with an empty key whose targets are candidates for
+every batch (the frequent pieces); CTranslate2 adds UNK, BOS and EOS itself.
 
 This module imports neither torch nor the model: the engine runs without them.
 """
@@ -20,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from mtkit import __version__
+from mtkit.data.shortlist import Shortlist
 from mtkit.data.tokenizer import SpecialIds, Tokenizer
 from mtkit.errors import MtkitError
 from mtkit.extras import require
@@ -29,6 +37,7 @@ METADATA = "mtkit.json"
 FORMAT = "mtkit-ctranslate2"
 SIDES = (("source", "source.spm"), ("target", "target.spm"))
 QUANTIZATIONS = ("float32", "int8_float32", "int8", "float16")  # the weight types one can write
+VMAP = "vmap.txt"
 
 
 def ctranslate2_module() -> Any:
@@ -50,6 +59,15 @@ def vocabularies(src: Tokenizer, tgt: Tokenizer) -> dict[str, Any]:
             out[f"{side}_vocab"] = list(tok.vocab)
             out[f"{side}_special_ids"] = tok.specials.to_dict()
     return out
+
+
+def vmap_text(shortlist: Shortlist, src: Tokenizer, tgt: Tokenizer) -> str:
+    """``shortlist`` as CTranslate2's vocabulary map over the pieces of ``src`` and ``tgt``."""
+    sources, targets = src.pieces_by_id(), tgt.pieces_by_id()
+    lines = ["\t" + " ".join(targets[t] for t in shortlist.frequent)]
+    lines += [f"{sources[s]}\t" + " ".join(targets[t] for t in row)
+              for s, row in enumerate(shortlist.candidates) if row]  # fmt: skip
+    return "".join(line + "\n" for line in lines)
 
 
 def write_sidecar(

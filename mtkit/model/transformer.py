@@ -262,11 +262,16 @@ class Transformer(nn.Module):
 
     def decode_step(self, tokens: Tensor, state: DecoderState) -> Tensor:
         """Feed one token per row, tokens (R,); returns next-token logits (R, V)."""
+        return self.logits(self.decode_hidden(tokens, state))[:, 0]
+
+    def decode_hidden(self, tokens: Tensor, state: DecoderState) -> Tensor:
+        """:meth:`decode_step` up to the output projection: the final decoder states (R, 1, D)
+        that :meth:`logits` projects (a shortlist projects them onto some rows only)."""
         x = self._embed(self.tgt_embed, self.tgt_positions, tokens[:, None], state.offset)
         for layer, layer_state in zip(self.decoder_stack(), state.layers, strict=True):
             x = layer.step(x, layer_state, state.src_keep, state.group)
         state.offset += 1
-        return self.logits(self.decoder_norm(x))[:, 0]
+        return self.decoder_norm(x)
 
     def decode_steps(self, tokens: Tensor, state: DecoderState) -> Tensor:
         """Feed n tokens per row at once, tokens (R, n) at positions offset..offset+n-1;

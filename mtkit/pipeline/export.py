@@ -25,16 +25,19 @@ __all__ = ["EXPORT_FORMATS", "IMPORT_FORMATS", "QUANTIZATIONS", "export_model", 
 def export_model(
     checkpoint: str | Path, out_dir: str | Path, fmt: str, quantization: str = "float32",
     force: bool = False, source_lang: str | None = None, target_lang: str | None = None,
-    package_version: str | None = None,
+    package_version: str | None = None, shortlist: str = "",
 ) -> str:  # fmt: skip
-    """Export ``checkpoint`` to ``out_dir`` in format ``fmt``; a one-line summary of it.
-    ``source_lang``, ``target_lang`` and ``package_version`` are the Argos package's."""
+    """Export ``checkpoint`` to ``out_dir`` in format ``fmt`` (ctranslate2: with ``shortlist``
+    as its vocabulary map); a one-line summary of it. ``source_lang``, ``target_lang`` and
+    ``package_version`` are the Argos package's."""
     if fmt not in EXPORT_FORMATS:
         raise MtkitError(f"--format: unknown export format {fmt!r} ({', '.join(EXPORT_FORMATS)})")
     given = (source_lang, target_lang, package_version)
     for option, value in zip(ARGOS_OPTIONS, given, strict=True):
         if fmt != "argos" and value is not None:
             raise MtkitError(f"{option} applies to --format argos only")
+    if shortlist and fmt != "ctranslate2":
+        raise MtkitError("--shortlist applies to --format ctranslate2 only")
     if fmt == "argos":
         return _export_argos(checkpoint, out_dir, quantization, force, *given)
     if fmt == "hf":
@@ -47,8 +50,10 @@ def export_model(
                 f"(max |logit diff| vs mtkit {result.max_logit_difference:.1e})")  # fmt: skip
     from mtkit.export.ct2 import export_ct2
 
-    path = export_ct2(checkpoint, out_dir, quantization=quantization, force=force)
-    return f"{path}: CTranslate2 model ({quantization}) + source.spm/target.spm"
+    path = export_ct2(checkpoint, out_dir, quantization=quantization, force=force,
+                      shortlist=shortlist)  # fmt: skip
+    extra = " + vmap.txt (the shortlist)" if shortlist else ""
+    return f"{path}: CTranslate2 model ({quantization}) + source.spm/target.spm{extra}"
 
 
 def _export_argos(

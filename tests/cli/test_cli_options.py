@@ -12,7 +12,7 @@ import pytest
 
 from mtkit.cli import COMMANDS, cli
 from mtkit.cli.common import CommaList, config_option
-from mtkit.config import EvaluateConfig, PrepareConfig, SpmConfig, TrainConfig
+from mtkit.config import EvaluateConfig, PrepareConfig, ShortlistConfig, SpmConfig, TrainConfig
 from mtkit.pipeline.plot import plot_runs
 
 # command path -> (where its defaults live, options without a config field, all flags override)
@@ -21,6 +21,7 @@ CONFIGURED: dict[tuple[str, ...], tuple[Any, set[str], bool]] = {
     ("evaluate",): (EvaluateConfig, {"as_json"}, False),
     ("spm", "train"): (SpmConfig, {"model_prefix"}, False),  # required: no default
     ("prepare",): (PrepareConfig, set(), False),
+    ("shortlist", "build"): (ShortlistConfig, {"data", "output"}, False),  # required
     ("train",): (TrainConfig, {"config_path", "sets", "quiet"}, True),  # None = not given
     ("plot",): (plot_runs, set(), False),  # no PlotConfig: plot_runs' keyword defaults
     # None: each option names its own config (SearchConfig or TranslateConfig)
@@ -91,9 +92,11 @@ def test_defaults_are_the_config_fields(path: tuple[str, ...]) -> None:
 
 
 def test_every_command_is_checked() -> None:
-    commands = {(name,) for name in COMMANDS if name != "spm"} | {("spm", "train")}
+    groups = {"spm": "train", "shortlist": "build"}  # groups of one subcommand each
+    commands = {(name,) for name in COMMANDS if name not in groups} | set(groups.items())
     assert commands == set(CONFIGURED) | UNCONFIGURED
-    assert command(("spm",)).list_commands(click.Context(cli)) == ["train"]
+    for group, only in groups.items():
+        assert command((group,)).list_commands(click.Context(cli)) == [only]
 
 
 def test_a_hard_coded_default_is_caught() -> None:
