@@ -23,7 +23,7 @@ import time
 from pathlib import Path
 
 from machine import print_machine
-from multi30k import read_text
+from multi30k import DEMO_CHECKPOINT, existing, read_text
 
 from mtkit.config import TranslateConfig
 from mtkit.engines import load_engine
@@ -74,7 +74,7 @@ def scores(ours: list[Pairs], sure: list[Pairs], possible: list[Pairs]) -> dict[
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("checkpoint")
+    parser.add_argument("checkpoint", nargs="?", default=str(DEMO_CHECKPOINT))
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--beam", type=int, default=5)
     parser.add_argument("--out", type=Path, default=ROOT / ".bench" / "alignment")
@@ -85,7 +85,7 @@ def main() -> None:
     train_src, train_tgt = read_text("train", "en"), read_text("train", "de")
     config = TranslateConfig.from_flat({"threads": args.threads, "device": "cpu",
                                         "beam": args.beam, "alignment": True})  # fmt: skip
-    engine = load_engine([args.checkpoint], config)
+    engine = load_engine([existing(args.checkpoint, "make demo")], config)
     layers = engine.models[0].cfg.decoder_layers
     found, text = {}, []
     for layer in range(layers):

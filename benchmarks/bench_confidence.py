@@ -31,7 +31,7 @@ from pathlib import Path
 
 import sacrebleu
 from machine import print_machine
-from multi30k import ROOT, read_text
+from multi30k import DEMO_CHECKPOINT, read_text
 
 from mtkit.config import TranslateConfig
 from mtkit.engines import load_engine
@@ -49,7 +49,7 @@ CANDIDATES: dict[str, Callable[[Confidence], float]] = {
     "min_word": lambda c: min(c.word_scores(), default=0.0),
 }
 FLAG_SHARE = 0.1
-DEMO = ROOT / "work" / "demo" / "en-de" / "demo-run" / "checkpoint_last.pt"  # `make demo`
+DEMO = DEMO_CHECKPOINT  # `make demo`
 
 
 def pearson(x: Sequence[float], y: Sequence[float]) -> float:

@@ -33,7 +33,7 @@ from pathlib import Path
 
 import sacrebleu
 from machine import print_machine
-from multi30k import ROOT, read_text
+from multi30k import DEMO_CHECKPOINT, read_text
 
 from mtkit.config import TranslateConfig
 from mtkit.engines import load_engine
@@ -41,7 +41,7 @@ from mtkit.engines.base import Engine
 from mtkit.text import TextOptions, translate_texts
 from mtkit.text.glossary import constraining
 
-DEMO = ROOT / "work" / "demo" / "en-de" / "demo-run" / "checkpoint_last.pt"  # `make demo`
+DEMO = DEMO_CHECKPOINT  # `make demo`
 PUNCTUATION = ".,;:!?\"'()[]«»„“”‚‘’-"
 
 

@@ -36,7 +36,7 @@ from pathlib import Path
 import numpy as np
 import torch
 from machine import print_machine
-from multi30k import read_text
+from multi30k import DEMO_CHECKPOINT, DEMO_DATA, existing, read_text
 
 from mtkit.config import TranslateConfig
 from mtkit.data.binarized import ParallelData, load_tokenizers
@@ -242,8 +242,13 @@ def report(settings: list[Setting], engines: dict[str, Engine], lines: list[str]
 
 def parse_args() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("checkpoint", help="a trained checkpoint")
-    parser.add_argument("--data", type=Path, required=True, help="its dataset directory")
+    parser.add_argument(
+        "checkpoint",
+        nargs="?",
+        default=str(DEMO_CHECKPOINT),
+        help="a trained checkpoint (default: `make demo`'s)",
+    )
+    parser.add_argument("--data", type=Path, default=DEMO_DATA, help="its dataset directory")
     parser.add_argument("--sizes", default="50/100,100/200,200/500",
                         help="ibm1 shortlists: TOP_K/FREQUENT, comma-separated")  # fmt: skip
     parser.add_argument("--compare", default="50/100",
@@ -256,7 +261,10 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--max-tokens", type=int, default=4096, help="source tokens per batch")
     parser.add_argument("--eflomal-venv", type=Path, default=ROOT / ".bench" / "venv-eflomal")
     parser.add_argument("--no-eflomal", action="store_true", help="leave eflomal out")
-    return parser.parse_args()
+    args = parser.parse_args()
+    existing(args.checkpoint, "make demo")
+    existing(args.data, "make demo")
+    return args
 
 
 if __name__ == "__main__":

@@ -27,7 +27,7 @@ from dataclasses import replace
 
 import torch
 from machine import print_machine
-from multi30k import read_text
+from multi30k import DEMO_CHECKPOINT, RECIPE_STUDENT, existing, read_text
 
 from mtkit.config import SearchConfig, TranslateConfig
 from mtkit.decoding.speculative import DraftStats
@@ -49,8 +49,8 @@ def timed(engine: Engine, lines: list[str], single: bool) -> tuple[float, list[s
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("checkpoint")
-    parser.add_argument("--draft", required=True)
+    parser.add_argument("checkpoint", nargs="?", default=str(DEMO_CHECKPOINT))
+    parser.add_argument("--draft", default=str(RECIPE_STUDENT))
     parser.add_argument("--tokens", type=int, nargs="+", default=[2, 4, 6])
     parser.add_argument("--ensemble", type=int, default=1, help="the teacher N times")
     parser.add_argument("--limit", type=int, default=200)
@@ -59,6 +59,8 @@ def main() -> None:
     parser.add_argument("--max-tokens", type=int, default=4096)
     parser.add_argument("--modes", nargs="+", default=["single", "batch"])
     args = parser.parse_args()
+    existing(args.checkpoint, "make demo")
+    existing(args.draft, "make -C recipes/multi30k student")
     torch.set_num_threads(args.threads)
     print_machine()
     lines = read_text("test_2016_flickr", "en")[: args.limit]

@@ -33,7 +33,7 @@ from pathlib import Path
 import lxml.html
 import sacrebleu
 from machine import print_machine
-from multi30k import read_text
+from multi30k import DEMO_CHECKPOINT, existing, read_text
 
 from mtkit.config import TranslateConfig
 from mtkit.engines import load_engine
@@ -83,7 +83,7 @@ def timed_html(engine: Engine, lines: list[str]) -> tuple[list[str], float]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("checkpoint")
+    parser.add_argument("checkpoint", nargs="?", default=str(DEMO_CHECKPOINT))
     parser.add_argument("--joins", default="1,2,4,8")
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--beam", type=int, default=5)
@@ -91,6 +91,7 @@ def main() -> None:
     parser.add_argument("--throughput-join", type=int, default=4)
     parser.add_argument("--rounds", type=int, default=3)
     args = parser.parse_args()
+    existing(args.checkpoint, "make demo")
     args.out.mkdir(parents=True, exist_ok=True)
     print_machine()
     src, ref = read_text("test_2016_flickr", "en"), read_text("test_2016_flickr", "de")

@@ -13,6 +13,17 @@ ROOT = Path(__file__).resolve().parent.parent
 SHIPPED = ROOT / "recipes" / "multi30k" / "data"  # gzipped, in the repository
 SHARED = Path("/work/shared/data/multi30k")
 DATA_DIRS = (SHARED, SHIPPED)
+# what `make demo` and `make -C recipes/multi30k student` leave, the benchmarks' default models
+DEMO_CHECKPOINT = ROOT / "work" / "demo" / "en-de" / "demo-run" / "checkpoint_last.pt"
+DEMO_DATA = ROOT / "work" / "demo" / "en-de" / "data"
+RECIPE_STUDENT = ROOT / "recipes" / "multi30k" / "work" / "en-de" / "student" / "checkpoint_avg.pt"
+
+
+def existing(path: str | Path, made_by: str) -> str:
+    """``path`` when it exists, else exit naming what makes it."""
+    if not Path(path).exists():
+        raise SystemExit(f"{path}: not found (run `{made_by}` first, or give another)")
+    return str(path)
 
 
 def find(stem: str, lang: str, dirs: tuple[Path, ...] = DATA_DIRS) -> Path | None:

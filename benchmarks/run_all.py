@@ -34,6 +34,7 @@ QUICK_ARGS: dict[str, list[list[str]]] = {
     "bench_serve": [["--sentences", "40"], ["--concurrency", "1,8"], ["--time-limit", "20"]],
     "bench_confidence": [["--limit", "100"]],
     "bench_shortlist": [["--limit", "64"], ["--rounds", "1"], ["--no-eflomal"]],
+    "bench_constraints": [["--limit", "60"], ["--rounds", "1"]],
 }
 DEFAULT_QUICK = [["--quick"]]
 
