@@ -86,24 +86,14 @@ class Ensemble:
 
     def step(self, tokens: Tensor) -> Tensor:
         """Feed tokens (R,); return next-token log-probabilities (R, V) in float32."""
-        lprobs = [
-            m.decode_step(tokens, s).float().log_softmax(-1)
-            for m, s in zip(self.models, self.states, strict=True)
-        ]
-        if len(lprobs) == 1:
-            return lprobs[0]
-        return torch.stack(lprobs).mean(0).log_softmax(-1)
+        return _averaged([m.decode_step(tokens, s) for m, s in zip(self.models, self.states,
+                                                                    strict=True)])  # fmt: skip
 
     def steps(self, tokens: Tensor) -> Tensor:
         """Feed n tokens per row at once, tokens (R, n); return the log-probabilities after each
         (R, n, V) in float32 (speculative decoding; the models need ``decode_steps``)."""
-        lprobs = [
-            m.decode_steps(tokens, s).float().log_softmax(-1)
-            for m, s in zip(self.models, self.states, strict=True)
-        ]
-        if len(lprobs) == 1:
-            return lprobs[0]
-        return torch.stack(lprobs).mean(0).log_softmax(-1)
+        return _averaged([m.decode_steps(tokens, s) for m, s in zip(self.models, self.states,
+                                                                     strict=True)])  # fmt: skip
 
     def truncate(self, length: int) -> None:
         """Roll every model's state back to its first ``length`` positions."""
@@ -115,6 +105,14 @@ class Ensemble:
         :class:`DecodingState`), None when rows only move among one sentence's beams."""
         for state in self.states:
             state.reorder(rows, sources)
+
+
+def _averaged(logits: list[Tensor]) -> Tensor:
+    """The ensemble's log-probabilities: each model's in float32, their mean renormalised."""
+    lprobs = [x.float().log_softmax(-1) for x in logits]
+    if len(lprobs) == 1:
+        return lprobs[0]
+    return torch.stack(lprobs).mean(0).log_softmax(-1)
 
 
 def special_ids_of(models: list[StepDecoder]) -> SpecialIds:

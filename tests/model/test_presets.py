@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import pytest
 import torch
+from test_transformer import assert_cache_equals_full
 from variants import VARIANTS, switches
 
 from mtkit.config import MODEL_PRESETS, ModelConfig
@@ -47,10 +48,4 @@ def test_student_trains_a_step_and_decodes_with_its_cache(name: str) -> None:
     changed = [not torch.equal(b, p) for b, p in zip(before, model.parameters(), strict=True)]
     assert all(changed), f"{changed.count(False)} parameter tensors did not train"
     model.eval()
-    with torch.no_grad():
-        enc = model.encode(src)
-        full = model.decode(tgt, enc).log_softmax(-1)
-        cache = model.start_state(enc, max_len=tgt.shape[1])
-        for t in range(tgt.shape[1]):
-            step = model.decode_step(tgt[:, t], cache).log_softmax(-1)
-            torch.testing.assert_close(step, full[:, t], atol=1e-5, rtol=1e-5)
+    assert_cache_equals_full(model, src, tgt)

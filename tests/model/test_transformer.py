@@ -6,6 +6,7 @@ import copy
 
 import pytest
 import torch
+from torch import Tensor
 from variants import VARIANTS, variant_params
 
 from mtkit.config import ModelConfig, from_dict
@@ -14,7 +15,12 @@ from mtkit.errors import MtkitError
 from mtkit.model.builders import check_model_config
 from mtkit.model.layers import sinusoidal_positions
 from mtkit.model.state import KeyValueCache
-from mtkit.model.transformer import build_model, count_parameters, resolve_model_config
+from mtkit.model.transformer import (
+    Transformer,
+    build_model,
+    count_parameters,
+    resolve_model_config,
+)
 
 
 def tiny(pre_norm: bool = False, src_vocab: int = 23, **kw) -> torch.nn.Module:
@@ -39,6 +45,11 @@ def test_cached_steps_equal_full_forward(variant: dict) -> None:
     model = tiny(**variant)
     src = batch([7, 4, 5], 23)
     tgt = torch.cat([torch.full((3, 1), BOS_ID), batch([6, 6, 6], 29, seed=2)], dim=1)
+    assert_cache_equals_full(model, src, tgt)
+
+
+def assert_cache_equals_full(model: Transformer, src: Tensor, tgt: Tensor) -> None:
+    """Each cached decoding step's distribution equals the full teacher-forced pass's."""
     with torch.no_grad():
         enc = model.encode(src)
         full = model.decode(tgt, enc).log_softmax(-1)
