@@ -12,7 +12,8 @@ from hypothesis import strategies as st
 from text_helpers import HOSTILE
 
 from mtkit.engines.base import Engine
-from mtkit.text.spans import Alignment, Masked, Span, find_spans, mask
+from mtkit.text.span_finder import Span, find_spans
+from mtkit.text.spans import Alignment, Masked, mask
 
 # (sentence, its spans in order: text and kind); no span's text occurs elsewhere in its sentence
 SENTENCES = [
