@@ -35,6 +35,7 @@ QUICK_ARGS: dict[str, list[list[str]]] = {
     "bench_confidence": [["--limit", "100"]],
     "bench_shortlist": [["--limit", "64"], ["--rounds", "1"], ["--no-eflomal"]],
     "bench_constraints": [["--limit", "60"], ["--rounds", "1"]],
+    "bench_students": [["--limit", "64"], ["--single-limit", "8"], ["--rounds", "1"]],
 }
 DEFAULT_QUICK = [["--quick"]]
 
