@@ -20,7 +20,7 @@ model, the cache and the candidate scores stay batched tensors, as in
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import torch
 from torch import Tensor
@@ -97,7 +97,8 @@ def constrained_search(
         for i, s in enumerate(sents):
             rank = _ranked(cands[i], constraints[s], states[i * w : i * w + w])
             finished = [(b, t) for b, t, _ in rank[:k] if t == ids.eos]
-            _finish(finished, i * w, rows, search, found[s], cfg, ids.unk, ids.eos)
+            _finish(finished, i * w, rows, search, found[s], cfg, ids.unk, ids.eos,
+                    ens.attended)  # fmt: skip
             going = [(b, t) for b, t, _ in rank if t != ids.eos][:k]
             if going and len(found[s]) < k and step < limits[s]:
                 alive.append(i)
@@ -179,9 +180,10 @@ def _ranked(cands: list[Candidate], cons: Constraints, states: list[State]) -> l
 def _finish(
     finished: list[tuple[int, int]], first: int, rows: _Rows, search: Tensor,
     found: list[Hypothesis], cfg: SearchConfig, unk: int, eos: int,
+    attended: Callable[[int], Tensor | None],
 ) -> None:  # fmt: skip
     """Record the EOS candidates ``finished`` (beam, EOS) of the sentence whose rows start at
-    ``first``, at most K per sentence."""
+    ``first``, at most K per sentence (``attended``: a row's recorded cross-attention)."""
     for beam, _ in finished:
         if len(found) >= cfg.width:
             return
@@ -190,7 +192,8 @@ def _finish(
         step = _model_logprob(lp, torch.tensor(eos), cfg, unk)
         steps = [*rows.steps[row].tolist(), float(step)]
         found.append(_hypothesis(rows.tokens[row, 1:], float(rows.scores[row] + lp),
-                                 float(rows.logprobs[row] + step), cfg, steps))  # fmt: skip
+                                 float(rows.logprobs[row] + step), cfg, steps,
+                                 attended(row)))  # fmt: skip
 
 
 def _copies(chosen: list[list[tuple[int, int]]], device: torch.device) -> Tensor:

@@ -16,7 +16,7 @@ it emits EOS among the top K candidates; a sentence is done once it has K finish
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -53,6 +53,9 @@ class Hypothesis:
     score: float
     logprob: float
     token_logprobs: list[float] = field(default_factory=list)
+    # the first model's recorded cross-attention (len(tokens) + 1 steps, S), when its state
+    # records one (Transformer.start_state's alignment_layer: word alignments)
+    attention: Tensor | None = field(default=None, compare=False)
 
 
 class Ensemble:
@@ -105,6 +108,12 @@ class Ensemble:
         :class:`DecodingState`), None when rows only move among one sentence's beams."""
         for state in self.states:
             state.reorder(rows, sources)
+
+    def attended(self, row: int) -> Tensor | None:
+        """Row ``row``'s cross-attention so far as the first model's state recorded it, or
+        None (a state that records none, or that has no ``attended``)."""
+        attended = getattr(self.states[0], "attended", None)
+        return None if attended is None else attended(row)
 
 
 def _averaged(logits: list[Tensor]) -> Tensor:
@@ -189,11 +198,11 @@ def _model_logprob(search_lprob: Tensor, tokens: Tensor, cfg: SearchConfig, unk:
 
 
 def _hypothesis(tokens: Tensor, score: float, logprob: float, cfg: SearchConfig,
-                steps: list[float]) -> Hypothesis:  # fmt: skip
+                steps: list[float], attention: Tensor | None = None) -> Hypothesis:  # fmt: skip
     """A finished hypothesis from its tokens (without BOS/EOS), raw sums and per-token terms
-    (``steps``, EOS's last)."""
+    (``steps``, EOS's last), and its recorded cross-attention (or None)."""
     lp = length_penalty(float(len(tokens) + 1), cfg.lenpen, cfg.lenpen_style)
-    return Hypothesis(tokens.tolist(), score / lp, logprob, steps)
+    return Hypothesis(tokens.tolist(), score / lp, logprob, steps, attention)
 
 
 def _best_first(found: list[list[Hypothesis]], n: int) -> list[list[Hypothesis]]:
@@ -234,7 +243,7 @@ def row_search(
         for r in ended.nonzero()[:, 0].tolist():
             steps = [*rows.steps[r].tolist(), float(model_step[r])]
             hyp = _hypothesis(rows.tokens[r, 1:], float(scores[r]), float(logprobs[r]), cfg,
-                              steps)  # fmt: skip
+                              steps, ens.attended(r))  # fmt: skip
             found[origin[r]].append(hyp)
         keep = (~ended).nonzero()[:, 0]
         if not len(keep):
@@ -267,7 +276,8 @@ def beam_search(ens: Ensemble, src: Tensor, cfg: SearchConfig) -> list[list[Hypo
         chosen = search.view(n, -1).gather(1, cand.flat)  # (N, 2K) this step's search lprob
         cand_steps = _model_logprob(chosen, cand.tokens, cfg, ids.unk)  # (N, 2K)
         cand_logprobs = rows.logprobs.view(n, w).gather(1, cand.beams) + cand_steps
-        _finalize(cand, cand_logprobs, cand_steps, rows, [found[s] for s in sents], cfg, ids.eos)
+        _finalize(cand, cand_logprobs, cand_steps, rows, [found[s] for s in sents], cfg, ids.eos,
+                  ens.attended)  # fmt: skip
         alive = [i for i, s in enumerate(sents) if len(found[s]) < k and step < limits[s]]
         if not alive:
             break
@@ -298,9 +308,11 @@ def _finalize(
     found: list[list[Hypothesis]],
     cfg: SearchConfig,
     eos: int,
+    attended: Callable[[int], Tensor | None],
 ) -> None:
     """Record EOS candidates among the top K as finished hypotheses of their sentence (N lists),
-    at most K per sentence (fairseq's rule: a sentence is done once it has K)."""
+    at most K per sentence (fairseq's rule: a sentence is done once it has K); ``attended``
+    gives a row's recorded cross-attention."""
     k = cfg.width
     mask = finished_mask(cand, k, eos)  # (N, 2K)
     if not bool(mask.any()):  # the one host sync of most steps
@@ -315,7 +327,8 @@ def _finalize(
         if len(found[i]) < k:
             row = i * w + beam
             steps = [*rows.steps[row].tolist(), eos_step]
-            found[i].append(_hypothesis(rows.tokens[row, 1:], score, logprob, cfg, steps))
+            found[i].append(_hypothesis(rows.tokens[row, 1:], score, logprob, cfg, steps,
+                                        attended(row)))  # fmt: skip
 
 
 def generate(

@@ -67,7 +67,7 @@ class NativeEngine(Engine):
     ) -> list[list[Translation]]:
         ids = self.src_tokenizer.specials  # the checkpoint's (an imported vocabulary's) ids
         src = pad_batch([row + [ids.eos] for row in rows], self.device, ids.pad)
-        first = KeepsEncoding(self.models[0]) if search.alignment else self.models[0]
+        first = self._aligning() if search.alignment else self.models[0]
         models = [first, *self.models[1:]]
         if search.constraints:
             phrases = phrases or [[] for _ in rows]
@@ -96,9 +96,15 @@ class NativeEngine(Engine):
         if search.scores:
             out = [[self._scored(h, t) for h, t in zip(hyps, row, strict=True)]
                    for hyps, row in zip(found, out, strict=True)]  # fmt: skip
-        if isinstance(first, KeepsEncoding):
+        if isinstance(first, Aligning):
             return self._aligned(rows, src, first.encoded, found, out)
         return out
+
+    def _aligning(self) -> Aligning:
+        """The first model, recording its alignment layer's cross-attention as it decodes."""
+        model = self.models[0]
+        return Aligning(model, alignment_layer(self.config.alignment_layer,
+                                               model.cfg.decoder_layers))  # fmt: skip
 
     def _scored(self, hyp: Hypothesis, translation: Translation) -> Translation:
         """``translation`` with its confidence: the search's log-probability of each piece."""
@@ -112,23 +118,14 @@ class NativeEngine(Engine):
         self, rows: list[list[int]], src: Tensor, enc: EncoderOut | None,
         found: list[list[Hypothesis]], out: list[list[Translation]],
     ) -> list[list[Translation]]:  # fmt: skip
-        """``out`` with each hypothesis' word alignment: one teacher-forced pass of the first
-        model up to the alignment layer over every (source, hypothesis) pair of the batch,
-        on the encoder output the search computed (``enc``)."""
-        model = self.models[0]
-        layer = alignment_layer(self.config.alignment_layer, model.cfg.decoder_layers)
+        """``out`` with each hypothesis' word alignment, from the cross-attention the search
+        recorded, or where a search records none (hypotheses without ``attention``), from one
+        teacher-forced pass of the first model up to the alignment layer over those (source,
+        hypothesis) pairs, on the encoder output the search computed (``enc``)."""
         pairs = [(i, h) for i, hyps in enumerate(found) for h in hyps]
-        if not pairs:
-            return out
-        ids = self.tgt_tokenizer.specials
-        tgt_in = pad_batch([[ids.bos] + h.tokens for _, h in pairs], self.device, ids.pad)
-        index = torch.tensor([i for i, _ in pairs], device=self.device)
-        if enc is not None:
-            keep = None if enc.src_keep is None else enc.src_keep.index_select(0, index)
-            enc = EncoderOut(enc.memory.index_select(0, index), keep)
-        with torch.inference_mode():
-            probs = model.cross_attention(src.index_select(0, index), tgt_in, layer,
-                                          enc).tolist()  # fmt: skip
+        missing = [(i, h) for i, h in pairs if h.attention is None]
+        forced = iter(self._forced_attention(src, enc, missing) if missing else [])
+        probs = [next(forced) if h.attention is None else h.attention.tolist() for _, h in pairs]
         src_piece, tgt_piece = self.src_tokenizer.id_to_piece, self.tgt_tokenizer.id_to_piece
         tags = set(self.src_tokenizer.tag_ids)
         aligned = iter(probs)
@@ -137,6 +134,23 @@ class NativeEngine(Engine):
                     next(aligned), rows[i][0] in tags, None, len(t.text.split())))
                  for h, t in zip(found[i], out[i], strict=True)]
                 for i in range(len(found))]  # fmt: skip
+
+    def _forced_attention(
+        self, src: Tensor, enc: EncoderOut | None, pairs: list[tuple[int, Hypothesis]]
+    ) -> list[list[list[float]]]:
+        """The alignment layer's cross-attention of each (source row, hypothesis) pair, from a
+        teacher-forced pass of the first model (on ``enc``, the search's encoder output)."""
+        model = self.models[0]
+        layer = alignment_layer(self.config.alignment_layer, model.cfg.decoder_layers)
+        ids = self.tgt_tokenizer.specials
+        tgt_in = pad_batch([[ids.bos] + h.tokens for _, h in pairs], self.device, ids.pad)
+        index = torch.tensor([i for i, _ in pairs], device=self.device)
+        if enc is not None:
+            keep = None if enc.src_keep is None else enc.src_keep.index_select(0, index)
+            enc = EncoderOut(enc.memory.index_select(0, index), keep)
+        with torch.inference_mode():
+            return model.cross_attention(src.index_select(0, index), tgt_in, layer,
+                                         enc).tolist()  # fmt: skip
 
     def _shortlisted(
         self, models: list[Any], rows: list[list[int]], search: SearchConfig,
@@ -167,12 +181,16 @@ class NativeEngine(Engine):
         return self.generator
 
 
-class KeepsEncoding:
-    """A model for the search that remembers its last encoder output (``encoded``), so that
-    the alignment pass need not encode the batch again; everything else is the model's."""
+class Aligning:
+    """The first model for the search when word alignments are asked: its decoding state
+    records the cross-attention of decoder layer ``layer`` at each step (each hypothesis then
+    carries it, :attr:`Hypothesis.attention`), and it remembers its last encoder output
+    (``encoded``) for the teacher-forced pass of a search that records none. Everything else
+    is the model's."""
 
-    def __init__(self, model: nn.Module) -> None:
+    def __init__(self, model: nn.Module, layer: int) -> None:
         self._model = model
+        self.layer = layer
         self.encoded: EncoderOut | None = None
 
     def __getattr__(self, name: str) -> Any:
@@ -181,6 +199,9 @@ class KeepsEncoding:
     def encode(self, src: Tensor) -> EncoderOut:
         self.encoded = self._model.encode(src)
         return self.encoded
+
+    def start_state(self, encoded: EncoderOut, max_len: int) -> Any:
+        return self._model.start_state(encoded, max_len, self.layer)
 
 
 def check_ensemble(paths: list[str], tokenizers: list[tuple[Tokenizer, Tokenizer]]) -> None:

@@ -196,11 +196,22 @@ class CrossAttention(nn.Module):
         p = self.dropout if self.training else 0.0
         return self.out(merge_heads(attention(q, k, v, keep, p)))
 
+    def with_probabilities(
+        self, x: Tensor, k: Tensor, v: Tensor, keep: Tensor | None
+    ) -> tuple[Tensor, Tensor]:
+        """:meth:`forward`'s output (the same computation, so the same values) and
+        :meth:`probabilities`' distribution (B, T, S), from one query projection."""
+        q = split_heads(self.q(x), self.heads)
+        p = self.dropout if self.training else 0.0
+        return self.out(merge_heads(attention(q, k, v, keep, p))), self._probabilities(q, k, keep)
+
     def probabilities(self, x: Tensor, k: Tensor, keep: Tensor | None) -> Tensor:
         """The attention distribution over the source, averaged over heads: x (B, T, D),
         k (B, Hkv, S, Dh) -> (B, T, S), each row summing to 1 over the kept positions (what
         :meth:`forward` weighs the values with; word alignments read it)."""
-        q = split_heads(self.q(x), self.heads)
+        return self._probabilities(split_heads(self.q(x), self.heads), k, keep)
+
+    def _probabilities(self, q: Tensor, k: Tensor, keep: Tensor | None) -> Tensor:
         k = k.repeat_interleave(self.heads // self.kv_heads, dim=1)  # grouped-query heads
         scores = (q.float() @ k.float().transpose(-1, -2)) / math.sqrt(q.shape[-1])
         if keep is not None:

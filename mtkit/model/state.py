@@ -101,6 +101,56 @@ def _select_prefix(buffer: Tensor, rows: Tensor, length: int) -> Tensor:
 
 
 @dataclass
+class AttentionHistory:
+    """One decoder layer's cross-attention distribution at every step, per row (averaged over
+    heads): what word alignments read, recorded during the search so that no teacher-forced
+    pass has to compute it again. Preallocated for ``max_len`` steps, and reordered, truncated
+    and swapped with a spare buffer as :class:`KeyValueCache` is."""
+
+    layer: int  # the decoder layer (0-based) whose cross-attention is recorded
+    max_len: int
+    probs: Tensor | None = None  # (R, max_len, S), allocated at the first step
+    length: int = 0
+    spare: Tensor | None = None
+
+    def append(self, probs: Tensor) -> None:
+        """Store n steps' distributions, probs (R, n, S)."""
+        if self.probs is None:
+            self.probs = probs.new_empty((probs.shape[0], self.max_len, probs.shape[-1]))
+        t, n = self.length, probs.shape[1]
+        self.probs[:, t : t + n] = probs
+        self.length = t + n
+
+    def row(self, row: int) -> Tensor:
+        """Row ``row``'s distributions so far (steps, S), a copy."""
+        assert self.probs is not None
+        return self.probs[row, : self.length].clone()
+
+    def truncate(self, length: int) -> None:
+        if not 0 <= length <= self.length:
+            raise ValueError(f"cannot truncate a history of {self.length} steps to {length}")
+        self.length = length
+
+    def reorder(self, rows: Tensor) -> None:
+        if self.probs is None:
+            return
+        n = self.length
+        if len(rows) != self.probs.shape[0]:
+            out = self.probs.new_empty((len(rows), *self.probs.shape[1:]))
+            out[:, :n] = self.probs[:, :n].index_select(0, rows)
+            self.probs, self.spare = out, None
+            return
+        if self.spare is None:
+            self.spare = torch.empty_like(self.probs)
+        out = self.spare
+        torch.index_select(self.probs[:, :n], 0, rows, out=out[:, :n])
+        self.spare, self.probs = self.probs, out
+
+    def nbytes(self) -> int:
+        return 0 if self.probs is None else self.probs.nbytes
+
+
+@dataclass
 class SourceCache:
     """Cross-attention keys/values of one layer, one row per source sentence."""
 
@@ -141,6 +191,7 @@ class DecoderState:
     src_keep: Tensor | None  # (N, 1, 1, S) bool, True at real source tokens; None: no padding
     offset: int = 0
     group: int = 1
+    attention: AttentionHistory | None = None  # one layer's cross-attention, when recorded
 
     def reorder(self, rows: Tensor, sources: Tensor | None = None) -> None:
         """Keep rows ``rows`` (R',); ``sources`` (N',), when given, also selects source rows,
@@ -148,6 +199,8 @@ class DecoderState:
         the beams of their own sentence and the source side stays as it is."""
         for layer in self.layers:
             layer.reorder(rows)
+        if self.attention is not None:
+            self.attention.reorder(rows)
         if sources is None:
             return
         if len(rows) % len(sources):
@@ -163,8 +216,15 @@ class DecoderState:
         positions after the accepted tokens are forgotten); the next token goes at ``length``."""
         for layer in self.layers:
             layer.truncate(length)
+        if self.attention is not None:
+            self.attention.truncate(length)
         self.offset = length
+
+    def attended(self, row: int) -> Tensor | None:
+        """Row ``row``'s recorded cross-attention (steps so far, S), None when not recorded."""
+        return None if self.attention is None else self.attention.row(row)
 
     def nbytes(self) -> int:
         """Bytes of cached keys/values (and other per-layer tensors) held now."""
-        return sum(layer.own.nbytes() + layer.source.nbytes() for layer in self.layers)
+        held = sum(layer.own.nbytes() + layer.source.nbytes() for layer in self.layers)
+        return held + (0 if self.attention is None else self.attention.nbytes())

@@ -22,6 +22,7 @@ name the padding id the encoder masks and the ids the search starts from, ends a
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import torch
@@ -35,7 +36,7 @@ from mtkit.model.average_attention import AverageAttention
 from mtkit.model.builders import ModelParts, check_model_config
 from mtkit.model.feedforward import FeedForward
 from mtkit.model.layers import CrossAttention, Residual, SelfAttention
-from mtkit.model.state import DecoderState, LayerState, SourceCache
+from mtkit.model.state import AttentionHistory, DecoderState, LayerState, SourceCache
 
 
 @dataclass
@@ -83,21 +84,30 @@ class DecoderLayer(nn.Module):
         own = self.self_attn.start(memory, memory.shape[0], max_len)
         return LayerState(own, self.cross_attn.memory_kv(memory))
 
-    def step(self, x: Tensor, state: LayerState, src_keep: Tensor | None, group: int) -> Tensor:
+    def step(
+        self, x: Tensor, state: LayerState, src_keep: Tensor | None, group: int,
+        history: AttentionHistory | None = None,
+    ) -> Tensor:  # fmt: skip
         """x (R, 1, D): one step of R rows; the rest of the layer works per position, so each
         source's ``group`` rows go through it as positions of one (R / group, group, D) batch
-        row, which cross-attends to that source's keys/values once."""
-        x = self.self_res(x, lambda h: self.self_attn.step(h, state.own))
-        r = x.shape[0]
-        x = self._rest(x.view(r // group, group, x.shape[-1]), state.source, src_keep)
-        return x.view(r, 1, x.shape[-1])
+        row, which cross-attends to that source's keys/values once. ``history``: where this
+        layer's cross-attention distribution of each row is recorded (word alignments)."""
+        return self.steps(x, state, src_keep, group, history, self.self_attn.step)
 
-    def steps(self, x: Tensor, state: LayerState, src_keep: Tensor | None, group: int) -> Tensor:
+    def steps(
+        self, x: Tensor, state: LayerState, src_keep: Tensor | None, group: int,
+        history: AttentionHistory | None = None, attend: Callable | None = None,
+    ) -> Tensor:  # fmt: skip
         """x (R, n, D): n positions of R rows at once (speculative decoding); as :meth:`step`,
-        each source's ``group`` rows share one (R / group, group * n, D) cross-attention row."""
-        x = self.self_res(x, lambda h: self.self_attn.steps(h, state.own))
+        each source's ``group`` rows share one (R / group, group * n, D) cross-attention row.
+        ``attend``: the self-attention's step function (its ``steps`` by default)."""
+        attend = attend or self.self_attn.steps
+        x = self.self_res(x, lambda h: attend(h, state.own))
         r, n, d = x.shape
-        x = self._rest(x.reshape(r // group, group * n, d), state.source, src_keep)
+        record = None
+        if history is not None:
+            record = lambda probs: history.append(probs.reshape(r, n, probs.shape[-1]))  # noqa: E731
+        x = self._rest(x.reshape(r // group, group * n, d), state.source, src_keep, record)
         return x.view(r, n, d)
 
     def attention_probabilities(
@@ -115,8 +125,22 @@ class DecoderLayer(nn.Module):
         self.cross_res(x, capture)
         return found[0]
 
-    def _rest(self, x: Tensor, source: SourceCache, src_keep: Tensor | None) -> Tensor:
-        x = self.cross_res(x, lambda h: self.cross_attn(h, source.k, source.v, src_keep))
+    def _rest(
+        self, x: Tensor, source: SourceCache, src_keep: Tensor | None,
+        record: Callable[[Tensor], None] | None = None,
+    ) -> Tensor:  # fmt: skip
+        """Cross-attention and feed-forward; ``record`` receives the cross-attention's
+        distribution (B, T, S) averaged over heads (the output is the same either way)."""
+        if record is None:
+            x = self.cross_res(x, lambda h: self.cross_attn(h, source.k, source.v, src_keep))
+        else:
+
+            def recorded(h: Tensor) -> Tensor:
+                y, probs = self.cross_attn.with_probabilities(h, source.k, source.v, src_keep)
+                record(probs)
+                return y
+
+            x = self.cross_res(x, recorded)
         return self.ffn_res(x, self.ffn)
 
 
@@ -255,10 +279,20 @@ class Transformer(nn.Module):
     def tgt_vocab_size(self) -> int:
         return self.cfg.tgt_vocab_size
 
-    def start_state(self, enc: EncoderOut, max_len: int) -> DecoderState:
-        """An empty decoding state for up to ``max_len`` steps over this encoder output."""
+    def start_state(
+        self, enc: EncoderOut, max_len: int, alignment_layer: int | None = None
+    ) -> DecoderState:
+        """An empty decoding state for up to ``max_len`` steps over this encoder output; with
+        ``alignment_layer`` (0-based), it records that layer's cross-attention at each step
+        (:meth:`DecoderState.attended`: what :meth:`cross_attention` gives, without a pass)."""
         layers = [layer.start(enc.memory, max_len) for layer in self.decoder_stack()]
-        return DecoderState(layers, enc.src_keep)
+        history = None
+        if alignment_layer is not None:
+            if not 0 <= alignment_layer < len(layers):
+                raise MtkitError(f"alignment layer {alignment_layer}: the model has "
+                                 f"{len(layers)} decoder layers")  # fmt: skip
+            history = AttentionHistory(alignment_layer, max_len)
+        return DecoderState(layers, enc.src_keep, attention=history)
 
     def decode_step(self, tokens: Tensor, state: DecoderState) -> Tensor:
         """Feed one token per row, tokens (R,); returns next-token logits (R, V)."""
@@ -268,8 +302,9 @@ class Transformer(nn.Module):
         """:meth:`decode_step` up to the output projection: the final decoder states (R, 1, D)
         that :meth:`logits` projects (a shortlist projects them onto some rows only)."""
         x = self._embed(self.tgt_embed, self.tgt_positions, tokens[:, None], state.offset)
-        for layer, layer_state in zip(self.decoder_stack(), state.layers, strict=True):
-            x = layer.step(x, layer_state, state.src_keep, state.group)
+        for i, (layer, layer_state) in enumerate(zip(self.decoder_stack(), state.layers,
+                                                     strict=True)):  # fmt: skip
+            x = layer.step(x, layer_state, state.src_keep, state.group, _history(state, i))
         state.offset += 1
         return self.decoder_norm(x)
 
@@ -279,10 +314,17 @@ class Transformer(nn.Module):
         float rounding). Speculative decoding checks proposed tokens with it, then rolls the
         state back to the accepted ones (:meth:`DecoderState.truncate`)."""
         x = self._embed(self.tgt_embed, self.tgt_positions, tokens, state.offset)
-        for layer, layer_state in zip(self.decoder_stack(), state.layers, strict=True):
-            x = layer.steps(x, layer_state, state.src_keep, state.group)
+        for i, (layer, layer_state) in enumerate(zip(self.decoder_stack(), state.layers,
+                                                     strict=True)):  # fmt: skip
+            x = layer.steps(x, layer_state, state.src_keep, state.group, _history(state, i))
         state.offset += tokens.shape[1]
         return self.logits(self.decoder_norm(x))
+
+
+def _history(state: DecoderState, layer: int) -> AttentionHistory | None:
+    """The state's attention history if it records decoder layer ``layer``."""
+    history = state.attention
+    return history if history is not None and history.layer == layer else None
 
 
 def resolve_model_config(

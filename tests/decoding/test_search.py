@@ -352,3 +352,45 @@ def test_generate_restores_training_mode_and_accepts_long_max_len() -> None:
     model = tiny_model(max_positions=24).train()
     out = generate([model], sources([3]), SearchConfig(beam=2, max_len_b=10_000))
     assert model.training and len(out[0][0].tokens) == 23  # capped by max_positions - 1
+
+
+class Recording:
+    """``model`` whose decoding state records decoder layer ``layer``'s cross-attention (what
+    the native engine's word alignments use)."""
+
+    def __init__(self, model: Transformer, layer: int) -> None:
+        self._model, self.layer = model, layer
+
+    def __getattr__(self, name: str):
+        return getattr(self._model, name)
+
+    def start_state(self, encoded, max_len: int):
+        return self._model.start_state(encoded, max_len, self.layer)
+
+
+@pytest.mark.parametrize("variant", variant_params())
+def test_recorded_attention_equals_the_teacher_forced_pass(variant: dict) -> None:
+    """Every hypothesis of greedy decoding, beam search (n-best, beams moving, sentences
+    leaving) and constrained search carries the chosen layer's cross-attention of its own
+    steps, equal to a teacher-forced pass over it; the tokens are those of a plain search."""
+    from mtkit.decoding.constraints import Constraints
+
+    model = tiny_model(**variant)
+    src = sources([6, 3, 5, 2])
+    searches = [SearchConfig(beam=1), SearchConfig(beam=3, nbest=2, lenpen=0.6)]
+    for layer, search in itertools.product((0, 1), searches):
+        recorded = generate([Recording(model, layer), model], src, search)
+        same(recorded, generate([model, model], src, search))
+        for row, hyps in zip(src, recorded, strict=True):
+            for hyp in hyps:
+                tgt = torch.tensor([[BOS_ID, *hyp.tokens]])
+                forced = model.cross_attention(row[None], tgt, layer)[0]
+                assert hyp.attention is not None and hyp.attention.shape == forced.shape
+                torch.testing.assert_close(hyp.attention, forced, atol=1e-5, rtol=1e-5)
+    phrases = [Constraints([[7, 8]]) for _ in range(len(src))]
+    found = generate([Recording(model, 1)], src, SearchConfig(beam=2), phrases)
+    for row, hyps in zip(src, found, strict=True):
+        tgt = torch.tensor([[BOS_ID, *hyps[0].tokens]])
+        torch.testing.assert_close(hyps[0].attention, model.cross_attention(row[None], tgt, 1)[0],
+                                   atol=1e-5, rtol=1e-5)  # fmt: skip
+    assert generate([model], src, searches[1])[0][0].attention is None
