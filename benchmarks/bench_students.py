@@ -15,10 +15,11 @@ test_2016_flickr (en, 1,000 lines) on CPU, each row at every ``--threads`` count
   and one sentence per call (the interactive case) beside the teacher's greedy one per call,
   on the first ``--single-limit`` lines.
 
-Columns: parameters, the size on disk of the file each row loads (native int8 quantizes the
-fp32 checkpoint when it loads), sentences/s and target tokens/s (EOS included), BLEU and chrF
-(sacreBLEU), each speed as a ratio to the teacher's beam-5 fp32 row at the same thread count,
-and BLEU on the validation set (1,014 lines; decoded once, at the last thread count).
+Columns: parameters, the size of the weights each row loads (a checkpoint's fp32 tensors, or
+the CTranslate2 export's model.bin; native int8 quantizes the fp32 checkpoint when it loads),
+sentences/s and target tokens/s (EOS included), BLEU and chrF (sacreBLEU), each speed as a
+ratio to the teacher's beam-5 fp32 row at the same thread count, and BLEU on the validation
+set (1,014 lines; decoded once, at the last thread count).
 
 Rows run in ``--rounds`` interleaved rounds (every row once per round, in order); the figures
 are medians over rounds, so a shared machine disturbs them less. Engines are loaded once.
@@ -77,8 +78,16 @@ def parameters(checkpoint: str | Path) -> int:
 
 
 def size_of(paths: list[Path]) -> int:
-    """Bytes on disk: checkpoints, or an export's model.bin."""
-    return sum((p / "model.bin" if p.is_dir() else p).stat().st_size for p in paths)
+    """Bytes of the weights: a checkpoint's model tensors as stored (not its optimizer state,
+    which a numbered checkpoint also holds), or an export's model.bin on disk."""
+    total = 0
+    for path in paths:
+        if path.is_dir():
+            total += (path / "model.bin").stat().st_size
+        else:
+            state = load_for_inference(path).model.state_dict()
+            total += sum(t.nbytes for t in state.values())
+    return total
 
 
 def build_shortlist(data: Path, top_k: int, frequent: int) -> Path:
