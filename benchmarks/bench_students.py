@@ -91,11 +91,12 @@ def size_of(paths: list[Path]) -> int:
 
 
 def build_shortlist(data: Path, top_k: int, frequent: int) -> Path:
-    """The student's shortlist (its training split, IBM model 1), written once per size."""
-    path = WORK / f"shortlist-{top_k}-{frequent}.json.gz"
+    """The student's shortlist (its training split, IBM model 1), written once per size and
+    vocabulary."""
+    src, tgt = load_tokenizers(data)
+    path = WORK / f"shortlist-{top_k}-{frequent}-{src.sha256[:12]}.json.gz"
     if not path.is_file():
         WORK.mkdir(parents=True, exist_ok=True)
-        src, tgt = load_tokenizers(data)
         shortlist = learn_shortlist(ParallelData(data, "train"), src, tgt, top_k, frequent)
         with path.open("wb") as handle:
             shortlist.write(handle)
