@@ -86,7 +86,8 @@ def size_of(paths: list[Path]) -> int:
             total += (path / "model.bin").stat().st_size
         else:
             state = load_for_inference(path).model.state_dict()
-            total += sum(t.nbytes for t in state.values())
+            unique = {t.data_ptr(): t.nbytes for t in state.values()}  # tied weights once
+            total += sum(unique.values())
     return total
 
 
