@@ -112,7 +112,7 @@ class Ensemble:
     def attended(self, row: int) -> Tensor | None:
         """Row ``row``'s cross-attention so far as the first model's state recorded it, or
         None (a state that records none, or that has no ``attended``)."""
-        attended = getattr(self.states[0], "attended", None)
+        attended = getattr(self.states[0], "attended", None) if self.states else None
         return None if attended is None else attended(row)
 
 
