@@ -12,10 +12,12 @@ teacher), and with each ``--draft-tokens`` k of the ``--draft`` model proposing,
   share of lines whose output equals the teacher's greedy output.
 
 Engines are loaded once; the rows run in ``--rounds`` interleaved rounds (teacher, then each k,
-then again) and each figure is the median over rounds, because the machine may be shared.
+then again; with ``--draft-quantize`` and ``--draft-shortlist``, each k for each kind of draft)
+and each figure is the median over rounds, because the machine may be shared.
 
     .venv/bin/python benchmarks/bench_speculative.py CKPT --draft DRAFT [--limit 200] \\
-        [--tokens 2 4 6] [--ensemble 2] [--threads 1] [--rounds 3]
+        [--tokens 2 4 6] [--ensemble 2] [--threads 1] [--rounds 3] \\
+        [--draft-quantize '' int8] [--draft-shortlist SHORTLIST]
 """
 
 from __future__ import annotations
@@ -58,6 +60,10 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--max-tokens", type=int, default=4096)
     parser.add_argument("--modes", nargs="+", default=["single", "batch"])
+    parser.add_argument("--draft-quantize", nargs="+", default=[""], choices=["", "int8"],
+                        help="the draft's precisions to compare ('' as the teacher's)")
+    parser.add_argument("--draft-shortlist", default="",
+                        help="also each k with the draft guessing within this shortlist")
     args = parser.parse_args()
     existing(args.checkpoint, "make demo")
     existing(args.draft, "make -C recipes/multi30k student")
@@ -67,11 +73,15 @@ def main() -> None:
     base = TranslateConfig(search=SearchConfig(beam=1), device="cpu", threads=args.threads,
                            max_tokens=args.max_tokens)  # fmt: skip
     models = [args.checkpoint] * args.ensemble
-    names = ["greedy"] + [f"draft k={k}" for k in args.tokens]
     engines = {"greedy": load_engine(models, base)}
-    for k in args.tokens:
-        engines[f"draft k={k}"] = load_engine(models, replace(base, draft=args.draft,
-                                                              draft_tokens=k))  # fmt: skip
+    for quantize in args.draft_quantize:
+        for sl in ("", args.draft_shortlist) if args.draft_shortlist else ("",):
+            tail = (" int8" if quantize else "") + (" +SL" if sl else "")
+            for k in args.tokens:
+                engines[f"draft k={k}{tail}"] = load_engine(models, replace(
+                    base, draft=args.draft, draft_tokens=k, draft_quantize=quantize,
+                    draft_shortlist=sl))  # fmt: skip
+    names = list(engines)
     for engine in engines.values():
         engine.translate(lines[:8])  # warm-up
     teacher = f"teacher: {args.checkpoint}" + (f" x{args.ensemble}" if args.ensemble > 1 else "")
@@ -98,7 +108,7 @@ def main() -> None:
             if name in stats:
                 st = stats[name]
                 extra = f"  acceptance {st.acceptance:.2f}  tokens/pass {st.tokens_per_pass:.2f}"
-            print(f"  {name:<12} {1000 * s / len(lines):7.2f} ms/sent  {tokens[name] / s:7.0f} "
+            print(f"  {name:<18} {1000 * s / len(lines):7.2f} ms/sent  {tokens[name] / s:7.0f} "
                   f"tok/s  x{base_s / s:.2f}  identical {same}/{len(lines)}{extra}")  # fmt: skip
 
 

@@ -90,6 +90,13 @@ SEARCH_OPTIONS: list[tuple[tuple[str, ...], str, Any, str]] = [
      "models, proposes tokens that the models check in one pass; the output is theirs."),
     (("--draft-tokens",), "draft_tokens", click.IntRange(1),
      "Tokens the --draft model proposes per pass of the models."),
+    (("--draft-quantize",), "draft_quantize", click.Choice(["int8", "none"]),
+     "The draft's precision: int8, or none (default: as --quantize). The output is the "
+     "models' either way; an int8 draft proposes faster."),
+    (("--draft-shortlist",), "draft_shortlist", click.Path(),
+     "Lexical shortlist (`mtkit shortlist build`) the --draft guesses within: its output layer "
+     "reads only the pieces the source allows; the models still check over the whole "
+     "vocabulary, so the output is unchanged."),
     (("--shortlist",), "shortlist", click.Path(),
      "Lexical shortlist (`mtkit shortlist build`): score only the target pieces the source "
      "pieces list, plus the frequent ones (mtkit engine; ctranslate2: export with "

@@ -129,6 +129,8 @@ class TranslateConfig:
     word_scores: bool = False  # a column of per-word scores (implies search.scores)
     draft: str = ""  # a small checkpoint proposing tokens the models check (greedy, same output)
     draft_tokens: int = 4  # tokens the draft proposes per pass of the models
+    draft_quantize: str = ""  # "" (as --quantize) | int8 | none: the draft's own precision
+    draft_shortlist: str = ""  # a lexical shortlist the draft guesses within (same output)
 
     def __post_init__(self) -> None:
         if self.word_scores and not self.search.scores:
@@ -176,7 +178,12 @@ class TranslateConfig:
             (not self.draft or not self.search.alignment,
              "--draft cannot be combined with --alignment"),
             (not (self.draft and self.shortlist), "--draft cannot be combined with --shortlist "
-             "(the draft proposes pieces of the whole vocabulary)"),
+             "(the models check the draft's pieces over the whole vocabulary; "
+             "--draft-shortlist restricts the draft)"),
+            (self.draft_quantize in ("", "int8", "none"), "--draft-quantize must be int8 or "
+             f"none, got {self.draft_quantize!r}"),
+            (self.draft or not (self.draft_quantize or self.draft_shortlist),
+             "--draft-quantize and --draft-shortlist need --draft"),
             (self.format == "text" or not self.search.scores,
              f"--format {self.format} gives one document; it cannot be combined with --scores or "
              "--word-scores (scores are per line)"),

@@ -28,7 +28,10 @@ time gains the most.
 
 The draft proposes its own argmax (of the search rules only the bans of PAD, BOS and an early
 EOS, which cost nothing: it only guesses, and the teacher applies every rule); it must share the
-teacher's special ids and target vocabulary and have at least its ``max_positions``.
+teacher's special ids and target vocabulary and have at least its ``max_positions``. It may
+guess among some pieces only (a model with ``columns``, as
+:class:`~mtkit.model.shortlisted.ShortlistedDraft`), and may be int8 where the teacher is not:
+a draft that guesses worse costs passes, never a different output.
 """
 
 from __future__ import annotations
@@ -91,7 +94,7 @@ class Draft:
     """A draft model (a :class:`~mtkit.decoding.protocol.StepDecoder` with ``decode_steps``, in
     eval mode) and the tokens it proposes per pass of the teacher."""
 
-    model: Any
+    model: Any  # with ``columns`` (ids, increasing): its logits are over those ids only
     tokens: int = 4
     stats: DraftStats | None = None  # counted into, when given
 
@@ -116,10 +119,17 @@ class _Drafter:
             raise MtkitError(f"the draft model's max_positions ({model.max_positions}) is below "
                              f"the models' ({ens.max_positions})")  # fmt: skip
         self.model, ids = model, ens.special_ids
-        self.banned = torch.tensor([ids.pad, ids.bos], device=src.device)  # never greedy's
-        self.early = torch.tensor([ids.pad, ids.bos, ids.eos], device=src.device)  # < min_len
         self.state = model.start_state(model.encode(src), max_len)
+        # a draft may guess among some pieces only: its logits' columns are these ids
+        self.columns: Tensor | None = getattr(model, "columns", None)
+        self.banned = self._column([ids.pad, ids.bos], src.device)  # never greedy's
+        self.early = self._column([ids.pad, ids.bos, ids.eos], src.device)  # < min_len
         self.length = 0
+
+    def _column(self, ids: list[int], device: torch.device) -> Tensor:
+        """The columns of the draft's logits that hold vocabulary ids ``ids`` (among them)."""
+        found = torch.tensor(ids, device=device)
+        return found if self.columns is None else torch.searchsorted(self.columns, found)
 
     def propose(self, tokens: Tensor, n: int, min_len: int) -> Tensor:
         """n tokens (R, n) after ``tokens`` (R, t + 1), BOS and every token so far; first the
@@ -137,7 +147,8 @@ class _Drafter:
                 logits = self.model.decode_steps(proposed[-1][:, None], self.state)[:, 0]
             logits.index_fill_(1, self.banned if history - 1 + i >= min_len else self.early,
                                -math.inf)  # fmt: skip
-            proposed.append(logits.argmax(-1))
+            best = logits.argmax(-1)
+            proposed.append(best if self.columns is None else self.columns[best])
         self.length = history - 1 + n
         return torch.stack(proposed, 1)
 

@@ -9,10 +9,12 @@ from __future__ import annotations
 
 from mtkit.checkpoint import Checkpoint, load_for_inference
 from mtkit.config import TranslateConfig
+from mtkit.data.shortlist import Shortlist, read_shortlist
 from mtkit.data.tokenizer import Tokenizer
 from mtkit.decoding.speculative import Draft, DraftStats
 from mtkit.errors import MtkitError
 from mtkit.model.inference import prepare_for_inference
+from mtkit.model.shortlisted import ShortlistedDraft, projection_weight
 
 
 def check_draft(path: str, teacher: str, teacher_pair: tuple[Tokenizer, Tokenizer],
@@ -30,17 +32,35 @@ def check_draft(path: str, teacher: str, teacher_pair: tuple[Tokenizer, Tokenize
 def describe_draft(
     config: TranslateConfig, teacher: str, pair: tuple[Tokenizer, Tokenizer]
 ) -> None:
-    """Check ``config.draft`` (if any) against the models without building it."""
+    """Check ``config.draft`` (if any) and its shortlist against the models without building
+    them."""
     if config.draft:
         check_draft(config.draft, teacher, pair, Checkpoint.load(config.draft).tokenizers())
+        if config.draft_shortlist:
+            draft_shortlist(config, pair)
+
+
+def draft_shortlist(config: TranslateConfig, pair: tuple[Tokenizer, Tokenizer]) -> Shortlist:
+    """``--draft-shortlist``'s file, checked against the draft's (the models') vocabularies."""
+    shortlist = read_shortlist(config.draft_shortlist)
+    shortlist.check_vocabularies(*pair, f"--draft-shortlist {config.draft_shortlist}")
+    return shortlist
 
 
 def load_draft(config: TranslateConfig, teacher: str, pair: tuple[Tokenizer, Tokenizer],
                device, dtype: str) -> Draft | None:  # fmt: skip
-    """``config.draft`` ready to propose on ``device`` in ``dtype`` (None without one)."""
+    """``config.draft`` ready to propose on ``device`` in ``dtype`` (None without one): int8
+    or not as ``--draft-quantize`` says (by default as the models), guessing within
+    ``--draft-shortlist`` where one is given."""
     if not config.draft:
         return None
     loaded = load_for_inference(config.draft)
-    check_draft(config.draft, teacher, pair, (loaded.src_tokenizer, loaded.tgt_tokenizer))
-    model = prepare_for_inference(loaded.model, device, dtype, config.quantize, config.cpu_matmul)
+    tokenizers = (loaded.src_tokenizer, loaded.tgt_tokenizer)
+    check_draft(config.draft, teacher, pair, tokenizers)
+    shortlist = draft_shortlist(config, tokenizers) if config.draft_shortlist else None
+    weight = projection_weight(loaded.model) if shortlist is not None else None
+    quantize = {"": config.quantize, "none": ""}.get(config.draft_quantize, config.draft_quantize)
+    model = prepare_for_inference(loaded.model, device, dtype, quantize, config.cpu_matmul)
+    if shortlist is not None:
+        model = ShortlistedDraft(model, shortlist, loaded.tgt_tokenizer.specials, weight)
     return Draft(model, config.draft_tokens, DraftStats())

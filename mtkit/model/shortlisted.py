@@ -28,6 +28,7 @@ from __future__ import annotations
 import itertools
 import math
 import warnings
+import weakref
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -77,6 +78,11 @@ def output_rows(model: nn.Module, ids: Tensor, weight: Tensor | None = None) -> 
     return lambda x: project(x) + bias
 
 
+# each int8 output projection's weight, unpacked once (unpacking costs ~9 ms for 8,000 x 256,
+# more than a sentence's output layer over its shortlist)
+_UNPACKED: weakref.WeakKeyDictionary[nn.Module, Tensor] = weakref.WeakKeyDictionary()
+
+
 def _int8_rows(output: nn.Module, ids: Tensor) -> nn.Module:
     """Rows ``ids`` of a dynamically quantized int8 projection: the same int8 values and scale."""
     with warnings.catch_warnings():
@@ -86,8 +92,10 @@ def _int8_rows(output: nn.Module, ids: Tensor) -> nn.Module:
         if not isinstance(output, DynamicLinear):
             raise MtkitError(f"a shortlist cannot restrict an output layer of type "
                              f"{type(output).__name__}")  # fmt: skip
+        if output not in _UNPACKED:
+            _UNPACKED[output] = output.weight()
         rows = DynamicLinear(output.in_features, len(ids), dtype=torch.qint8)
-        rows.set_weight_bias(output.weight().index_select(0, ids), None)
+        rows.set_weight_bias(_UNPACKED[output].index_select(0, ids), None)
     return rows
 
 
@@ -199,3 +207,39 @@ class Shortlisted:
         """A hypothesis of sentence ``sentence`` (its tokens, columns) as vocabulary ids."""
         table = self.plan.tables[int(self.plan.group_of[sentence])].tolist()
         return [table[t] for t in tokens]
+
+
+class ShortlistedDraft:
+    """A draft model for speculative decoding (``--draft-shortlist``) that guesses among the
+    target pieces ``shortlist`` allows each batch: on :meth:`encode`, the union over the batch's
+    source pieces (the frequent pieces and the special ids always), and :meth:`decode_steps`
+    gives logits (R, n, K) over those K pieces, whose vocabulary ids are :attr:`columns`
+    (increasing). A draft only proposes, and the models check every proposal over the whole
+    vocabulary, so the output does not change; what it saves is the draft's output layer, most
+    of a small draft's step when it decodes one sentence. ``plain`` and ``weight`` as for
+    :class:`Shortlisted`."""
+
+    def __init__(self, model: Any, shortlist: Shortlist, specials: SpecialIds,
+                 weight: Tensor | None = None) -> None:  # fmt: skip
+        self._model = model
+        self.shortlist = shortlist
+        self.specials = sorted(set(specials.to_dict().values()))
+        self.weight = weight
+        self.columns: Tensor | None = None
+        self._project: Projection | None = None
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._model, name)
+
+    def encode(self, src: Tensor) -> Any:
+        """The model's encoder output; the batch's pieces become the columns."""
+        ids = self.shortlist.union(src.tolist(), self.specials)
+        self.columns = torch.as_tensor(ids, dtype=torch.long, device=src.device)
+        self._project = output_rows(self._model, self.columns, self.weight)
+        return self._model.encode(src)
+
+    def decode_steps(self, tokens: Tensor, state: Any) -> Tensor:
+        """Tokens (R, n), vocabulary ids; logits (R, n, K) over :attr:`columns`."""
+        if self._project is None:
+            raise MtkitError("ShortlistedDraft.decode_steps before encode")
+        return self._project(self._model.decode_steps_hidden(tokens, state))

@@ -313,12 +313,17 @@ class Transformer(nn.Module):
         returns the logits after each (R, n, V), as n calls of :meth:`decode_step` would (to
         float rounding). Speculative decoding checks proposed tokens with it, then rolls the
         state back to the accepted ones (:meth:`DecoderState.truncate`)."""
+        return self.logits(self.decode_steps_hidden(tokens, state))
+
+    def decode_steps_hidden(self, tokens: Tensor, state: DecoderState) -> Tensor:
+        """:meth:`decode_steps` up to the output projection: the final decoder states
+        (R, n, D) (a draft with a shortlist projects them onto some rows only)."""
         x = self._embed(self.tgt_embed, self.tgt_positions, tokens, state.offset)
         for i, (layer, layer_state) in enumerate(zip(self.decoder_stack(), state.layers,
                                                      strict=True)):  # fmt: skip
             x = layer.steps(x, layer_state, state.src_keep, state.group, _history(state, i))
         state.offset += tokens.shape[1]
-        return self.logits(self.decoder_norm(x))
+        return self.decoder_norm(x)
 
 
 def _history(state: DecoderState, layer: int) -> AttentionHistory | None:

@@ -7,7 +7,9 @@ import torch
 from click.testing import CliRunner
 from test_cli_translate import make_checkpoint
 
+from mtkit.checkpoint import Checkpoint
 from mtkit.cli import cli
+from mtkit.data.shortlist import Shortlist
 
 GREEDY = ["--beam", "1", "--max-len-a", "0", "--max-len-b", "6", "--threads", "1"]
 LINES = b"a man runs\nthe red dog sits on the street\n\ncat\na woman plays ball on the house\n"
@@ -63,6 +65,7 @@ def test_draft_gives_the_teachers_greedy_output(ckpts: tuple[str, str, str]) -> 
         (["--beam", "1", "--constraints"], "--draft cannot be combined with --constraints"),
         (["--beam", "1", "--draft-tokens", "0"], "--draft-tokens"),
         (["--beam", "1", "--engine", "ctranslate2"], "--draft runs with --engine mtkit only"),
+        (["--beam", "1", "--shortlist", "x.gz"], "--draft cannot be combined with --shortlist"),
     ],
 )
 def test_draft_with_options_it_cannot_honour_is_refused(
@@ -84,3 +87,47 @@ def test_draft_with_other_vocabularies_is_refused_by_name(ckpts: tuple[str, str,
     missing = str(Path(other).with_name("missing.pt"))
     result = run(["-m", teacher, "--draft", missing, *GREEDY])
     assert result.exit_code != 0 and "missing.pt" in result.output
+
+
+def shortlist_of(ckpt: str, out: Path, frequent: tuple[int, ...]) -> str:
+    """A shortlist for ``ckpt``'s vocabularies: per source id s the target 4 + s mod 7."""
+    src, tgt = Checkpoint.load(ckpt).tokenizers()
+    rows = tuple((4 + s % 7,) for s in range(len(src)))
+    with out.open("wb") as handle:
+        Shortlist(rows, frequent, src.sha256, tgt.sha256, len(src), len(tgt), "test", 1).write(
+            handle
+        )
+    return str(out)
+
+
+def test_an_int8_draft_within_a_shortlist_gives_the_teachers_greedy_output(
+    ckpts: tuple[str, str, str], tmp_path: Path
+) -> None:
+    teacher, draft, other = ckpts
+    greedy = run(["-m", teacher, *GREEDY])
+    greedy8 = run(["-m", teacher, "--quantize", "int8", *GREEDY])
+    small = shortlist_of(teacher, tmp_path / "small.gz", (9, 12))
+    full = shortlist_of(teacher, tmp_path / "full.gz",
+                        tuple(range(len(Checkpoint.load(teacher).tokenizers()[1]))))  # fmt: skip
+    for extra in (
+        ["--draft-quantize", "int8"],
+        ["--draft-shortlist", small],
+        ["--draft-shortlist", full, "--draft-quantize", "int8"],
+        ["--quantize", "int8", "--draft-quantize", "none", "--draft-shortlist", small],
+    ):
+        spec = run(["-m", teacher, "--draft", draft, *extra, *GREEDY])
+        assert spec.exit_code == 0, spec.output
+        expected = greedy8 if "--quantize" in extra else greedy
+        assert spec.stdout == expected.stdout, extra
+    foreign = shortlist_of(other, tmp_path / "other.gz", (9,))
+    for args, message in (
+        (["--draft-shortlist", small], "--draft-quantize and --draft-shortlist need --draft"),
+        (
+            ["--draft", draft, "--draft-shortlist", foreign],
+            f"--draft-shortlist {foreign}: built for another source vocabulary",
+        ),
+    ):
+        result = run(["-m", teacher, *args, *GREEDY])
+        assert result.exit_code != 0
+        assert message in result.output
+        assert len(result.output.strip().splitlines()) == 1, result.output

@@ -13,10 +13,13 @@ from test_search import same, sources, tiny_model
 from variants import variant_params
 
 from mtkit.config import SearchConfig
+from mtkit.data.shortlist import Shortlist
 from mtkit.data.tokenizer import EOS_ID, PAD_ID
 from mtkit.decoding import Hypothesis, generate
 from mtkit.decoding.speculative import Draft, DraftStats
 from mtkit.errors import MtkitError
+from mtkit.model.inference import prepare_for_inference
+from mtkit.model.shortlisted import ShortlistedDraft, projection_weight
 from mtkit.model.transformer import Transformer
 
 pytestmark = pytest.mark.usefixtures("one_thread")
@@ -132,3 +135,57 @@ def test_unfit_drafts_are_refused(draft, message: str) -> None:
         generate([tiny_model()], sources([4]), SearchConfig(beam=1), draft=Draft(draft()))
     with pytest.raises(MtkitError, match="--draft-tokens must be at least 1"):
         Draft(tiny_model(), 0)
+
+
+def vocabulary_shortlist(frequent: tuple[int, ...], vocab: int = 40, top_k: int = 2) -> Shortlist:
+    """Per source id s the targets 6 + (7 s + i) mod 12, i < top_k (16 ids at most with the
+    special ids; not 5, the tiny models' favourite), and ``frequent``."""
+    rows = tuple(tuple(sorted({6 + (7 * s + i) % 12 for i in range(top_k)})) for s in range(vocab))
+    return Shortlist(rows, frequent, "a" * 64, "b" * 64, vocab, vocab, "test", top_k)
+
+
+PREPARED = {"plain": ("", "default"), "packed": ("", "onednn"), "int8": ("int8", "onednn")}
+
+
+@pytest.mark.parametrize("prepared", list(PREPARED))
+def test_a_shortlisted_draft_reads_the_full_logits_at_its_columns(prepared: str) -> None:
+    base, src = noisy(eos_prone()), sources(LENGTHS)
+    quantize, matmul = PREPARED[prepared]
+    model = prepare_for_inference(copy.deepcopy(base), torch.device("cpu"), "fp32", quantize,
+                                  matmul)  # fmt: skip
+    draft = ShortlistedDraft(model, vocabulary_shortlist((20, 29)), base.special_ids,
+                             projection_weight(base))  # fmt: skip
+    tokens = torch.randint(4, 40, (len(LENGTHS), 3), generator=torch.Generator().manual_seed(2))
+    with torch.inference_mode():
+        full = model.decode_steps(tokens, model.start_state(model.encode(src), 8))
+        restricted = draft.decode_steps(tokens, draft.start_state(draft.encode(src), 8))
+    allowed = vocabulary_shortlist((20, 29)).union(src.tolist(), range(4))
+    assert draft.columns.tolist() == allowed.tolist()
+    assert 4 < len(allowed) < 40
+    torch.testing.assert_close(restricted, full[..., draft.columns], atol=1e-5, rtol=1e-5)
+
+
+@pytest.mark.parametrize("prepared", list(PREPARED))
+def test_int8_and_shortlisted_drafts_give_greedy_output(prepared: str) -> None:
+    """The draft guesses within a small shortlist, or the whole vocabulary as one (then it
+    proposes exactly what the unrestricted draft proposes), int8 or not: greedy's output."""
+    teacher, src = eos_prone(), sources(LENGTHS)
+    cfg = SearchConfig(beam=1)
+    greedy = generate([teacher], src, cfg)
+    base = noisy(teacher)
+    quantize, matmul = PREPARED[prepared]
+    model = prepare_for_inference(copy.deepcopy(base), torch.device("cpu"), "fp32", quantize,
+                                  matmul)  # fmt: skip
+    stats = {}
+    for name, frequent in (("none", None), ("full", tuple(range(40))), ("small", (20, 29))):
+        draft = model
+        if frequent is not None:
+            draft = ShortlistedDraft(model, vocabulary_shortlist(frequent), teacher.special_ids,
+                                     projection_weight(base))  # fmt: skip
+        stats[name] = DraftStats()
+        check_equal(generate([teacher], src, cfg, draft=Draft(draft, 3, stats[name])), greedy)
+        alone = [generate([teacher], row[row.ne(PAD_ID)][None], cfg, draft=Draft(draft, 3))[0]
+                 for row in src]  # fmt: skip
+        check_equal(alone, greedy)
+    assert stats["full"] == stats["none"]
+    assert stats["small"].acceptance < stats["none"].acceptance
