@@ -61,9 +61,9 @@ def main() -> None:
     parser.add_argument("--max-tokens", type=int, default=4096)
     parser.add_argument("--modes", nargs="+", default=["single", "batch"])
     parser.add_argument("--draft-quantize", nargs="+", default=[""], choices=["", "int8"],
-                        help="the draft's precisions to compare ('' as the teacher's)")
+                        help="the draft precisions to compare ('' as the teacher)")  # fmt: skip
     parser.add_argument("--draft-shortlist", default="",
-                        help="also each k with the draft guessing within this shortlist")
+                        help="also each k with the draft guessing within this shortlist")  # fmt: skip
     args = parser.parse_args()
     existing(args.checkpoint, "make demo")
     existing(args.draft, "make -C recipes/multi30k student")
