@@ -22,10 +22,16 @@ server must refuse (malformed JSON, a lone surrogate, a wrong type), one a secon
 then gives the single sentences' latency under that load, "before" being ``--slice-tokens 0``
 (a long request in one batch) and "after" the default (slices beside the short requests);
 every single-sentence answer is checked against offline translation through the same text
-layer, refusals must be 4xx, and the server log must hold no traceback.
+layer (CTranslate2 and int8, whose output may depend on the other sentences of a batch: the
+differences counted), refusals must be 4xx, and the server log must hold no traceback. "all
+work vs offline" counts the long texts' sentences answered while the clients ran beside theirs.
+
+``--engine ctranslate2`` (CKPT an exported directory) and ``--quantize int8`` run the server and
+the offline reference alike.
 
     .venv/bin/python benchmarks/bench_serve.py [CKPT] [--sentences 300] [--threads 1]
     .venv/bin/python benchmarks/bench_serve.py CKPT --mixed --concurrency 32 --threads 2
+    .venv/bin/python benchmarks/bench_serve.py CT2_DIR --engine ctranslate2 --mixed ...
 """
 
 from __future__ import annotations
@@ -74,15 +80,17 @@ def flags(values: dict[str, float]) -> list[str]:
             for part in (f"--{key.replace('_', '-')}", str(value))]  # fmt: skip
 
 
-def offline(ckpt: str, lines: list[str], search: dict[str, float], threads: int
-            ) -> tuple[float, dict[str, str]]:  # fmt: skip
+def offline(ckpt: str, lines: list[str], search: dict[str, float], threads: int,
+            runtime: dict[str, str]) -> tuple[float, dict[str, str]]:  # fmt: skip
     """Sentences/s of batched engine.translate over ``lines`` (after a warm-up batch), and
-    each line's translation through the text layer, as the server gives it."""
+    each line's translation through the text layer, as the server gives it (``runtime``: the
+    engine and its precision, as the server runs)."""
     from mtkit.config import TranslateConfig
     from mtkit.engines import load_engine
     from mtkit.text import translate_text
 
-    engine = load_engine([ckpt], TranslateConfig.from_flat({**search, "threads": threads}))
+    config = TranslateConfig.from_flat({**search, **runtime, "threads": threads})
+    engine = load_engine([ckpt], config)
     engine.translate(lines[:32])
     start = time.perf_counter()
     engine.translate(lines)
@@ -185,7 +193,9 @@ async def odd_client(port: int, long_text: str, stop: asyncio.Event, seen: dict)
 
 
 async def load(port: int, lines: list[str], clients: int, limit: float,
-               long_text: str = "") -> tuple[float, list, dict, dict]:  # fmt: skip
+               long_text: str = "") -> tuple[float, list, dict, dict, int]:  # fmt: skip
+    """Sentences/s of the single-sentence clients, their latencies and answers, what the odd
+    client saw, and how many long texts it had back while the clients ran."""
     todo, latencies, answers, seen = list(reversed(lines)), [], {}, {}
     start = time.perf_counter()
     deadline = time.monotonic() + limit
@@ -194,10 +204,11 @@ async def load(port: int, lines: list[str], clients: int, limit: float,
     await asyncio.gather(*(client(port, todo, latencies, deadline, answers)
                            for _ in range(clients)))  # fmt: skip
     rate = len(latencies) / (time.perf_counter() - start)
+    long_done = len(seen.get("long", []))
     if odd is not None:
         stop.set()
         await odd
-    return rate, latencies, answers, seen
+    return rate, latencies, answers, seen, long_done
 
 
 def percentile(values: list[float], q: float) -> float:
@@ -213,6 +224,10 @@ def main() -> None:
     parser.add_argument("--time-limit", type=float, default=60.0, help="seconds per level")
     parser.add_argument("--threads", type=int, default=1, help="torch threads (server, offline)")
     parser.add_argument("--beam", type=int, default=5)
+    parser.add_argument("--engine", default="mtkit",
+                        help="server and offline (ctranslate2: CKPT an exported dir)")  # fmt: skip
+    parser.add_argument("--quantize", default="", choices=["", "int8"],
+                        help="server and offline int8 (mtkit engine)")  # fmt: skip
     parser.add_argument("--random-len", type=int, default=20, help="forced output length")
     parser.add_argument("--mixed", action="store_true",
                         help="a client of long and invalid requests beside each level")  # fmt: skip
@@ -239,50 +254,63 @@ def main() -> None:
     ckpt = args.checkpoint or str(random_checkpoint(WORK))
     lines = read_text("test_2016_flickr", "en")[: args.sentences]
     search = search_values(args.random_len, args.checkpoint is None, args.beam)
-    threads = ["--threads", str(args.threads)]
-    base, expected = offline(ckpt, lines, search, args.threads)
-    long_text = ""
+    runtime = {"engine": args.engine, **({"quantize": args.quantize} if args.quantize else {})}
+    # float mtkit decodes a sentence alike in any batch; CTranslate2 (its issue #693) and int8
+    # (activation scales per batch) may not, so there the differences are counted
+    exact = args.engine == "mtkit" and not args.quantize
+    threads = ["--threads", str(args.threads), *flags(runtime)]
+    base, expected = offline(ckpt, lines, search, args.threads, runtime)
+    long_text, long_sentences = "", 0
     if args.mixed:
         pool, taken = read_text("test_2016_flickr", "en"), []
         while sum(len(s.split()) for s in taken) < args.long_words and len(taken) < len(pool):
             taken.append(pool[len(taken)])
-        long_text = " ".join(taken)
+        long_text, long_sentences = " ".join(taken), len(taken)
         print(
-            f"mixed load: a text of {len(long_text.split())} words on one line and "
+            f"mixed load: a text of {len(long_text.split())} words ({long_sentences} sentences) "
+            "on one line and "
             f"{len(ODD)} invalid requests, in turn, one a second"
         )
-    print(f"model: {ckpt}; search: {' '.join(flags(search))}; threads {args.threads}")
+    print(f"model: {ckpt}; search: {' '.join(flags(search))}; threads {args.threads}; "
+          f"{' '.join(flags(runtime))}")  # fmt: skip
     print(f"offline batched engine.translate: {base:.1f} sentences/s ({len(lines)} sentences)\n")
     print(
         "| server | clients | sentences | sentences/s | p50 ms | p95 ms | p99 ms | vs offline "
-        "| long requests (s) |"
+        "| all work vs offline | long requests (s) |"
     )
-    print("|---|---:|---:|---:|---:|---:|---:|---:|---|")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---|")
     WORK.mkdir(parents=True, exist_ok=True)
     for name, options in configs.items():
         server = Server(ckpt, [*flags(search), *threads, *options], WORK / "serve.log")
         try:
             asyncio.run(load(server.port, lines[:16], 4, 60))  # warm-up
             for clients in map(int, args.concurrency.split(",")):
-                rate, lat, answers, seen = asyncio.run(
+                rate, lat, answers, seen, long_done = asyncio.run(
                     load(server.port, lines, clients, args.time_limit, long_text)
                 )
                 p50, p95, p99 = (percentile(lat, q) * 1000 for q in (50, 95, 99))
                 long = " ".join(f"{t:.1f}" for _, t in seen.get("long", [])) or "-"
+                # all work: the long texts' sentences done while the clients ran, too
+                work = rate * (1 + long_done * long_sentences / len(lat))
                 print(f"| {name} | {clients} | {len(lat)} | {rate:.1f} | {p50:.0f} | {p95:.0f} "
-                      f"| {p99:.0f} | {rate / base:.2f}x | {long} |", flush=True)  # fmt: skip
-                check(answers, expected, seen)
+                      f"| {p99:.0f} | {rate / base:.2f}x | {work / base:.2f}x | {long} |",
+                      flush=True)  # fmt: skip
+                check(answers, expected, seen, exact)
         finally:
             server.stop()
         if "Traceback" in server.text():
             raise SystemExit(f"a traceback in the server log:\n{server.text()[-3000:]}")
 
 
-def check(answers: dict[str, str], expected: dict[str, str], seen: dict) -> None:
-    """Every answer as offline translation gives it; long ones 200, odd ones 4xx."""
+def check(answers: dict[str, str], expected: dict[str, str], seen: dict, exact: bool) -> None:
+    """Every answer as offline translation gives it (``exact``; otherwise the differences
+    are counted and printed); long ones 200, odd ones 4xx."""
     wrong = [line for line, text in answers.items() if text != expected[line]]
-    if wrong:
+    if wrong and exact:
         raise SystemExit(f"{len(wrong)} answers differ from offline translation, e.g. {wrong[0]!r}")
+    if wrong:
+        print(f"({len(wrong)} of {len(answers)} answers differ from offline translation: batches "
+              f"of other sentences, other rounding; e.g. {wrong[0]!r})", flush=True)  # fmt: skip
     statuses = [status for status, _ in seen.get("long", [])]
     bad = [s for s in statuses if s != 200] + [s for s, _ in seen.get("odd", [])
                                                 if not 400 <= s < 500]  # fmt: skip
