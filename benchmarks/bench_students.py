@@ -13,7 +13,8 @@ test_2016_flickr (en, 1,000 lines) on CPU, each row at every ``--threads`` count
 - speculative decoding: the teacher's greedy search (or an ensemble of the teacher's last
   checkpoints, ``--ensemble``) with the student proposing ``--draft-tokens`` tokens, batched,
   and one sentence per call (the interactive case) beside the teacher's greedy one per call,
-  on the first ``--single-limit`` lines.
+  on the first ``--single-limit`` lines; one sentence per call also with the draft in int8
+  guessing within the shortlist (``--draft-quantize int8 --draft-shortlist``).
 
 Columns: parameters, the size of the weights each row loads (a checkpoint's fp32 tensors, or
 the CTranslate2 export's model.bin; native int8 quantizes the fp32 checkpoint when it loads),
@@ -153,6 +154,9 @@ def rows_for(args: argparse.Namespace) -> list[Row]:
                         files, params, single=True))  # fmt: skip
         rows.append(Row(f"{label} greedy + draft, one sentence a call", ensemble, draft,
                         files, params, single=True))  # fmt: skip
+        fast = replace(draft, draft_quantize="int8", draft_shortlist=str(shortlist))
+        rows.append(Row(f"{label} greedy + draft int8 +shortlist, one sentence a call",
+                        ensemble, fast, files, params, single=True))  # fmt: skip
     return rows
 
 

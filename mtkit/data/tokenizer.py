@@ -41,6 +41,7 @@ from mtkit.errors import MtkitError
 
 PAD_ID, UNK_ID, BOS_ID, EOS_ID = 0, 1, 2, 3
 MAX_SENTENCE_BYTES = 4192  # sentencepiece's default: training skips longer sentences
+FEW_TEXTS = 64  # texts encoded one by one rather than by sentencepiece's thread pool
 SPECIAL_IDS = {"pad": PAD_ID, "unk": UNK_ID, "bos": BOS_ID, "eos": EOS_ID}
 
 
@@ -156,11 +157,19 @@ class Tokenizer:
         """Pieces ids for each text, without BOS/EOS."""
         if self.vocab is None and self.tags:
             return self._tagged(texts, threads)
-        if self.vocab is None and threads < 0:
-            return self.sp.Encode(list(texts), out_type=int)
         if self.vocab is None:
-            return self.sp.Encode(list(texts), out_type=int, num_threads=threads)
+            return self._spm_ids(texts, threads)
         return [self._table_ids(text) for text in texts]
+
+    def _spm_ids(self, texts: Sequence[str], threads: int) -> list[list[int]]:
+        """sentencepiece's ids of each text. A list goes to sentencepiece's batch encoder, which
+        starts a pool of ``threads`` threads per call (-1: one per core); a few texts (a server
+        request) are encoded one by one instead: a pool for one sentence costs 30x its encoding,
+        more on a busy machine."""
+        if threads < 0 and len(texts) <= FEW_TEXTS:
+            return [self.sp.Encode(text, out_type=int) for text in texts]
+        kwargs = {"num_threads": threads} if threads >= 0 else {}
+        return self.sp.Encode(list(texts), out_type=int, **kwargs)
 
     def encode_one(self, text: str) -> list[int]:
         return self.encode([text])[0]
@@ -185,8 +194,7 @@ class Tokenizer:
     def _tagged(self, texts: Sequence[str], threads: int) -> list[list[int]]:
         """Encode lines whose leading ``>>xx<<`` is one id (see the module docstring)."""
         codes, rests = zip(*map(split_tag, texts), strict=True) if texts else ((), ())
-        kwargs = {"num_threads": threads} if threads >= 0 else {}
-        ids = self.sp.Encode(list(rests), out_type=int, **kwargs)
+        ids = self._spm_ids(rests, threads)
         return [
             [self.sp.PieceToId(c)] + row if c else row for c, row in zip(codes, ids, strict=True)
         ]

@@ -7,7 +7,7 @@ import sentencepiece as spm
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mtkit.data.tokenizer import BOS_ID, EOS_ID, PAD_ID, UNK_ID, Tokenizer, train_spm
+from mtkit.data.tokenizer import BOS_ID, EOS_ID, FEW_TEXTS, PAD_ID, UNK_ID, Tokenizer, train_spm
 from mtkit.errors import MtkitError
 
 TEXT = [
@@ -35,6 +35,15 @@ def test_special_ids(tok: Tokenizer) -> None:
 def test_round_trip(tok: Tokenizer, text: str) -> None:
     normalized = " ".join(text.split())
     assert tok.decode(tok.encode([normalized])) == [normalized]
+
+
+@pytest.mark.parametrize("count", [0, 1, FEW_TEXTS, FEW_TEXTS + 1, 200])
+def test_few_texts_one_by_one_and_many_in_a_pool_encode_alike(tok: Tokenizer, count: int) -> None:
+    texts = [f"{TEXT[i % 4][: 10 + i % 30]} {i}" for i in range(count)]
+    one_by_one = [tok.sp.Encode(text, out_type=int) for text in texts]
+    assert tok.encode(texts) == one_by_one
+    assert tok.encode(texts, threads=1) == one_by_one
+    assert tok.encode(texts, threads=2) == one_by_one
 
 
 def test_decode_drops_specials(tok: Tokenizer) -> None:
