@@ -17,7 +17,7 @@ and each figure is the median over rounds, because the machine may be shared.
 
     .venv/bin/python benchmarks/bench_speculative.py CKPT --draft DRAFT [--limit 200] \\
         [--tokens 2 4 6] [--ensemble 2] [--threads 1] [--rounds 3] \\
-        [--draft-quantize '' int8] [--draft-shortlist SHORTLIST]
+        [--draft-quantize '' int8] [--draft-shortlist SHORTLIST] [--draft-confidence 0 0.5]
 """
 
 from __future__ import annotations
@@ -62,8 +62,10 @@ def main() -> None:
     parser.add_argument("--modes", nargs="+", default=["single", "batch"])
     parser.add_argument("--draft-quantize", nargs="+", default=[""], choices=["", "int8"],
                         help="the draft precisions to compare ('' as the teacher)")  # fmt: skip
+    parser.add_argument("--draft-confidence", type=float, nargs="+", default=[0.0],
+                        help="confidence thresholds to compare (0: always k)")  # fmt: skip
     parser.add_argument("--draft-shortlist", default="",
-                        help="also each k with the draft guessing within this shortlist")  # fmt: skip
+                        help="each k also with the draft within this shortlist")  # fmt: skip
     args = parser.parse_args()
     existing(args.checkpoint, "make demo")
     existing(args.draft, "make -C recipes/multi30k student")
@@ -76,11 +78,13 @@ def main() -> None:
     engines = {"greedy": load_engine(models, base)}
     for quantize in args.draft_quantize:
         for sl in ("", args.draft_shortlist) if args.draft_shortlist else ("",):
-            tail = (" int8" if quantize else "") + (" +SL" if sl else "")
-            for k in args.tokens:
-                engines[f"draft k={k}{tail}"] = load_engine(models, replace(
-                    base, draft=args.draft, draft_tokens=k, draft_quantize=quantize,
-                    draft_shortlist=sl))  # fmt: skip
+            for conf in args.draft_confidence:
+                tail = (" int8" if quantize else "") + (" +SL" if sl else "")
+                tail += f" c={conf:g}" if conf else ""
+                for k in args.tokens:
+                    engines[f"draft k={k}{tail}"] = load_engine(models, replace(
+                        base, draft=args.draft, draft_tokens=k, draft_quantize=quantize,
+                        draft_shortlist=sl, draft_confidence=conf))  # fmt: skip
     names = list(engines)
     for engine in engines.values():
         engine.translate(lines[:8])  # warm-up
@@ -108,7 +112,7 @@ def main() -> None:
             if name in stats:
                 st = stats[name]
                 extra = f"  acceptance {st.acceptance:.2f}  tokens/pass {st.tokens_per_pass:.2f}"
-            print(f"  {name:<18} {1000 * s / len(lines):7.2f} ms/sent  {tokens[name] / s:7.0f} "
+            print(f"  {name:<24} {1000 * s / len(lines):7.2f} ms/sent  {tokens[name] / s:7.0f} "
                   f"tok/s  x{base_s / s:.2f}  identical {same}/{len(lines)}{extra}")  # fmt: skip
 
 

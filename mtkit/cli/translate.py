@@ -90,6 +90,9 @@ SEARCH_OPTIONS: list[tuple[tuple[str, ...], str, Any, str]] = [
      "models, proposes tokens that the models check in one pass; the output is theirs."),
     (("--draft-tokens",), "draft_tokens", click.IntRange(1),
      "Tokens the --draft model proposes per pass of the models."),
+    (("--draft-confidence",), "draft_confidence", click.FloatRange(0.0, 1.0, max_open=True),
+     "Stop a pass's proposals after one the draft gives a probability below this (0: always "
+     "--draft-tokens); the output is the models' either way."),
     (("--draft-quantize",), "draft_quantize", click.Choice(["int8", "none"]),
      "The draft's precision: int8, or none (default: as --quantize). The output is the "
      "models' either way; an int8 draft proposes faster."),

@@ -128,7 +128,8 @@ class TranslateConfig:
 
     word_scores: bool = False  # a column of per-word scores (implies search.scores)
     draft: str = ""  # a small checkpoint proposing tokens the models check (greedy, same output)
-    draft_tokens: int = 4  # tokens the draft proposes per pass of the models
+    draft_tokens: int = 4  # tokens the draft proposes per pass of the models (at most)
+    draft_confidence: float = 0.0  # > 0: a pass's proposals stop after one less probable
     draft_quantize: str = ""  # "" (as --quantize) | int8 | none: the draft's own precision
     draft_shortlist: str = ""  # a lexical shortlist the draft guesses within (same output)
 
@@ -180,10 +181,13 @@ class TranslateConfig:
             (not (self.draft and self.shortlist), "--draft cannot be combined with --shortlist "
              "(the models check the draft's pieces over the whole vocabulary; "
              "--draft-shortlist restricts the draft)"),
+            (0.0 <= self.draft_confidence < 1.0, "--draft-confidence must be in [0, 1), got "
+             f"{self.draft_confidence}"),
             (self.draft_quantize in ("", "int8", "none"), "--draft-quantize must be int8 or "
              f"none, got {self.draft_quantize!r}"),
-            (self.draft or not (self.draft_quantize or self.draft_shortlist),
-             "--draft-quantize and --draft-shortlist need --draft"),
+            (self.draft or not (self.draft_quantize or self.draft_shortlist
+                                or self.draft_confidence),
+             "--draft-quantize, --draft-shortlist and --draft-confidence need --draft"),
             (self.format == "text" or not self.search.scores,
              f"--format {self.format} gives one document; it cannot be combined with --scores or "
              "--word-scores (scores are per line)"),

@@ -31,7 +31,10 @@ EOS, which cost nothing: it only guesses, and the teacher applies every rule); i
 teacher's special ids and target vocabulary and have at least its ``max_positions``. It may
 guess among some pieces only (a model with ``columns``, as
 :class:`~mtkit.model.shortlisted.ShortlistedDraft`), and may be int8 where the teacher is not:
-a draft that guesses worse costs passes, never a different output.
+a draft that guesses worse costs passes, never a different output. With a ``confidence``
+threshold (as transformers' ``assistant_confidence_threshold``) a pass proposes fewer than k
+tokens where the draft is unsure: it stops after a proposal whose probability, by the draft,
+is below the threshold, so fewer draft steps go to guesses the models would reject.
 """
 
 from __future__ import annotations
@@ -95,12 +98,15 @@ class Draft:
     eval mode) and the tokens it proposes per pass of the teacher."""
 
     model: Any  # with ``columns`` (ids, increasing): its logits are over those ids only
-    tokens: int = 4
+    tokens: int = 4  # at most, per pass
     stats: DraftStats | None = None  # counted into, when given
+    confidence: float = 0.0  # > 0: a pass's proposals stop after one less probable than this
 
     def __post_init__(self) -> None:
         if self.tokens < 1:
             raise MtkitError(f"--draft-tokens must be at least 1, got {self.tokens}")
+        if not 0.0 <= self.confidence < 1.0:
+            raise MtkitError(f"--draft-confidence must be in [0, 1), got {self.confidence}")
 
 
 class _Drafter:
@@ -131,11 +137,13 @@ class _Drafter:
         found = torch.tensor(ids, device=device)
         return found if self.columns is None else torch.searchsorted(self.columns, found)
 
-    def propose(self, tokens: Tensor, n: int, min_len: int) -> Tensor:
-        """n tokens (R, n) after ``tokens`` (R, t + 1), BOS and every token so far; first the
-        tokens not yet cached are fed (the pending one, or two after a fully accepted pass).
-        Of the search rules only the cheapest are followed: no PAD, no BOS, no EOS before
-        ``min_len``."""
+    def propose(self, tokens: Tensor, n: int, min_len: int, confidence: float = 0.0) -> Tensor:
+        """Up to n tokens (R, m) after ``tokens`` (R, t + 1), BOS and every token so far;
+        first the tokens not yet cached are fed (the pending one, or two after a fully accepted
+        pass). Of the search rules only the cheapest are followed: no PAD, no BOS, no EOS before
+        ``min_len``. With ``confidence`` > 0 the proposals stop early, after the first one the
+        draft gives a probability below it in every row (a guess likely to be rejected: further
+        guesses after it are likelier still to be wasted)."""
         history = tokens.shape[1]
         if self.length >= history:  # more was proposed than accepted: forget it
             self.state.truncate(history - 1)
@@ -149,11 +157,19 @@ class _Drafter:
                                -math.inf)  # fmt: skip
             best = logits.argmax(-1)
             proposed.append(best if self.columns is None else self.columns[best])
-        self.length = history - 1 + n
+            if confidence > 0 and i + 1 < n and not _confident(logits, best, confidence):
+                break
+        self.length = history - 1 + len(proposed)
         return torch.stack(proposed, 1)
 
     def reorder(self, rows: Tensor) -> None:
         self.state.reorder(rows, rows)
+
+
+def _confident(logits: Tensor, best: Tensor, threshold: float) -> bool:
+    """Whether any row's best token has a probability of at least ``threshold``."""
+    top = logits.gather(1, best[:, None])[:, 0] - torch.logsumexp(logits, -1)
+    return bool(top.max() >= math.log(threshold))
 
 
 def _choices(lprobs: Tensor, rows: _Rows, fed: Tensor, step: int, force_from: int,
@@ -186,7 +202,9 @@ def speculative_search(
         n = min(draft.tokens, max(limits[i] for i in origin) - step)
         fed = rows.tokens[:, -1:]
         if n > 0:
-            fed = torch.cat([fed, drafter.propose(rows.tokens, n, cfg.min_len)], 1)  # (R, n + 1)
+            proposed = drafter.propose(rows.tokens, n, cfg.min_len, draft.confidence)
+            n = proposed.shape[1]
+            fed = torch.cat([fed, proposed], 1)  # (R, n + 1)
         picked, chosen = _choices(ens.steps(fed), rows, fed, step,
                                   min(limits[i] for i in origin), cfg, ens)  # fmt: skip
         agree = picked[:, :n].eq(fed[:, 1:]).long().cumprod(1).sum(1)  # (R,) accepted proposals

@@ -63,4 +63,4 @@ def load_draft(config: TranslateConfig, teacher: str, pair: tuple[Tokenizer, Tok
     model = prepare_for_inference(loaded.model, device, dtype, quantize, config.cpu_matmul)
     if shortlist is not None:
         model = ShortlistedDraft(model, shortlist, loaded.tgt_tokenizer.specials, weight)
-    return Draft(model, config.draft_tokens, DraftStats())
+    return Draft(model, config.draft_tokens, DraftStats(), config.draft_confidence)

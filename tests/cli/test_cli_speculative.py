@@ -64,6 +64,7 @@ def test_draft_gives_the_teachers_greedy_output(ckpts: tuple[str, str, str]) -> 
         (["--beam", "1", "--alignment"], "--draft cannot be combined with --alignment"),
         (["--beam", "1", "--constraints"], "--draft cannot be combined with --constraints"),
         (["--beam", "1", "--draft-tokens", "0"], "--draft-tokens"),
+        (["--beam", "1", "--draft-confidence", "1"], "--draft-confidence"),
         (["--beam", "1", "--engine", "ctranslate2"], "--draft runs with --engine mtkit only"),
         (["--beam", "1", "--shortlist", "x.gz"], "--draft cannot be combined with --shortlist"),
     ],
@@ -111,6 +112,7 @@ def test_an_int8_draft_within_a_shortlist_gives_the_teachers_greedy_output(
                         tuple(range(len(Checkpoint.load(teacher).tokenizers()[1]))))  # fmt: skip
     for extra in (
         ["--draft-quantize", "int8"],
+        ["--draft-confidence", "0.6", "--draft-tokens", "6"],
         ["--draft-shortlist", small],
         ["--draft-shortlist", full, "--draft-quantize", "int8"],
         ["--quantize", "int8", "--draft-quantize", "none", "--draft-shortlist", small],
@@ -121,7 +123,10 @@ def test_an_int8_draft_within_a_shortlist_gives_the_teachers_greedy_output(
         assert spec.stdout == expected.stdout, extra
     foreign = shortlist_of(other, tmp_path / "other.gz", (9,))
     for args, message in (
-        (["--draft-shortlist", small], "--draft-quantize and --draft-shortlist need --draft"),
+        (
+            ["--draft-shortlist", small],
+            "--draft-quantize, --draft-shortlist and --draft-confidence need --draft",
+        ),
         (
             ["--draft", draft, "--draft-shortlist", foreign],
             f"--draft-shortlist {foreign}: built for another source vocabulary",

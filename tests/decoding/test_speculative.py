@@ -189,3 +189,37 @@ def test_int8_and_shortlisted_drafts_give_greedy_output(prepared: str) -> None:
         check_equal(alone, greedy)
     assert stats["full"] == stats["none"]
     assert stats["small"].acceptance < stats["none"].acceptance
+
+
+@pytest.mark.parametrize("confidence", [0.3, 0.9, 0.999])
+def test_a_confidence_threshold_proposes_less_and_gives_greedy_output(confidence: float) -> None:
+    teacher, src = eos_prone(), sources(LENGTHS)
+    for cfg in (SearchConfig(beam=1), SearchConfig(beam=1, no_repeat_ngram=2, min_len=3)):
+        greedy = generate([teacher], src, cfg)
+        always, gated = DraftStats(), DraftStats()
+        draft = noisy(teacher, std=0.3)
+        check_equal(generate([teacher], src, cfg, draft=Draft(draft, 6, always)), greedy)
+        check_equal(generate([teacher], src, cfg, draft=Draft(draft, 6, gated, confidence)),
+                    greedy)  # fmt: skip
+        one = Draft(draft, 6, confidence=confidence)
+        alone = [generate([teacher], row[row.ne(PAD_ID)][None], cfg, draft=one)[0] for row in src]
+        check_equal(alone, greedy)
+        assert gated.proposed < always.proposed
+        assert gated.proposed / gated.row_passes < 6
+
+
+def test_a_confidence_threshold_never_met_proposes_one_token_a_pass() -> None:
+    teacher, src = eos_prone(), sources([9])
+    stats = DraftStats()
+    uniform = tiny_model(seed=5, layers=1)
+    with torch.no_grad():
+        for p in uniform.parameters():
+            p.zero_()  # equal logits: every proposal has probability 1 / V
+    generate([teacher], src, SearchConfig(beam=1), draft=Draft(uniform, 4, stats, 0.5))
+    # one proposal per pass (none counted in the last, which ends the row: it gives EOS)
+    assert stats.proposed == stats.passes - 1 and stats.passes > 10
+    always = DraftStats()
+    generate([teacher], src, SearchConfig(beam=1), draft=Draft(uniform, 4, always))
+    assert always.proposed > 3 * always.passes
+    with pytest.raises(MtkitError, match="--draft-confidence must be in"):
+        Draft(teacher, 4, confidence=1.0)
