@@ -14,7 +14,8 @@ test_2016_flickr (en, 1,000 lines) on CPU, each row at every ``--threads`` count
   checkpoints, ``--ensemble``) with the student proposing ``--draft-tokens`` tokens, batched,
   and one sentence per call (the interactive case) beside the teacher's greedy one per call,
   on the first ``--single-limit`` lines; one sentence per call also with the draft in int8
-  guessing within the shortlist (``--draft-quantize int8 --draft-shortlist``).
+  guessing within the shortlist (``--draft-quantize int8 --draft-shortlist``, and
+  ``--draft-confidence``).
 
 Columns: parameters, the size of the weights each row loads (a checkpoint's fp32 tensors, or
 the CTranslate2 export's model.bin; native int8 quantizes the fp32 checkpoint when it loads),
@@ -154,8 +155,10 @@ def rows_for(args: argparse.Namespace) -> list[Row]:
                         files, params, single=True))  # fmt: skip
         rows.append(Row(f"{label} greedy + draft, one sentence a call", ensemble, draft,
                         files, params, single=True))  # fmt: skip
-        fast = replace(draft, draft_quantize="int8", draft_shortlist=str(shortlist))
-        rows.append(Row(f"{label} greedy + draft int8 +shortlist, one sentence a call",
+        fast = replace(draft, draft_quantize="int8", draft_shortlist=str(shortlist),
+                       draft_confidence=args.draft_confidence)  # fmt: skip
+        gate = f" c={args.draft_confidence:g}" if args.draft_confidence else ""
+        rows.append(Row(f"{label} greedy + draft int8 +shortlist{gate}, one sentence a call",
                         ensemble, fast, files, params, single=True))  # fmt: skip
     return rows
 
@@ -298,6 +301,8 @@ def parse_args() -> argparse.Namespace:
                         help="lines translated one per call")  # fmt: skip
     parser.add_argument("--max-tokens", type=int, default=4096, help="source tokens per batch")
     parser.add_argument("--draft-tokens", type=int, default=4, help="speculative: k")
+    parser.add_argument("--draft-confidence", type=float, default=0.0,
+                        help="the int8 +shortlist draft's confidence threshold")  # fmt: skip
     parser.add_argument("--ensemble", type=int, default=1,
                         help="speculative rows: the teacher run's last N checkpoints")  # fmt: skip
     parser.add_argument("--skip", default="", help="rows to leave out: bf16, ct2, draft")
