@@ -24,7 +24,8 @@ then gives the single sentences' latency under that load, "before" being ``--sli
 every single-sentence answer is checked against offline translation through the same text
 layer (CTranslate2 and int8, whose output may depend on the other sentences of a batch: the
 differences counted), refusals must be 4xx, and the server log must hold no traceback. "all
-work vs offline" counts the long texts' sentences answered while the clients ran beside theirs.
+work vs offline" adds the long texts' sentences translated while the clients ran (a text
+counted by the share of its time inside that window).
 
 ``--engine ctranslate2`` (CKPT an exported directory) and ``--quantize int8`` run the server and
 the offline reference alike.
@@ -187,15 +188,18 @@ async def odd_client(port: int, long_text: str, stop: asyncio.Event, seen: dict)
                 writer.close()
             key = "long" if body is long else "odd"
             seen.setdefault(key, []).append((status, time.perf_counter() - start))
+            if body is long:
+                seen.setdefault("long_spans", []).append((start, time.perf_counter()))
             if stop.is_set():
                 break
             await asyncio.sleep(1.0)
 
 
 async def load(port: int, lines: list[str], clients: int, limit: float,
-               long_text: str = "") -> tuple[float, list, dict, dict, int]:  # fmt: skip
+               long_text: str = "") -> tuple[float, list, dict, dict, float]:  # fmt: skip
     """Sentences/s of the single-sentence clients, their latencies and answers, what the odd
-    client saw, and how many long texts it had back while the clients ran."""
+    client saw, and how much of the long texts' work fell while the clients ran (each text
+    counted by the share of its time inside that window, as slices progress evenly)."""
     todo, latencies, answers, seen = list(reversed(lines)), [], {}, {}
     start = time.perf_counter()
     deadline = time.monotonic() + limit
@@ -203,12 +207,14 @@ async def load(port: int, lines: list[str], clients: int, limit: float,
     odd = asyncio.create_task(odd_client(port, long_text, stop, seen)) if long_text else None
     await asyncio.gather(*(client(port, todo, latencies, deadline, answers)
                            for _ in range(clients)))  # fmt: skip
-    rate = len(latencies) / (time.perf_counter() - start)
-    long_done = len(seen.get("long", []))
+    end = time.perf_counter()
+    rate = len(latencies) / (end - start)
     if odd is not None:
         stop.set()
         await odd
-    return rate, latencies, answers, seen, long_done
+    inside = sum(max(0.0, min(b, end) - max(a, start)) / (b - a)
+                 for a, b in seen.get("long_spans", []))  # fmt: skip
+    return rate, latencies, answers, seen, inside
 
 
 def percentile(values: list[float], q: float) -> float:
@@ -285,13 +291,13 @@ def main() -> None:
         try:
             asyncio.run(load(server.port, lines[:16], 4, 60))  # warm-up
             for clients in map(int, args.concurrency.split(",")):
-                rate, lat, answers, seen, long_done = asyncio.run(
+                rate, lat, answers, seen, long_share = asyncio.run(
                     load(server.port, lines, clients, args.time_limit, long_text)
                 )
                 p50, p95, p99 = (percentile(lat, q) * 1000 for q in (50, 95, 99))
                 long = " ".join(f"{t:.1f}" for _, t in seen.get("long", [])) or "-"
                 # all work: the long texts' sentences done while the clients ran, too
-                work = rate * (1 + long_done * long_sentences / len(lat))
+                work = rate * (1 + long_share * long_sentences / len(lat))
                 print(f"| {name} | {clients} | {len(lat)} | {rate:.1f} | {p50:.0f} | {p95:.0f} "
                       f"| {p99:.0f} | {rate / base:.2f}x | {work / base:.2f}x | {long} |",
                       flush=True)  # fmt: skip
