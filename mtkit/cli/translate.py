@@ -94,8 +94,8 @@ SEARCH_OPTIONS: list[tuple[tuple[str, ...], str, Any, str]] = [
      "Stop a pass's proposals after one the draft gives a probability below this (0: always "
      "--draft-tokens); the output is the models' either way."),
     (("--draft-quantize",), "draft_quantize", click.Choice(["int8", "none"]),
-     "The draft's precision: int8, or none (default: as --quantize). The output is the "
-     "models' either way; an int8 draft proposes faster."),
+     "The draft's precision: int8, or none; unset, the draft is quantized as --quantize "
+     "says. The output is the models' either way; an int8 draft proposes faster."),
     (("--draft-shortlist",), "draft_shortlist", click.Path(),
      "Lexical shortlist (`mtkit shortlist build`) the --draft guesses within: its output layer "
      "reads only the pieces the source allows; the models still check over the whole "

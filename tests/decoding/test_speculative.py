@@ -184,9 +184,10 @@ def test_int8_and_shortlisted_drafts_give_greedy_output(prepared: str) -> None:
                                      projection_weight(base))  # fmt: skip
         stats[name] = DraftStats()
         check_equal(generate([teacher], src, cfg, draft=Draft(draft, 3, stats[name])), greedy)
-        alone = [generate([teacher], row[row.ne(PAD_ID)][None], cfg, draft=Draft(draft, 3))[0]
-                 for row in src]  # fmt: skip
-        check_equal(alone, greedy)
+        if name == "small":  # alone, each sentence has a union of its own
+            alone = [generate([teacher], row[row.ne(PAD_ID)][None], cfg,
+                              draft=Draft(draft, 3))[0] for row in src]  # fmt: skip
+            check_equal(alone, greedy)
     assert stats["full"] == stats["none"]
     assert stats["small"].acceptance < stats["none"].acceptance
 
@@ -201,9 +202,11 @@ def test_a_confidence_threshold_proposes_less_and_gives_greedy_output(confidence
         check_equal(generate([teacher], src, cfg, draft=Draft(draft, 6, always)), greedy)
         check_equal(generate([teacher], src, cfg, draft=Draft(draft, 6, gated, confidence)),
                     greedy)  # fmt: skip
-        one = Draft(draft, 6, confidence=confidence)
-        alone = [generate([teacher], row[row.ne(PAD_ID)][None], cfg, draft=one)[0] for row in src]
-        check_equal(alone, greedy)
+        if cfg.no_repeat_ngram:  # alone too, once
+            one = Draft(draft, 6, confidence=confidence)
+            alone = [generate([teacher], row[row.ne(PAD_ID)][None], cfg, draft=one)[0]
+                     for row in src]  # fmt: skip
+            check_equal(alone, greedy)
         assert gated.proposed < always.proposed
         assert gated.proposed / gated.row_passes < 6
 
