@@ -48,9 +48,8 @@ VARIANTS: dict[str, dict[str, Any]] = {
                                 pre_norm=True),
     "average_learned_no_bias": dict(decoder_self_attention="average", positions="learned",
                                     bias=False, norm="rmsnorm"),
-    # presets (their full shapes: tests/model/test_presets.py); transformer-tiny-student's
-    # switches, pre-LN and rotary, are transformer-small-modern's: "modern_mqa" and the
-    # single switches cover them (its own row cost CI ~20 s)
+    # presets (their full shapes: tests/model/test_presets.py)
+    "tiny_student": switches("transformer-tiny-student"),
     "tiny_student_aan": switches("transformer-tiny-student-aan"),
 }  # fmt: skip
 

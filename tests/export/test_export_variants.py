@@ -45,6 +45,7 @@ EXPECTED: dict[str, tuple[str, str]] = {
     "alibi_mqa_geglu": ("positions", "positions"),
     "relative_gqa_shared": (WRITES, "positions"),
     "average_learned_no_bias": ("decoder_self_attention", "norm"),
+    "tiny_student": (WRITES, "positions"),
     "tiny_student_aan": ("decoder_self_attention", "decoder_self_attention"),
 }
 
