@@ -144,3 +144,11 @@ def read_shortlist(path: str | Path) -> Shortlist:
         message = str(err)
         named = message if message.startswith(str(path)) else f"{path}: {message}"
         raise MtkitError(named) from None
+
+
+def read_shortlist_for(path: str | Path, src: Tokenizer, tgt: Tokenizer, option: str) -> Shortlist:
+    """The shortlist in ``path``, refused in one line naming ``option`` where it was built for
+    other vocabularies than ``src`` and ``tgt``."""
+    shortlist = read_shortlist(path)
+    shortlist.check_vocabularies(src, tgt, f"{option} {path}")
+    return shortlist

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from mtkit.checkpoint import Checkpoint, load_for_inference
 from mtkit.config import TranslateConfig
-from mtkit.data.shortlist import Shortlist, read_shortlist
+from mtkit.data.shortlist import Shortlist, read_shortlist_for
 from mtkit.data.tokenizer import Tokenizer
 from mtkit.decoding.speculative import Draft, DraftStats
 from mtkit.errors import MtkitError
@@ -42,9 +42,7 @@ def describe_draft(
 
 def draft_shortlist(config: TranslateConfig, pair: tuple[Tokenizer, Tokenizer]) -> Shortlist:
     """``--draft-shortlist``'s file, checked against the draft's (the models') vocabularies."""
-    shortlist = read_shortlist(config.draft_shortlist)
-    shortlist.check_vocabularies(*pair, f"--draft-shortlist {config.draft_shortlist}")
-    return shortlist
+    return read_shortlist_for(config.draft_shortlist, *pair, "--draft-shortlist")
 
 
 def load_draft(config: TranslateConfig, teacher: str, pair: tuple[Tokenizer, Tokenizer],

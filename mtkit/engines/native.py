@@ -16,7 +16,7 @@ from torch import Tensor, nn
 from mtkit.allocator import keep_freed_memory
 from mtkit.checkpoint import Checkpoint, load_for_inference
 from mtkit.config import SearchConfig, TranslateConfig, alignment_layer
-from mtkit.data.shortlist import Shortlist, read_shortlist
+from mtkit.data.shortlist import Shortlist, read_shortlist_for
 from mtkit.data.tags import check_target
 from mtkit.data.tokenizer import Tokenizer
 from mtkit.decoding.batching import pad_batch
@@ -230,9 +230,7 @@ def _shortlist(config: TranslateConfig, src: Tokenizer, tgt: Tokenizer) -> Short
     """``--shortlist``'s file, checked against the models' vocabularies (None without one)."""
     if not config.shortlist:
         return None
-    shortlist = read_shortlist(config.shortlist)
-    shortlist.check_vocabularies(src, tgt, f"--shortlist {config.shortlist}")
-    return shortlist
+    return read_shortlist_for(config.shortlist, src, tgt, "--shortlist")
 
 
 def describe(checkpoints: list[str], config: TranslateConfig) -> ModelInfo:

@@ -20,7 +20,7 @@ from torch import Tensor
 
 from mtkit.checkpoint import LoadedModel, load_for_inference
 from mtkit.config import DEFAULT_LAYER, ModelConfig, alignment_layer
-from mtkit.data.shortlist import read_shortlist
+from mtkit.data.shortlist import read_shortlist_for
 from mtkit.data.tokenizer import Tokenizer
 from mtkit.errors import MtkitError
 from mtkit.export import ANY, GENERAL, check_supported, staged_dir
@@ -287,8 +287,7 @@ def export_ct2(
     layers = loaded.model.cfg.decoder_layers
     vmap: dict = {}
     if shortlist:
-        found = read_shortlist(shortlist)
-        found.check_vocabularies(src, tgt, f"--shortlist {shortlist}")
+        found = read_shortlist_for(shortlist, src, tgt, "--shortlist")
         vmap = {"vmap": VMAP, "shortlist": {"file": str(shortlist), "method": found.method,
                                             "top_k": found.top_k,
                                             "frequent": len(found.frequent)}}  # fmt: skip

@@ -22,7 +22,7 @@ from mtkit.data.lexicon import (
     ranked,
     sentence_pairs,
 )
-from mtkit.data.shortlist import Shortlist, read_shortlist
+from mtkit.data.shortlist import Shortlist, read_shortlist, read_shortlist_for
 from mtkit.errors import MtkitError
 
 SMALL = Shortlist(((), (5,), (6, 7), (), (2, 9)), (8, 3), "a" * 64, "b" * 64, 5, 10, "ibm1", 2)
@@ -106,6 +106,23 @@ def test_another_vocabulary_is_refused(tiny_dataset: Path) -> None:
                       built.src_vocab_size, built.tgt_vocab_size, "ibm1", 3)  # fmt: skip
     with pytest.raises(MtkitError, match=r"^here: built for another target vocabulary \(sent"):
         other.check_vocabularies(src, tgt, "here")
+
+
+def test_read_for_a_model_reads_its_own_and_names_the_option_for_another(
+    tiny_dataset: Path, tmp_path: Path
+) -> None:
+    src, tgt = load_tokenizers(tiny_dataset)
+    built = learn_shortlist(ParallelData(tiny_dataset, "train"), src, tgt, top_k=3, frequent=2)
+    other = Shortlist(built.candidates, built.frequent, built.src_sha256, "c" * 64,
+                      built.src_vocab_size, built.tgt_vocab_size, "ibm1", 3)  # fmt: skip
+    paths = {}
+    for name, shortlist in (("own", built), ("other", other)):
+        paths[name] = tmp_path / f"{name}.json.gz"
+        with paths[name].open("wb") as handle:
+            shortlist.write(handle)
+    assert read_shortlist_for(paths["own"], src, tgt, "--shortlist") == built
+    with pytest.raises(MtkitError, match=rf"^--draft-shortlist {paths['other']}: built for anot"):
+        read_shortlist_for(paths["other"], src, tgt, "--draft-shortlist")
 
 
 # ---------------------------------------------------------------------------------------------
