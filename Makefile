@@ -42,8 +42,9 @@ browser:
 		--no-install-recommends chromium >/dev/null; } \
 		|| echo "chromium not installed: the browser test will skip"
 
+# Two pytest-xdist workers (CI has two cores), each test file whole in one worker.
 test: lint browser
-	PATH="$(abspath $(BIN)):$$PATH" $(BIN)/python -m pytest
+	PATH="$(abspath $(BIN)):$$PATH" $(BIN)/python -m pytest -n 2 --dist loadfile
 
 # Argos Translate 1.11 (stanza, spaCy, MiniSBD, CPU torch) in its own venv, .bench/venv-argos:
 # tests/export/test_export_argos_install.py installs an exported .argosmodel there and skips,

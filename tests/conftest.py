@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import random
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -11,6 +12,11 @@ import pytest
 import torch
 
 from mtkit.data.tokenizer import train_spm
+
+# Under pytest-xdist (`make test` runs two workers on CI's two cores) each worker computes on
+# one thread, so the two do not fight over the cores; tests that need more set it themselves.
+if os.environ.get("PYTEST_XDIST_WORKER"):
+    torch.set_num_threads(1)
 
 
 @pytest.fixture(scope="module")
