@@ -18,6 +18,10 @@ and each figure is the median over rounds, because the machine may be shared.
     .venv/bin/python benchmarks/bench_speculative.py CKPT --draft DRAFT [--limit 200] \\
         [--tokens 2 4 6] [--ensemble 2] [--threads 1] [--rounds 3] \\
         [--draft-quantize '' int8] [--draft-shortlist SHORTLIST] [--draft-confidence 0 0.5]
+
+``--draft`` takes several checkpoints (e.g. the student and the same student fine-tuned on the
+teacher's greedy output, `make -C recipes/multi30k draft`): their rows, D1, D2, ..., run in the
+same rounds.
 """
 
 from __future__ import annotations
@@ -52,7 +56,8 @@ def timed(engine: Engine, lines: list[str], single: bool) -> tuple[float, list[s
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("checkpoint", nargs="?", default=str(DEMO_CHECKPOINT))
-    parser.add_argument("--draft", default=str(RECIPE_STUDENT))
+    parser.add_argument("--draft", nargs="+", default=[str(RECIPE_STUDENT)],
+                        help="draft checkpoints (several: rows D1, D2, ...)")  # fmt: skip
     parser.add_argument("--tokens", type=int, nargs="+", default=[2, 4, 6])
     parser.add_argument("--ensemble", type=int, default=1, help="the teacher N times")
     parser.add_argument("--limit", type=int, default=200)
@@ -68,7 +73,8 @@ def main() -> None:
                         help="each k also with the draft within this shortlist")  # fmt: skip
     args = parser.parse_args()
     existing(args.checkpoint, "make demo")
-    existing(args.draft, "make -C recipes/multi30k student")
+    for draft in args.draft:
+        existing(draft, "make -C recipes/multi30k student")
     torch.set_num_threads(args.threads)
     print_machine()
     lines = read_text("test_2016_flickr", "en")[: args.limit]
@@ -76,20 +82,26 @@ def main() -> None:
                            max_tokens=args.max_tokens)  # fmt: skip
     models = [args.checkpoint] * args.ensemble
     engines = {"greedy": load_engine(models, base)}
-    for quantize in args.draft_quantize:
-        for sl in ("", args.draft_shortlist) if args.draft_shortlist else ("",):
-            for conf in args.draft_confidence:
-                tail = (" int8" if quantize else "") + (" +SL" if sl else "")
-                tail += f" c={conf:g}" if conf else ""
-                for k in args.tokens:
-                    engines[f"draft k={k}{tail}"] = load_engine(models, replace(
-                        base, draft=args.draft, draft_tokens=k, draft_quantize=quantize,
-                        draft_shortlist=sl, draft_confidence=conf))  # fmt: skip
+    for d, draft in enumerate(args.draft):
+        label = f"D{d + 1} " if len(args.draft) > 1 else ""
+        for quantize in args.draft_quantize:
+            for sl in ("", args.draft_shortlist) if args.draft_shortlist else ("",):
+                for conf in args.draft_confidence:
+                    tail = (" int8" if quantize else "") + (" +SL" if sl else "")
+                    tail += f" c={conf:g}" if conf else ""
+                    for k in args.tokens:
+                        engines[f"{label}draft k={k}{tail}"] = load_engine(models, replace(
+                            base, draft=draft, draft_tokens=k, draft_quantize=quantize,
+                            draft_shortlist=sl, draft_confidence=conf))  # fmt: skip
     names = list(engines)
     for engine in engines.values():
         engine.translate(lines[:8])  # warm-up
     teacher = f"teacher: {args.checkpoint}" + (f" x{args.ensemble}" if args.ensemble > 1 else "")
-    print(f"{teacher}\ndraft: {args.draft}\n{len(lines)} lines, {args.threads} thread(s), "
+    drafts = "".join(
+        f"\n{f'D{d + 1}: ' if len(args.draft) > 1 else 'draft: '}{draft}"
+        for d, draft in enumerate(args.draft)
+    )
+    print(f"{teacher}{drafts}\n{len(lines)} lines, {args.threads} thread(s), "
           f"{args.rounds} interleaved rounds (medians)")  # fmt: skip
     for mode in args.modes:
         seconds: dict[str, list[float]] = {name: [] for name in names}
@@ -112,7 +124,7 @@ def main() -> None:
             if name in stats:
                 st = stats[name]
                 extra = f"  acceptance {st.acceptance:.2f}  tokens/pass {st.tokens_per_pass:.2f}"
-            print(f"  {name:<24} {1000 * s / len(lines):7.2f} ms/sent  {tokens[name] / s:7.0f} "
+            print(f"  {name:<27} {1000 * s / len(lines):7.2f} ms/sent  {tokens[name] / s:7.0f} "
                   f"tok/s  x{base_s / s:.2f}  identical {same}/{len(lines)}{extra}")  # fmt: skip
 
 
