@@ -206,3 +206,16 @@ def test_multi30k_student_targets_chain_teacher_distill_student_compare(tmp_path
     given = make(recipe, ["-n", "distill"], **common, TEACHER=" ".join(map(str, teachers))).stdout
     assert f"mtkit distill -m {teachers[0]} -m {teachers[1]} -i" in given
     assert "--run-dir" not in given  # a given teacher is not trained
+
+
+def test_multi30k_student_on_the_original_corpus(tmp_path: Path) -> None:
+    """`STUDENT_DATA` trains the student on the original corpus instead of the distilled one
+    (what distillation buys), with nothing distilled."""
+    recipe = ROOT / "recipes" / "multi30k" / "Makefile"
+    work = tmp_path / "work"
+    exp = f"{work}/en-de"
+    out = make(recipe, ["-n", "student-train"], MTKIT="mtkit", WORK=str(work),
+               STUDENT_NAME="plain", STUDENT_DATA=f"{exp}/data").stdout  # fmt: skip
+    assert f"--data {exp}/data --run-dir {exp}/plain" in out
+    assert f"mtkit average --last 5 {exp}/plain -o {exp}/plain/checkpoint_avg.pt" in out
+    assert "distill" not in out
