@@ -1,8 +1,9 @@
 """Speculative decoding (``--draft``) against the teacher's own greedy decoding, on CPU.
 
 Translates the first ``--limit`` lines of Multi30k test_2016_flickr (en) with greedy decoding
-of the teacher (``CKPT``; ``--ensemble N``: the checkpoint N times, a stand-in for a costlier
-teacher), and with each ``--draft-tokens`` k of the ``--draft`` model proposing, and prints:
+of the teacher (``CKPT``; several: an ensemble of them; ``--ensemble N``: the checkpoints N
+times, a stand-in for a costlier teacher), and with each ``--draft-tokens`` k of the
+``--draft`` model proposing, and prints:
 
 - single sentences (the interactive case, a server with one client): one line per call,
   milliseconds per sentence and tokens/s;
@@ -55,7 +56,8 @@ def timed(engine: Engine, lines: list[str], single: bool) -> tuple[float, list[s
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("checkpoint", nargs="?", default=str(DEMO_CHECKPOINT))
+    parser.add_argument("checkpoint", nargs="*", default=[str(DEMO_CHECKPOINT)],
+                        help="the teacher (several: an ensemble of them)")  # fmt: skip
     parser.add_argument("--draft", nargs="+", default=[str(RECIPE_STUDENT)],
                         help="draft checkpoints (several: rows D1, D2, ...)")  # fmt: skip
     parser.add_argument("--tokens", type=int, nargs="+", default=[2, 4, 6])
@@ -72,7 +74,8 @@ def main() -> None:
     parser.add_argument("--draft-shortlist", default="",
                         help="each k also with the draft within this shortlist")  # fmt: skip
     args = parser.parse_args()
-    existing(args.checkpoint, "make demo")
+    for checkpoint in args.checkpoint:
+        existing(checkpoint, "make demo")
     for draft in args.draft:
         existing(draft, "make -C recipes/multi30k student")
     torch.set_num_threads(args.threads)
@@ -80,7 +83,7 @@ def main() -> None:
     lines = read_text("test_2016_flickr", "en")[: args.limit]
     base = TranslateConfig(search=SearchConfig(beam=1), device="cpu", threads=args.threads,
                            max_tokens=args.max_tokens)  # fmt: skip
-    models = [args.checkpoint] * args.ensemble
+    models = args.checkpoint * args.ensemble
     engines = {"greedy": load_engine(models, base)}
     for d, draft in enumerate(args.draft):
         label = f"D{d + 1} " if len(args.draft) > 1 else ""
@@ -96,7 +99,8 @@ def main() -> None:
     names = list(engines)
     for engine in engines.values():
         engine.translate(lines[:8])  # warm-up
-    teacher = f"teacher: {args.checkpoint}" + (f" x{args.ensemble}" if args.ensemble > 1 else "")
+    teacher = f"teacher: {' + '.join(args.checkpoint)}"
+    teacher += f" x{args.ensemble}" if args.ensemble > 1 else ""
     drafts = "".join(
         f"\n{f'D{d + 1}: ' if len(args.draft) > 1 else 'draft: '}{draft}"
         for d, draft in enumerate(args.draft)
