@@ -40,7 +40,7 @@ from mtkit.config import SearchConfig, TranslateConfig
 from mtkit.data.binarized import load_tokenizers
 from mtkit.data.shortlist import Shortlist, read_shortlist
 from mtkit.engines import load_engine
-from mtkit.engines.base import Engine
+from mtkit.engines.base import Engine, best_texts, source_batches
 from mtkit.export.ct2 import export_ct2
 
 
@@ -97,16 +97,9 @@ def rows_for(args: argparse.Namespace, files: dict[str, Path]) -> list[Row]:
 
 
 def union_sizes(shortlist: Shortlist, ids: list[list[int]], max_tokens: int) -> float:
-    """The mean union of batches of ``max_tokens`` source pieces, sentences sorted by length
-    (as the engines batch)."""
-    sizes, batch, tokens = [], [], 0
-    for row in sorted(ids, key=len):
-        if batch and tokens + len(row) + 1 > max_tokens:
-            sizes.append(len(shortlist.union(batch)))
-            batch, tokens = [], 0
-        batch.append(row)
-        tokens += len(row) + 1
-    sizes.append(len(shortlist.union(batch)))
+    """The mean union of the batches the engines make of ``ids`` at ``max_tokens``."""
+    sizes = [len(shortlist.union([ids[i] for i in batch]))
+             for batch in source_batches(ids, max_tokens)]  # fmt: skip
     return float(np.mean(sizes))
 
 
@@ -128,9 +121,9 @@ def main(args: argparse.Namespace) -> None:
             found = row.loaded.translate(test)
             row.rates.append(len(test) / (time.perf_counter() - start))
             if r == 0:
-                row.bleu = bleu([hyps[0].text for hyps in found], refs)
+                row.bleu = bleu(best_texts(found), refs)
     for row in rows:
-        row.val_bleu = bleu([hyps[0].text for hyps in row.loaded.translate(val)], val_refs)
+        row.val_bleu = bleu(best_texts(row.loaded.translate(val)), val_refs)
     src, _ = load_tokenizers(args.data)
     ids = src.encode(test)
     read = {size: read_shortlist(path) for size, path in files.items()}
