@@ -45,6 +45,10 @@ SEARCH_OPTIONS: list[tuple[tuple[str, ...], str, Any, str]] = [
     (("--quantize",), "quantize", click.Choice(["int8"]), "Dynamic int8 quantization (CPU)."),
     (("--cpu-matmul",), "cpu_matmul", click.Choice(["onednn", "default"]),
      "CPU fp32: pack linear weights once for oneDNN, or torch's default matmul."),
+    (("--compile",), "compile", None,
+     "CPU: run the decoder's step as one compiled graph (torch.compile; the same output). The "
+     "first run on a machine compiles for a minute or more; later runs load the graphs from "
+     "the cache ($TORCHINDUCTOR_CACHE_DIR, else ~/.cache/mtkit/inductor)."),
     (("--threads",), "threads", click.IntRange(0),
      "CPU threads, per worker (0: torch's default, divided among the workers)."),
     (("--workers",), "workers", click.IntRange(1),

@@ -111,6 +111,7 @@ class TranslateConfig:
     dtype: str = "fp32"  # fp32 | bf16 (CPU: bf16 linear layers) | fp16 (CUDA) | auto (mtkit/cpu.py)
     quantize: str = ""  # "" | int8
     cpu_matmul: str = "onednn"  # CPU fp32: onednn (weights packed once) | default (torch's)
+    compile: bool = False  # CPU: the decoder's step as one compiled graph (mtkit/model/compiled.py)
     threads: int = 0  # CPU threads (per worker); 0: torch's default (divided among workers)
     workers: int = 1  # batches decoded at once, each by a worker with --threads threads (CPU)
     engine: str = "mtkit"  # a name in the registry, mtkit.engines (checked when loaded)
@@ -181,6 +182,11 @@ class TranslateConfig:
             (not (self.draft and self.shortlist), "--draft cannot be combined with --shortlist "
              "(the models check the draft's pieces over the whole vocabulary; "
              "--draft-shortlist restricts the draft)"),
+            (not self.compile or self.engine == "mtkit",
+             f"--compile compiles mtkit's own engine (got --engine {self.engine})"),
+            (not (self.compile and (self.draft or self.shortlist)),
+             "--compile cannot be combined with --draft or --shortlist yet (their steps are "
+             "not compiled); leave one out"),
             (0.0 <= self.draft_confidence < 1.0, "--draft-confidence must be in [0, 1), got "
              f"{self.draft_confidence}"),
             (self.draft_quantize in ("", "int8", "none"), "--draft-quantize must be int8 or "

@@ -263,7 +263,8 @@ def load(checkpoints: list[str], config: TranslateConfig, announce: bool = True)
     # a packed projection (CPU) keeps no weight to take rows from: keep it aside
     weights = [projection_weight(item.model) if shortlist and device.type == "cpu" else None
                for item in loaded]  # fmt: skip
-    models = [prepare_for_inference(item.model, device, dtype, config.quantize, config.cpu_matmul)
+    models = [prepare_for_inference(item.model, device, dtype, config.quantize, config.cpu_matmul,
+                                    config.compile)
               for item in loaded]  # fmt: skip
     positions = min(item.config.max_positions for item in loaded)
     engine = NativeEngine(models, first.src_tokenizer, first.tgt_tokenizer, config, device,

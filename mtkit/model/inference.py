@@ -74,10 +74,18 @@ def prepare_for_inference(
     dtype: str = "fp32",
     quantize: str = "",
     cpu_matmul: str = "onednn",
+    compile: bool = False,
 ) -> nn.Module:
     """``model`` on ``device`` in eval mode, in ``dtype`` (resolved: fp32, bf16 or fp16), then
     int8-quantized, or with linear weights packed for oneDNN (CPU, ``cpu_matmul`` onednn) or
-    held in bf16 (CPU bf16 without oneDNN's bf16 kernels), as asked."""
+    held in bf16 (CPU bf16 without oneDNN's bf16 kernels), as asked; with ``compile``, its
+    decoding step a compiled graph (:mod:`mtkit.model.compiled`)."""
+    if compile:
+        from mtkit.model.compiled import check_compilable, compile_step
+
+        check_compilable(model, device)
+        return compile_step(prepare_for_inference(model, device, dtype, quantize, cpu_matmul),
+                            device)  # fmt: skip
     check_precision(device, dtype, quantize)
     if device.type == "cpu" and dtype == "bf16":
         model = untie_output(model.to(device).eval())

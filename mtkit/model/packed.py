@@ -62,10 +62,15 @@ class PackedLinear(nn.Module):
         self.bias = None if bias is None else bias.detach().to(dtype).clone()
 
     def forward(self, x: Tensor) -> Tensor:
-        if self.dtype == torch.float32:
-            return torch.ops.mkldnn._linear_pointwise(x, self.packed, self.bias, "none", [], "")
-        y = torch.ops.mkldnn._linear_pointwise(x.to(self.dtype), self.packed, self.bias,
-                                               "none", [], "")  # fmt: skip
+        return self.run(x, self.packed, self.bias, self.dtype)
+
+    @staticmethod
+    def run(x: Tensor, packed: Tensor, bias: Tensor | None, dtype: torch.dtype) -> Tensor:
+        """``x W^T + b`` with W packed in ``dtype``: the layer's computation, for callers that
+        hold the packed weight themselves (:mod:`mtkit.model.compiled`)."""
+        if dtype == torch.float32:
+            return torch.ops.mkldnn._linear_pointwise(x, packed, bias, "none", [], "")
+        y = torch.ops.mkldnn._linear_pointwise(x.to(dtype), packed, bias, "none", [], "")
         return y.to(x.dtype)
 
     def extra_repr(self) -> str:
