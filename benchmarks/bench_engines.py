@@ -5,7 +5,9 @@ One checkpoint is decoded by these engines on Multi30k test_2016_flickr (en, 1,0
 
 - mtkit native fp32 (weights packed for oneDNN, the default), fp32 with torch's default matmul
   (``--cpu-matmul default``), bf16 (``--dtype bf16``: bf16 linear layers, packed for oneDNN)
-  and int8 (``--quantize int8``: dynamic int8 Linear layers);
+  and int8 (``--quantize int8``: dynamic int8 Linear layers); each of fp32, bf16 and int8 also
+  with ``--compile`` (the decoder's step a compiled graph; the graphs compiled before the timed
+  passes, by the warm-up batch or the inductor cache);
 - HF transformers ``generate`` on ``mtkit export --format hf`` (MarianMTModel);
 - CTranslate2 float32 and int8 on ``mtkit export --format ctranslate2``; with more than one
   thread also split into inter_threads=T, intra_threads=1 (T batches decoded at once, one
@@ -73,6 +75,13 @@ def peer_main(args: argparse.Namespace) -> None:
         "mtkit-torch-matmul": lambda: run_mtkit(ckpt, batches, opts, "", "default"),
         "mtkit-bf16": lambda: run_mtkit(ckpt, batches, opts, "", "onednn", "bf16"),
         "mtkit-int8": lambda: run_mtkit(ckpt, batches, opts, "int8", "onednn"),
+        "mtkit-compiled": lambda: run_mtkit(ckpt, batches, opts, "", "onednn", compile=True),
+        "mtkit-bf16-compiled": lambda: run_mtkit(
+            ckpt, batches, opts, "", "onednn", "bf16", compile=True
+        ),  # fmt: skip
+        "mtkit-int8-compiled": lambda: run_mtkit(
+            ckpt, batches, opts, "int8", "onednn", compile=True
+        ),  # fmt: skip
         "mtkit-ct2": lambda: run_mtkit_ct2(ckpt, Path(model_dir), batches, opts),
     }
     outputs, tokens, seconds = engines[args.peer]()
@@ -142,6 +151,9 @@ def jobs_for(threads: int, python: Path, dirs: dict[str, Path]) -> list[tuple]:
         ("mtkit fp32 torch matmul", ours, "mtkit-torch-matmul", None, 1),
         ("mtkit bf16", ours, "mtkit-bf16", None, 1),
         ("mtkit int8", ours, "mtkit-int8", None, 1),
+        ("mtkit fp32 compiled", ours, "mtkit-compiled", None, 1),
+        ("mtkit bf16 compiled", ours, "mtkit-bf16-compiled", None, 1),
+        ("mtkit int8 compiled", ours, "mtkit-int8-compiled", None, 1),
         ("HF transformers", python, "hf", dirs.get("hf"), 1),
         ("CTranslate2 float32", python, "ct2", dirs.get("ct2-float32"), 1),
         ("CTranslate2 int8", python, "ct2", dirs.get("ct2-int8"), 1),
@@ -204,9 +216,15 @@ def main(args: argparse.Namespace) -> None:
             print(f"  {name} [{setting}]: {tokens / seconds:.0f} tok/s, BLEU {bleu:.1f} "
                   f"(load average {load:.1f} at its start)", flush=True)  # fmt: skip
     print(report(rows, random_model))
-    same = agreement(rows, "mtkit fp32", "mtkit bf16")
-    if same:
-        print(same)
+    for a, b in (
+        ("mtkit fp32", "mtkit bf16"),
+        ("mtkit fp32", "mtkit fp32 compiled"),
+        ("mtkit bf16", "mtkit bf16 compiled"),
+        ("mtkit int8", "mtkit int8 compiled"),
+    ):
+        same = agreement(rows, a, b)
+        if same:
+            print(same)
     print(f"load average at the end: {os.getloadavg()[0]:.1f}")
     for r in rows:
         del r["hyps"]

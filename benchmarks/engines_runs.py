@@ -159,11 +159,12 @@ def run_engine(engine, batches: list[list[str]], opts: dict):
 
 
 def run_mtkit(
-    ckpt: Path, batches: list[list[str]], opts: dict, quantize: str, matmul: str, dtype="fp32"
-):
+    ckpt: Path, batches: list[list[str]], opts: dict, quantize: str, matmul: str, dtype="fp32",
+    compile: bool = False,
+):  # fmt: skip
     from mtkit.engines import load_engine
 
-    cfg = engine_config(opts, quantize=quantize, cpu_matmul=matmul, dtype=dtype)
+    cfg = engine_config(opts, quantize=quantize, cpu_matmul=matmul, dtype=dtype, compile=compile)
     return run_engine(load_engine([str(ckpt)], cfg), batches, opts)
 
 
