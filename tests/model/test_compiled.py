@@ -144,3 +144,13 @@ def test_refusals_name_what_is_not_compiled() -> None:
         TranslateConfig(compile=True, engine="ctranslate2")
     with pytest.raises(MtkitError, match="--compile cannot be combined with --draft"):
         TranslateConfig(compile=True, shortlist="x.tsv")
+
+
+def test_graphs_are_kept_in_the_user_cache_unless_inductor_is_told(monkeypatch, tmp_path):
+    from mtkit.model.compiled import cache_dir
+
+    monkeypatch.delenv("TORCHINDUCTOR_CACHE_DIR", raising=False)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    assert cache_dir() == tmp_path / "mtkit" / "inductor"
+    monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", str(tmp_path / "elsewhere"))
+    assert cache_dir() == tmp_path / "elsewhere"
