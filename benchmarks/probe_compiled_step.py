@@ -1,0 +1,102 @@
+"""One decoder step, eager against ``--compile``'s graph (dynamic shapes) and a static graph of
+the same code (issue 31): where the compiled step's time goes, without the search around it.
+
+The step runs at a fixed position (``--position``, default 15) for 32 test sentences x beam 5
+(160 rows), on one thread, repeated; the median milliseconds per step are printed with the
+ratios to eager. The demo model by default; ``--quantize int8`` for int8 linear layers.
+
+    .venv/bin/python benchmarks/probe_compiled_step.py [CKPT] [--quantize int8]
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import statistics
+import time
+from collections.abc import Callable
+
+import torch
+from multi30k import read_text
+
+from mtkit.allocator import keep_freed_memory
+from mtkit.checkpoint import load_for_inference
+from mtkit.decoding.batching import pad_batch
+from mtkit.model.compiled import CompiledStep, compile_step
+from mtkit.model.inference import prepare_for_inference
+from mtkit.model.state import DecoderState
+from mtkit.model.transformer import Transformer
+
+CPU = torch.device("cpu")
+
+
+def state_at(model: Transformer, src: torch.Tensor, tokens: torch.Tensor, beam: int,
+             position: int) -> DecoderState:  # fmt: skip
+    """A beam search's state after ``position`` steps of feeding ``tokens`` (eagerly)."""
+    state = Transformer.start_state(model, model.encode(src), position + 8)
+    n = src.shape[0]
+    state.reorder(torch.arange(n).repeat_interleave(beam), torch.arange(n))
+    for _ in range(position):
+        Transformer.decode_step(model, tokens, state)
+    return state
+
+
+def median_ms(step: Callable, tokens: torch.Tensor, state: DecoderState, position: int,
+              repeat: int = 60) -> float:  # fmt: skip
+    """Median time of ``step`` at ``position``, the state rewound before each call."""
+    times = []
+    for _ in range(repeat + 5):
+        for layer in state.layers:
+            layer.own.length = position
+        state.offset = position
+        start = time.perf_counter()
+        step(tokens, state)
+        times.append(time.perf_counter() - start)
+    return 1000 * statistics.median(times[5:])
+
+
+def main(args: argparse.Namespace) -> None:
+    torch.set_num_threads(1)
+    keep_freed_memory()
+    loaded = load_for_inference(args.checkpoint)
+    lines = read_text("test_2016_flickr", "en")[: args.sentences]
+    eos, pad = loaded.src_tokenizer.specials.eos, loaded.src_tokenizer.specials.pad
+    src = pad_batch([r + [eos] for r in loaded.src_tokenizer.encode(lines)], CPU, pad)
+    tokens = torch.randint(10, loaded.config.tgt_vocab_size, (len(lines) * args.beam,))
+    eager = prepare_for_inference(copy.deepcopy(loaded.model), CPU, "fp32", args.quantize)
+    model = prepare_for_inference(loaded.model, CPU, "fp32", args.quantize)
+    compile_step(model, CPU)
+    t = args.position
+    with torch.inference_mode():
+        state = state_at(eager, src, tokens, args.beam, t)
+        eager_ms = median_ms(lambda x, s: Transformer.decode_step(eager, x, s), tokens, state, t)
+        state = state_at(model, src, tokens, args.beam, t)
+        for position in (t - 1, t):  # two positions: the graph's position becomes dynamic
+            median_ms(model.decode_step, tokens, state, position, repeat=1)
+        dynamic_ms = median_ms(model.decode_step, tokens, state, t)
+        static = CompiledStep(model)
+        static.graph = torch.compile(static._step, dynamic=False)
+        marks = torch._dynamo.maybe_mark_dynamic
+        torch._dynamo.maybe_mark_dynamic = lambda *_, **__: None  # every shape static
+        try:
+            static_ms = median_ms(static, tokens, state, t)
+        finally:
+            torch._dynamo.maybe_mark_dynamic = marks
+    print(f"{args.quantize or 'fp32'}, {len(lines)} sentences x beam {args.beam}, step {t}, "
+          f"1 thread: eager {eager_ms:.2f} ms, --compile's graph {dynamic_ms:.2f} ms "
+          f"({eager_ms / dynamic_ms:.2f}x), static graph {static_ms:.2f} ms "
+          f"({eager_ms / static_ms:.2f}x)")  # fmt: skip
+
+
+def parse_args() -> argparse.Namespace:
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("checkpoint", nargs="?", default="work/demo/en-de/demo-run/checkpoint_last.pt")
+    p.add_argument("--quantize", default="", choices=["", "int8"])
+    p.add_argument("--sentences", type=int, default=32)
+    p.add_argument("--beam", type=int, default=5)
+    p.add_argument("--position", type=int, default=15)
+    return p.parse_args()
+
+
+if __name__ == "__main__":
+    main(parse_args())
