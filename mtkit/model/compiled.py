@@ -171,9 +171,11 @@ class CompiledStep:
         layers = [LayerState(KeyValueCache(k, v, t), SourceCache(sk, sv))
                   for k, v, sk, sv in zip(keys, values, source_keys, source_values,
                                           strict=True)]  # fmt: skip
-        group = tokens.shape[0] // src_keep.shape[0]  # rows per source: from the shapes
-        state = DecoderState(layers, src_keep, offset=t, group=group)
-        return Transformer.decode_step(self.model, tokens, state)
+        # tokens (N, group): N sources x the rows of each, so that every size in the graph is
+        # a product of the two (a row count divided by a group size makes inductor's loops
+        # compute integer divisions for every element)
+        state = DecoderState(layers, src_keep, offset=t, group=tokens.shape[1])
+        return Transformer.decode_step(self.model, tokens.reshape(-1), state)
 
     def __call__(self, tokens: Tensor, state: DecoderState) -> Tensor:
         caches = [layer.own for layer in state.layers]
@@ -195,9 +197,9 @@ class CompiledStep:
         keys, values = [c.k for c in caches], [c.v for c in caches]
         source_keys = [layer.source.k for layer in state.layers]
         source_values = [layer.source.v for layer in state.layers]
-        tokens = _dense(tokens)
+        tokens = _dense(tokens).view(keep.shape[0], state.group)
         for x, dims in (
-            (tokens, (0,)),
+            (tokens, (0, 1)),
             *((k, (0, 2)) for k in keys + values),
             *((k, (0, 2)) for k in source_keys + source_values),
             (keep, (0, 3)),
