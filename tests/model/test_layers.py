@@ -157,3 +157,23 @@ def test_cross_attention_probabilities_weigh_the_values(kv_heads: int) -> None:
     src1 = one.memory_kv(memory)
     weighted = one.out(one.probabilities(x, src1.k, KEEP) @ src1.v[:, 0])
     torch.testing.assert_close(one(x, src1.k, src1.v, KEEP), weighted, atol=1e-6, rtol=1e-5)
+
+
+@pytest.mark.parametrize("kv_heads", [4, 2])
+@pytest.mark.parametrize("mask_kind", ["none", "keep", "bias"])
+def test_attention_in_a_compiled_graph_is_sdpa(monkeypatch, kv_heads: int, mask_kind: str):
+    """Inside a compiled graph, attention over few queries is written out (products, sums,
+    softmax), without SDPA: the same values as SDPA outside one, to float32 rounding."""
+    from mtkit.model import layers
+
+    torch.manual_seed(0)
+    q = torch.randn(3, 4, 5, 8)
+    k, v = torch.randn(3, kv_heads, 7, 8), torch.randn(3, kv_heads, 7, 8)
+    mask = {"none": None, "keep": torch.rand(3, 1, 1, 7) > 0.3,
+            "bias": torch.randn(3, 1, 1, 7)}[mask_kind]  # fmt: skip
+    if mask is not None and mask.dtype == torch.bool:
+        mask[:, ..., 0] = True  # every query keeps a key
+    expected = layers.attention(q, k, v, mask)
+    monkeypatch.setattr(torch.compiler, "is_compiling", lambda: True)
+    monkeypatch.setattr(layers.F, "scaled_dot_product_attention", None)  # not called
+    torch.testing.assert_close(layers.attention(q, k, v, mask), expected, atol=1e-5, rtol=1e-5)
