@@ -55,11 +55,16 @@ def stop_now(pool: ProcessPoolExecutor) -> None:
     close the pipe.)"""
     processes = list((getattr(pool, "_processes", None) or {}).values())
     results = getattr(pool, "_result_queue", None)  # None once the pool is shut down
+    manager = getattr(pool, "_executor_manager_thread", None)
     for process in processes:
         process.kill()
     if results is not None:
         results._writer.close()
     pool.shutdown(wait=False, cancel_futures=True)
+    if manager is not None:  # let it finish closing its wake-up pipe now: at exit the
+        # interpreter wakes it through that pipe, and a close under way then raises "Bad file
+        # descriptor" (printed as an ignored exception) between its check and its write
+        manager.join(timeout=10)
 
 
 def pool_result(future: Future, broken: str) -> Any:
