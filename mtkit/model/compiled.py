@@ -7,9 +7,9 @@ compiled graph saves: inductor fuses the elementwise work into a few C++ loops a
 rest as kernels, without Python in between. The step is the model's own code, traced through
 (every position scheme, norm and feed-forward variant comes with it); only its inputs change:
 the step's cache tensors and the position ``t`` go in as arguments, so one graph serves every
-step, sentence and batch. Rows, source length and ``t`` are dynamic dimensions (``dynamic=True``);
-dynamo gives the first two steps (``t`` = 0, 1) and a batch without source padding graphs of
-their own, and reuses them after that.
+step, sentence and batch. Rows, source length, cache length and ``t`` are dynamic; the graphs
+are the first step's, the later steps', a one-sentence batch's and greedy search's (one row per
+source), reused after that.
 
 Linear layers whose weights are prepared for a CPU library (int8 ``torch.ao`` dynamic
 quantization on fbgemm, weights packed for oneDNN) hold opaque objects that dynamo cannot trace;
@@ -42,7 +42,7 @@ import torch.fx.experimental._config
 from torch import Tensor, nn
 
 from mtkit.errors import MtkitError
-from mtkit.model.packed import PackedLinear
+from mtkit.model.packed import PackedLinear, replace_modules
 from mtkit.model.state import DecoderState, KeyValueCache, LayerState, SourceCache
 from mtkit.model.transformer import EncoderOut, Transformer
 
@@ -122,11 +122,7 @@ def compile_step(model: nn.Module, device: torch.device, backend: str = "inducto
     graph; opaque linear layers are swapped for :class:`OpaqueLinear`. Returns the model.
     ``backend``: torch.compile's (tests trace with ``aot_eager``, which compiles nothing)."""
     check_compilable(model, device)
-    targets = [(name, m) for name, m in model.named_modules() if _opaque(m) is not None]
-    for name, module in targets:
-        parent_name, _, attr = name.rpartition(".")
-        parent = model.get_submodule(parent_name) if parent_name else model
-        setattr(parent, attr, _opaque(module))
+    replace_modules(model, _opaque)  # one OpaqueLinear (one slot) per prepared linear layer
     os.environ.setdefault("TORCHINDUCTOR_CACHE_DIR", str(cache_dir()))
     torch._dynamo.config.recompile_limit = max(torch._dynamo.config.recompile_limit,
                                                RECOMPILE_LIMIT)  # fmt: skip

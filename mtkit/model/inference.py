@@ -81,9 +81,8 @@ def prepare_for_inference(
     held in bf16 (CPU bf16 without oneDNN's bf16 kernels), as asked; with ``compile``, its
     decoding step a compiled graph (:mod:`mtkit.model.compiled`)."""
     if compile:
-        from mtkit.model.compiled import check_compilable, compile_step
+        from mtkit.model.compiled import compile_step
 
-        check_compilable(model, device)
         return compile_step(prepare_for_inference(model, device, dtype, quantize, cpu_matmul),
                             device)  # fmt: skip
     check_precision(device, dtype, quantize)

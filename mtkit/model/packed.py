@@ -107,9 +107,16 @@ def bf16_linears(model: Transformer) -> Transformer:
 
 
 def _replace_linears(model: Transformer, make: Callable[[nn.Linear], nn.Module]) -> Transformer:
-    targets = [(name, m) for name, m in model.named_modules() if isinstance(m, nn.Linear)]
-    for name, linear in targets:
-        parent_name, _, attr = name.rpartition(".")
-        parent = model.get_submodule(parent_name) if parent_name else model
-        setattr(parent, attr, make(linear))
+    return replace_modules(model, lambda m: make(m) if isinstance(m, nn.Linear) else None)
+
+
+def replace_modules(model: nn.Module, make: Callable[[nn.Module], nn.Module | None]) -> nn.Module:
+    """In place: every submodule for which ``make`` returns a module is replaced by it (None:
+    kept). Returns the model in eval mode."""
+    found = [(name, make(m)) for name, m in model.named_modules() if name]
+    for name, new in found:
+        if new is not None:
+            parent_name, _, attr = name.rpartition(".")
+            parent = model.get_submodule(parent_name) if parent_name else model
+            setattr(parent, attr, new)
     return model.eval()
