@@ -46,9 +46,9 @@ SEARCH_OPTIONS: list[tuple[tuple[str, ...], str, Any, str]] = [
     (("--cpu-matmul",), "cpu_matmul", click.Choice(["onednn", "default"]),
      "CPU fp32: pack linear weights once for oneDNN, or torch's default matmul."),
     (("--compile",), "compile", None,
-     "CPU: run the decoder's step as one compiled graph (torch.compile; the same output). The "
-     "first run on a machine compiles for a minute or more; later runs load the graphs from "
-     "the cache ($TORCHINDUCTOR_CACHE_DIR, else ~/.cache/mtkit/inductor)."),
+     "CPU: run the decoder's step as one compiled graph (AOTInductor; the same output). The "
+     "first run of an architecture on a machine compiles for a minute or more; later runs "
+     "load it from the cache ($MTKIT_COMPILED_DIR, else ~/.cache/mtkit/compiled) at once."),
     (("--threads",), "threads", click.IntRange(0),
      "CPU threads, per worker (0: torch's default, divided among the workers)."),
     (("--workers",), "workers", click.IntRange(1),

@@ -1,86 +1,114 @@
-"""The decoder's step as one compiled graph (``--compile``): ``torch.compile`` of a prepared
-model's :meth:`~mtkit.model.transformer.Transformer.decode_step`, for CPU decoding.
+"""The decoder's step as one compiled graph (``--compile``): the model's own
+:meth:`~mtkit.model.transformer.Transformer.decode_step`, exported with ``torch.export`` and
+compiled ahead of time by AOTInductor into a shared library, for CPU decoding.
 
 What a step costs besides its linear layers (norms, residuals, rotations, the cache write,
 attention over a few keys, hundreds of small kernels and the Python between them) is what a
 compiled graph saves: inductor fuses the elementwise work into a few C++ loops and calls the
 rest as kernels, without Python in between. The step is the model's own code, traced through
 (every position scheme, norm and feed-forward variant comes with it); only its inputs change:
-the step's cache tensors and the position ``t`` go in as arguments, so one graph serves every
-step, sentence and batch. Rows, source length, cache length and ``t`` are dynamic; the graphs
-are the first step's, the later steps', a one-sentence batch's and greedy search's (one row per
-source), reused after that.
+the step's cache tensors and the position ``t`` go in as arguments (``t`` as the length of an
+empty tensor), so one graph serves every later step, sentence, batch and beam size up to
+:data:`~mtkit.model.layers.COMPILED_QUERIES` rows a sentence (the first step, with one
+position cached, and wider beams: eager steps).
+
+Compiled once per machine, not per run: the library is kept in a user cache
+(:func:`cache_dir`) under a key of everything the code depends on (the model's
+configuration and tensor shapes, its linear layers' kinds, the traced source files, the
+torch version, the CPU's instruction set), without the weights, which the loaded library
+reads from the model in memory; so every checkpoint of one architecture shares one library,
+and a run that finds it loads it in about a second. A library built for something else is
+never used, only missed (another key).
 
 Linear layers whose weights are prepared for a CPU library (int8 ``torch.ao`` dynamic
-quantization on fbgemm, weights packed for oneDNN) hold opaque objects that dynamo cannot trace;
-each becomes :class:`OpaqueLinear`, which calls the very same kernel through one custom
-operator (``mtkit::linear``) that inductor calls as an external kernel. So the compiled
+quantization on fbgemm, weights packed for oneDNN) hold opaque objects that cannot be traced;
+each becomes :class:`OpaqueLinear`, which inside the graph calls the very same kernel through
+one custom operator (``mtkit::linear``, by the layer's number in its model). So the compiled
 step computes what the eager step computes, by the same kernels for the linear layers and
 by inductor's fused code elsewhere (float32 rounding differs).
 
-Compiled graphs persist in inductor's on-disk cache (``TORCHINDUCTOR_CACHE_DIR``, by default
-under the user's cache directory, ``mtkit/inductor``): the first run on a machine compiles for
-minutes on a small CPU, later runs load. The cache keys on the graph, the torch version and
-the CPU, so a stale entry is never used, only missed.
-
-Not compiled (eager, same output): steps that record cross-attention (``--alignment``),
-several positions at once (speculative decoding's check), a shortlist's projection. The
+Not compiled (eager, same output): the first step, steps that record cross-attention
+(``--alignment``), several positions at once (speculative decoding's check), a shortlist's
+projection, more than :data:`~mtkit.model.layers.COMPILED_QUERIES` rows a source. The
 average attention (``decoder_self_attention: average``) keeps a running sum instead of a
 key/value cache and is refused by name.
 """
 
 from __future__ import annotations
 
+import contextlib
 import functools
+import hashlib
 import os
+import platform
+import threading
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import torch
-import torch._dynamo
-import torch.fx.experimental._config
 from torch import Tensor, nn
+from torch.export import Dim
 
+from mtkit.cpu import cpu_flags
 from mtkit.errors import MtkitError
+from mtkit.model.layers import COMPILED_QUERIES
 from mtkit.model.packed import PackedLinear, replace_modules
 from mtkit.model.state import DecoderState, KeyValueCache, LayerState, SourceCache
 from mtkit.model.transformer import EncoderOut, Transformer
 
-# opaque linear layers, by slot: (kind, prepared weight, bias, out_features)
-_SLOTS: list[tuple[str, Any, Tensor | None, int]] = []
 _DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16}  # PackedLinear's, by kind
 _KINDS = {dtype: kind for kind, dtype in _DTYPES.items()}
-RECOMPILE_LIMIT = 64  # graphs per compiled function: a few per model, several models (ensembles)
-
-
-@torch.library.custom_op("mtkit::linear", mutates_args=())
-def _opaque_linear(x: Tensor, slot: int) -> Tensor:
-    kind, weight, bias, _ = _SLOTS[slot]
-    if kind == "int8":  # what torch.ao's DynamicQuantizedLinear (version 4) calls
-        return torch.ops.quantized.linear_dynamic(x, weight, reduce_range=True)
-    return PackedLinear.run(x, weight, bias, _DTYPES[kind])
-
-
-@_opaque_linear.register_fake
-def _(x: Tensor, slot: int) -> Tensor:
-    return x.new_empty((*x.shape[:-1], _SLOTS[slot][3]))
+_ACTIVE = threading.local()  # .linears: the OpaqueLinears of the model whose graph runs
+_TRACED = Path(__file__).parent  # the model's source files: traced into the graph
 
 
 class OpaqueLinear(nn.Module):
-    """A linear layer whose prepared weight dynamo cannot see, called through ``mtkit::linear``
-    (the same kernel as the layer it replaces)."""
+    """A linear layer whose prepared weight cannot be traced: eagerly, its kernel; in a graph,
+    ``mtkit::linear`` with the layer's number in its model (the same kernel)."""
 
     def __init__(self, kind: str, weight: Any, bias: Tensor | None, out_features: int) -> None:
         super().__init__()
         self.kind, self.out_features = kind, out_features
-        self.slot = len(_SLOTS)
-        _SLOTS.append((kind, weight, bias, out_features))
+        self.kernel = (weight, bias)  # in a tuple: what export looks for in a module it skips
+        self.slot = 0  # its number among its model's OpaqueLinears (compile_step numbers them)
+
+    def run(self, x: Tensor) -> Tensor:
+        weight, bias = self.kernel
+        if self.kind == "int8":  # what torch.ao's DynamicQuantizedLinear (version 4) calls
+            return torch.ops.quantized.linear_dynamic(x, weight, reduce_range=True)
+        return PackedLinear.run(x, weight, bias, _DTYPES[self.kind])
 
     def forward(self, x: Tensor) -> Tensor:
-        return torch.ops.mtkit.linear(x, self.slot)
+        if torch.compiler.is_compiling():
+            return torch.ops.mtkit.linear(x, self.slot)
+        return self.run(x)
 
     def extra_repr(self) -> str:
         return f"out_features={self.out_features}, {self.kind}, slot={self.slot}"
+
+
+# mtkit::linear(x, slot): the running model's OpaqueLinear number ``slot`` on x. Defined with
+# the plain Library API: torch.library.custom_op's kernels import dynamo (~2.5 s) on first call
+_LIBRARY = torch.library.Library("mtkit", "DEF")
+_LIBRARY.define("linear(Tensor x, int slot) -> Tensor")
+_LIBRARY.impl("linear", lambda x, slot: _ACTIVE.linears[slot].run(x), "CPU")
+
+
+@torch.library.register_fake("mtkit::linear", lib=_LIBRARY)
+def _(x: Tensor, slot: int) -> Tensor:
+    return x.new_empty((*x.shape[:-1], _ACTIVE.linears[slot].out_features))
+
+
+@contextlib.contextmanager
+def _running(linears: list[OpaqueLinear]) -> Iterator[None]:
+    """``mtkit::linear`` calls these layers (by number) while a model's graph runs."""
+    before = getattr(_ACTIVE, "linears", None)
+    _ACTIVE.linears = linears
+    try:
+        yield
+    finally:
+        _ACTIVE.linears = before
 
 
 def _opaque(module: nn.Module) -> OpaqueLinear | None:
@@ -109,41 +137,38 @@ def check_compilable(model: nn.Module, device: torch.device) -> None:
 
 
 def cache_dir() -> Path:
-    """Where compiled graphs are kept between runs: ``$TORCHINDUCTOR_CACHE_DIR`` if set, else
-    ``$XDG_CACHE_HOME/mtkit/inductor`` (``~/.cache/mtkit/inductor``)."""
-    if os.environ.get("TORCHINDUCTOR_CACHE_DIR"):
-        return Path(os.environ["TORCHINDUCTOR_CACHE_DIR"])
+    """Where compiled steps are kept between runs: ``$MTKIT_COMPILED_DIR`` if set, else
+    ``$XDG_CACHE_HOME/mtkit/compiled`` (``~/.cache/mtkit/compiled``)."""
+    if os.environ.get("MTKIT_COMPILED_DIR"):
+        return Path(os.environ["MTKIT_COMPILED_DIR"])
     base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
-    return Path(base) / "mtkit" / "inductor"
+    return Path(base) / "mtkit" / "compiled"
 
 
-def compile_step(model: nn.Module, device: torch.device, backend: str = "inductor") -> nn.Module:
+def compile_step(model: nn.Module, device: torch.device, build: str = "aoti") -> nn.Module:
     """In place: ``model``'s (a prepared Transformer's) ``decode_step`` becomes a compiled
-    graph; opaque linear layers are swapped for :class:`OpaqueLinear`. Returns the model.
-    ``backend``: torch.compile's (tests trace with ``aot_eager``, which compiles nothing)."""
+    graph, loaded from the user cache or compiled into it (minutes); opaque linear layers are
+    swapped for :class:`OpaqueLinear`. Returns the model. ``build``: ``aoti`` (AOTInductor's
+    library) or ``export`` (the exported graph run by torch; tests: what was traced, without
+    compiling it)."""
     check_compilable(model, device)
-    replace_modules(model, _opaque)  # one OpaqueLinear (one slot) per prepared linear layer
-    os.environ.setdefault("TORCHINDUCTOR_CACHE_DIR", str(cache_dir()))
-    torch._dynamo.config.recompile_limit = max(torch._dynamo.config.recompile_limit,
-                                               RECOMPILE_LIMIT)  # fmt: skip
-    # sizes that happen to be equal (32 sentences of 32 pieces) are not taken to be one size
-    torch.fx.experimental._config.use_duck_shape = False
-    model.decode_step = CompiledStep(model, backend)
+    replace_modules(model, _opaque)
+    model.decode_step = CompiledStep(model, build)
     model.start_state = functools.partial(_start_state, model)
     return model
 
 
 def _start_state(model: nn.Module, enc: EncoderOut, max_len: int,
                  alignment_layer: int | None = None) -> DecoderState:  # fmt: skip
-    """The model's start state with one step more room in its caches than asked: the last
-    step then never fills its buffer (a full buffer's prefix has other strides: a graph of its
-    own)."""
+    """The model's start state with one step more room in its caches than asked (never fewer
+    than two positions: the graph's smallest cache)."""
     return Transformer.start_state(model, enc, max_len + 1, alignment_layer)
 
 
 def _dense(x: Tensor) -> Tensor:
     """``x`` if it has the standard strides of its shape, else a copy that has them (even
-    where ``contiguous`` would keep odd strides of dimensions of size 1)."""
+    where ``contiguous`` would keep odd strides of dimensions of size 1): the graph reads its
+    inputs with the strides it was traced with."""
     strides, step = [], 1
     for size in reversed(x.shape):
         strides.append(step)
@@ -153,56 +178,183 @@ def _dense(x: Tensor) -> Tensor:
     return torch.empty(x.shape, dtype=x.dtype, device=x.device).copy_(x)
 
 
+class _Step(nn.Module):
+    """The step as a module over the state's tensors (what is exported): tokens (N sources,
+    G rows each), a tensor of length t + 1 (the position, as a size), the caches' keys and
+    values (N * G, H, L, Dh), the source keys and values (N, H, S, Dh), the source mask
+    (N, 1, 1, S)."""
+
+    def __init__(self, model: nn.Module) -> None:
+        super().__init__()
+        self.model = model
+
+    def forward(self, tokens: Tensor, position: Tensor, keys: list[Tensor],
+                values: list[Tensor], source_keys: list[Tensor], source_values: list[Tensor],
+                src_keep: Tensor) -> Tensor:  # fmt: skip
+        t = position.shape[0] - 1
+        layers = [LayerState(KeyValueCache(k, v, t), SourceCache(sk, sv))
+                  for k, v, sk, sv in zip(keys, values, source_keys, source_values,
+                                          strict=True)]  # fmt: skip
+        # rows as N sources x G: every size in the graph a product of the two (a row count
+        # divided by a group size makes inductor's loops divide for every element)
+        state = DecoderState(layers, src_keep, offset=t, group=tokens.shape[1])
+        return Transformer.decode_step(self.model, tokens.reshape(-1), state)
+
+
+def _key(model: nn.Module, linears: list[OpaqueLinear]) -> str:
+    """What a compiled step depends on, hashed: the model's configuration, tensor names and
+    shapes, its opaque layers' kinds, the source files traced, torch and the CPU's flags."""
+    tensors = (*model.named_parameters(remove_duplicate=False),
+               *model.named_buffers(remove_duplicate=False))  # fmt: skip
+    parts = (
+        repr(getattr(model, "cfg", None)),
+        repr(getattr(model, "special_ids", None)),
+        *(f"{name}:{tuple(t.shape)}:{t.dtype}" for name, t in tensors),
+        *(f"{m.kind}:{m.out_features}" for m in linears),
+        *(path.read_text() for path in sorted(_TRACED.glob("*.py"))),
+        f"{torch.__version__} {platform.machine()} {torch.backends.cpu.get_cpu_capability()}",
+        " ".join(sorted(cpu_flags())),
+    )
+    digest = hashlib.sha256()
+    for part in parts:
+        digest.update(part.encode() + b"\0")
+    return digest.hexdigest()[:20]
+
+
+def _example(model: nn.Module) -> tuple:
+    """Inputs of :class:`_Step` from the model itself: 3 sources of 5 tokens, 2 rows each,
+    position 4 in caches of 7 (sizes all different, none 0 or 1)."""
+    n, g, s, t, length = 3, 2, 5, 4, 7
+    src = torch.full((n, s), model.special_ids.pad + 1)  # no padding
+    state = Transformer.start_state(model, model.encode(src), length)
+    state.reorder(torch.arange(n).repeat_interleave(g), torch.arange(n))
+    keep = torch.ones((n, 1, 1, s), dtype=torch.bool)
+    return (
+        torch.zeros((n, g), dtype=torch.long),
+        torch.empty(t + 1, 0),
+        [_dense(layer.own.k) for layer in state.layers],
+        [_dense(layer.own.v) for layer in state.layers],
+        [_dense(layer.source.k) for layer in state.layers],
+        [_dense(layer.source.v) for layer in state.layers],
+        keep,
+    )
+
+
+def _export(model: nn.Module, linears: list[OpaqueLinear]) -> torch.export.ExportedProgram:
+    """The step as one exported graph, dynamic in every size: N, G (1 to
+    :data:`~mtkit.model.layers.COMPILED_QUERIES`), S, L and t (1 to max_positions - 1; at 0
+    the cache's one position makes its strides another case)."""
+    n, g, s, length = Dim("N", min=1), Dim("G", min=1, max=COMPILED_QUERIES), Dim("S"), Dim("L")
+    position = Dim("T", min=2, max=model.cfg.max_positions)
+    example = _example(model)
+    rows, layers = Dim("R", min=1), len(example[2])  # state layers (shared layers: several)
+    shapes = (
+        {0: n, 1: g},
+        {0: position},
+        [{0: rows, 2: length}] * layers,
+        [{0: rows, 2: length}] * layers,
+        [{0: n, 2: s}] * layers,
+        [{0: n, 2: s}] * layers,
+        {0: n, 3: s},
+    )
+    with _running(linears), torch.inference_mode(False), torch.no_grad():
+        program = torch.export.export(_Step(model), example, dynamic_shapes=shapes,
+                                      strict=False)  # fmt: skip
+    lifted = program.graph_signature.inputs_to_lifted_tensor_constants
+    if lifted:
+        made = ", ".join(lifted.values())
+        raise MtkitError(f"--compile: this model's step creates tensors of its own ({made}); "
+                         "translate without --compile")  # fmt: skip
+    return program
+
+
+def _build(model: nn.Module, linears: list[OpaqueLinear], path: Path) -> None:
+    """AOTInductor's library of the step at ``path`` (written whole, then renamed), without
+    the weights."""
+    program = _export(model, linears)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    partial = path.with_name(f"{path.stem}.{os.getpid()}.partial.pt2")
+    try:
+        with _running(linears):
+            torch._inductor.aoti_compile_and_package(
+                program, package_path=str(partial),
+                inductor_configs={"aot_inductor.package_constants_in_so": False},
+            )  # fmt: skip
+        os.replace(partial, path)
+    finally:
+        partial.unlink(missing_ok=True)
+
+
+def _load(step: _Step, path: Path) -> Callable[..., Tensor]:
+    """The library at ``path``, reading its weights from ``step``'s model: a function of
+    :class:`_Step`'s inputs. (The package's loader itself: ``torch._inductor``'s wrapper
+    imports the compiler, ~2 s.)"""
+    try:
+        loader = torch._C._aoti.AOTIModelPackageLoader(str(path), "model", False, 1, -1)
+    except Exception as e:  # noqa: BLE001 - any failure to load is the file's
+        raise MtkitError(f"{path}: not a loadable compiled step ({e}); delete it and run "
+                         "again") from None  # fmt: skip
+    weights = {name: functools.reduce(getattr, name.split("."), step)
+               for name in loader.get_constant_fqns()}  # fmt: skip
+    loader.load_constants(weights, False, True, True)  # not buffers; check all; user's
+
+    def run(tokens: Tensor, position: Tensor, *rest: list[Tensor] | Tensor) -> Tensor:
+        *caches, src_keep = rest  # keys, values, source keys, source values; the mask
+        (logits,) = loader.run([tokens, position, *(x for c in caches for x in c), src_keep])
+        return logits
+
+    return run
+
+
 class CompiledStep:
     """``decode_step(tokens, state)`` of one model as a compiled graph over the state's
     tensors; the state's Python-side lengths advance as the eager step advances them."""
 
-    def __init__(self, model: nn.Module, backend: str = "inductor") -> None:
+    def __init__(self, model: nn.Module, build: str = "aoti") -> None:
         self.model = model
-        self.graph = torch.compile(self._step, backend=backend)
-
-    def _step(self, tokens: Tensor, t: int, keys: list[Tensor], values: list[Tensor],
-              source_keys: list[Tensor], source_values: list[Tensor],
-              src_keep: Tensor) -> Tensor:  # fmt: skip
-        layers = [LayerState(KeyValueCache(k, v, t), SourceCache(sk, sv))
-                  for k, v, sk, sv in zip(keys, values, source_keys, source_values,
-                                          strict=True)]  # fmt: skip
-        # tokens (N, group): N sources x the rows of each, so that every size in the graph is
-        # a product of the two (a row count divided by a group size makes inductor's loops
-        # compute integer divisions for every element)
-        state = DecoderState(layers, src_keep, offset=t, group=tokens.shape[1])
-        return Transformer.decode_step(self.model, tokens.reshape(-1), state)
+        self.linears = [m for m in model.modules() if isinstance(m, OpaqueLinear)]
+        for slot, layer in enumerate(self.linears):
+            layer.slot = slot
+        self.path = cache_dir() / f"step-{_key(model, self.linears)}.pt2"
+        if build == "export":
+            self.graph = _export(model, self.linears).module()
+        elif build == "aoti":
+            if not self.path.exists():
+                _build(model, self.linears, self.path)
+            self.graph = _load(_Step(model), self.path)
+        else:
+            raise ValueError(f"build must be aoti or export, got {build!r}")
 
     def __call__(self, tokens: Tensor, state: DecoderState) -> Tensor:
         caches = [layer.own for layer in state.layers]
         t = state.offset
-        eager = state.attention is not None or not all(
-            isinstance(c, KeyValueCache) and c.length == t for c in caches
+        eager = (
+            state.attention is not None
+            or not 0 < t < self.model.cfg.max_positions
+            or state.group > COMPILED_QUERIES
+            or not all(isinstance(c, KeyValueCache) and c.length == t for c in caches)
         )
-        if eager:  # recording cross-attention (alignments): the model's own step
+        if eager:  # alignments, the first step, wide beams, past the positions (its error)
             return Transformer.decode_step(self.model, tokens, state)
-        # every input in the standard strides (a graph guards on strides): the source
-        # keys/values and mask once per batch, in the state; the tokens (the search's last
-        # column of its history, a strided view) every step
+        # every input in the standard strides: the source keys/values and mask once per
+        # batch, in the state; the tokens (the search's last column of its history, a
+        # strided view) every step
         for layer in state.layers:
             layer.source.k, layer.source.v = _dense(layer.source.k), _dense(layer.source.v)
-        if state.src_keep is None:  # no padding: a mask that keeps everything (one graph)
+        if state.src_keep is None:  # no padding: a mask that keeps everything
             n, _, s, _ = state.layers[0].source.k.shape
             state.src_keep = torch.ones((n, 1, 1, s), dtype=torch.bool, device=tokens.device)
         state.src_keep = keep = _dense(state.src_keep)
-        keys, values = [c.k for c in caches], [c.v for c in caches]
-        source_keys = [layer.source.k for layer in state.layers]
-        source_values = [layer.source.v for layer in state.layers]
-        tokens = _dense(tokens).view(keep.shape[0], state.group)
-        for x, dims in (
-            (tokens, (0, 1)),
-            *((k, (0, 2)) for k in keys + values),
-            *((k, (0, 2)) for k in source_keys + source_values),
-            (keep, (0, 3)),
-        ):
-            for dim in dims:  # rows, the cache's length, sources, source length
-                torch._dynamo.maybe_mark_dynamic(x, dim)
-        logits = self.graph(tokens, t, keys, values, source_keys, source_values, keep)
+        with _running(self.linears):
+            logits = self.graph(
+                _dense(tokens).view(keep.shape[0], state.group),
+                torch.empty(t + 1, 0),
+                [c.k for c in caches],
+                [c.v for c in caches],
+                [layer.source.k for layer in state.layers],
+                [layer.source.v for layer in state.layers],
+                keep,
+            )
         for cache in caches:
             cache.length = t + 1
         state.offset = t + 1

@@ -71,14 +71,18 @@ def attention(
     and values are never copied (measured faster on CPU than SDPA's ``enable_gqa``, which is
     used for the remaining cases: causal or per-head masks).
     """
+    if written_out(q, dropout_p, is_causal):
+        return _written_out(q, k, v, mask)
     h, hkv = q.shape[-3], k.shape[-3]
     if h == hkv:
-        return _sdpa(q, k, v, mask, dropout_p, is_causal)
+        return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=dropout_p,
+                                              is_causal=is_causal)  # fmt: skip
     same_for_all = mask is None or (mask.dim() == 4 and mask.shape[1] == mask.shape[2] == 1)
     if same_for_all and not is_causal:
         b, _, t_q, dh = q.shape
         folded = q.reshape(b, hkv, (h // hkv) * t_q, dh)  # (B, Hkv, H/Hkv * Tq, Dh)
-        return _sdpa(folded, k, v, mask, dropout_p).view(b, h, t_q, dh)
+        return F.scaled_dot_product_attention(folded, k, v, attn_mask=mask,
+                                              dropout_p=dropout_p).view(b, h, t_q, dh)  # fmt: skip
     return F.scaled_dot_product_attention(
         q, k, v, attn_mask=mask, dropout_p=dropout_p, is_causal=is_causal, enable_gqa=True
     )
@@ -87,21 +91,30 @@ def attention(
 COMPILED_QUERIES = 16  # at most this many queries: a compiled graph computes attention itself
 
 
-def _sdpa(q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None, dropout_p: float,
-          is_causal: bool = False) -> Tensor:  # fmt: skip
-    """SDPA, or inside a compiled graph (``--compile``'s decoding step: a few queries over a
-    few keys, no dropout) the same softmax(q k^T / sqrt(Dh) + mask) v as broadcast products and
-    sums, which inductor fuses into a loop or two instead of calling SDPA's kernel (~0.9 ms a
-    call at 160 rows x 16 keys on one AVX2 core, the loops a fraction of it; float32 rounding
-    differs)."""
+def written_out(q: Tensor, dropout_p: float, is_causal: bool) -> bool:
+    """Whether :func:`attention` is written out instead of calling SDPA: inside a compiled
+    graph (``--compile``'s decoding step: a few queries over a few keys, no dropout), where
+    inductor fuses products and sums into a loop or two instead of calling SDPA's kernel
+    (~0.9 ms a call at 160 rows x 16 keys on one AVX2 core, the loops a fraction of it)."""
     few = q.shape[-2] <= COMPILED_QUERIES and not dropout_p and not is_causal
-    if not (few and torch.compiler.is_compiling()):
-        return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=dropout_p,
-                                              is_causal=is_causal)  # fmt: skip
-    scores = (q.unsqueeze(-2) * k.unsqueeze(-3)).sum(-1) * q.shape[-1] ** -0.5  # (B, H, Tq, Tk)
-    if mask is not None:
+    return few and torch.compiler.is_compiling()
+
+
+def _written_out(q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None) -> Tensor:
+    """softmax(q k^T / sqrt(Dh) + mask) v as broadcast products and sums (SDPA's values to
+    float32 rounding); grouped-query heads by broadcasting over a split head dimension, with
+    no reshape that a graph would have to guard (query head h reads key/value head
+    h // (H / Hkv))."""
+    h, hkv, dh = q.shape[-3], k.shape[-3], q.shape[-1]
+    q = q.unflatten(-3, (hkv, h // hkv))  # (B, Hkv, H/Hkv, Tq, Dh)
+    k, v = k.unsqueeze(-3), v.unsqueeze(-3)  # (B, Hkv, 1, Tk, Dh)
+    scores = (q.unsqueeze(-2) * k.unsqueeze(-3)).sum(-1) * dh**-0.5  # (B, Hkv, H/Hkv, Tq, Tk)
+    if mask is not None:  # (..., 1 or H, 1 or Tq, Tk)
+        per_head = mask.dim() >= 3 and mask.shape[-3] == h
+        mask = mask.unflatten(-3, (hkv, h // hkv)) if per_head else mask.unsqueeze(-3)
         scores = scores.masked_fill(~mask, -math.inf) if mask.dtype == torch.bool else scores + mask
-    return (scores.softmax(-1).unsqueeze(-1) * v.unsqueeze(-3)).sum(-2)
+    out = (scores.softmax(-1).unsqueeze(-1) * v.unsqueeze(-3)).sum(-2)  # (B, Hkv, H/Hkv, Tq, Dh)
+    return out.flatten(-4, -3)
 
 
 def init_like(linear: nn.Linear, fan_out: int) -> None:

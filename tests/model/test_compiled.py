@@ -1,16 +1,19 @@
 """The compiled decoding step (``--compile``): the eager engine's output, by one graph a step.
 
 Each compiled model is searched over batches with padding and without, of one sentence and
-several, beam and greedy, and must give the eager model's hypotheses. Inductor compiles for
-minutes on CI's CPUs, so it compiles one model, the demo's (pre-norm, rotary); the other
-variants (the paper's model, relative positions and ALiBi, whose biases come from the step,
-grouped-query keys/values) and ensembles are traced into the same graphs but run them eagerly
-(``aot_eager``): what they test is the capture, the dynamic shapes and the state handling.
+several, beam and greedy, and must give the eager model's hypotheses. AOTInductor compiles for
+a minute on CI's CPUs, so it compiles one architecture, the demo's (pre-norm, rotary), in fp32
+and int8, into this module's own cache; the other variants (the paper's model, relative
+positions and ALiBi, whose biases come from the step, grouped-query keys/values) and ensembles
+are exported into the same graph, which torch runs (``build="export"``): what they test is the
+capture, the dynamic shapes and the state handling.
 """
 
 from __future__ import annotations
 
 import copy
+from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 import torch
@@ -22,9 +25,10 @@ from mtkit.decoding.search import generate
 from mtkit.errors import MtkitError
 from mtkit.model.compiled import OpaqueLinear, check_compilable, compile_step
 from mtkit.model.inference import prepare_for_inference
+from mtkit.model.layers import COMPILED_QUERIES
 from mtkit.model.packed import onednn_available
 
-pytestmark = pytest.mark.usefixtures("one_thread")
+pytestmark = pytest.mark.usefixtures("one_thread", "compiled_dir")
 CPU = torch.device("cpu")
 VARIANTS = {
     "post_norm_sinusoidal": dict(share_layers=True, ffn_activation="swiglu"),
@@ -33,6 +37,15 @@ VARIANTS = {
 }
 MODERN = dict(pre_norm=True, positions="rope")
 SOURCES = [batch([7, 4, 5, 9], 23), batch([6, 6], 23, seed=3), batch([3], 23, seed=4)]
+
+
+@pytest.fixture(scope="module")
+def compiled_dir(tmp_path_factory) -> Iterator[Path]:
+    """This module's cache of compiled steps (the libraries built once, shared by its tests)."""
+    path = tmp_path_factory.mktemp("compiled")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("MTKIT_COMPILED_DIR", str(path))
+        yield path
 
 
 def hypotheses(models: list[nn.Module], cfg: SearchConfig,
@@ -58,28 +71,101 @@ def assert_search_equals_eager(eager: nn.Module, compiled: nn.Module,
 
 
 def test_compiled_fp32_search_equals_eager() -> None:
-    """Inductor's graphs: the first step's, the later steps', a one-sentence batch's, greedy
-    search's (one row per source)."""
+    """One library for every step after the first: beam and greedy, one sentence and several,
+    padded and not."""
     eager = prepare_for_inference(tiny(**MODERN), CPU)
     compiled = prepare_for_inference(tiny(**MODERN), CPU, compile=True)
     assert_search_equals_eager(eager, compiled, (BEAM, GREEDY))
+
+
+def perturbed(model: nn.Module, seed: int = 5) -> nn.Module:
+    """``model`` with other weights (the same architecture)."""
+    torch.manual_seed(seed)
+    with torch.no_grad():
+        for p in model.parameters():
+            p.add_(0.2 * torch.randn_like(p))
+    return model
+
+
+def test_a_later_run_loads_the_library_and_reads_its_own_weights(compiled_dir: Path) -> None:
+    """The library is keyed by architecture, not weights: another checkpoint of the same
+    architecture loads it without compiling and decodes with its own weights."""
+    first = compile_step(prepare_for_inference(tiny(**MODERN), CPU), CPU)
+    built = {p: p.stat().st_mtime_ns for p in compiled_dir.glob("*.pt2")}
+    assert first.decode_step.path in built
+    other = compile_step(prepare_for_inference(perturbed(tiny(**MODERN)), CPU), CPU)
+    assert other.decode_step.path == first.decode_step.path
+    assert {p: p.stat().st_mtime_ns for p in compiled_dir.glob("*.pt2")} == built  # loaded
+    eager = prepare_for_inference(perturbed(tiny(**MODERN)), CPU)
+    assert hypotheses([eager], BEAM) != hypotheses([first], BEAM)  # the weights matter
+    assert_search_equals_eager(eager, other)
+
+
+def test_the_key_changes_with_the_architecture_the_kinds_and_torch(monkeypatch) -> None:
+    from mtkit.model import compiled
+
+    def key(model: nn.Module) -> str:
+        model = prepare_for_inference(model, CPU)
+        compiled.replace_modules(model, compiled._opaque)
+        linears = [m for m in model.modules() if isinstance(m, OpaqueLinear)]
+        return compiled._key(model, linears)
+
+    modern = key(tiny(**MODERN))
+    assert key(perturbed(tiny(**MODERN))) == modern
+    assert key(tiny(**MODERN, kv_heads=2)) != modern
+    assert key(tiny(pre_norm=True)) != modern
+    int8 = prepare_for_inference(tiny(**MODERN), CPU, quantize="int8")
+    compiled.replace_modules(int8, compiled._opaque)
+    assert compiled._key(int8, [m for m in int8.modules() if isinstance(m, OpaqueLinear)]) \
+        != modern  # fmt: skip
+    monkeypatch.setattr(torch, "__version__", "0.0.0")
+    assert key(tiny(**MODERN)) != modern
+
+
+def test_a_broken_library_is_refused_in_one_line(compiled_dir: Path, monkeypatch) -> None:
+    monkeypatch.setenv("MTKIT_COMPILED_DIR", str(compiled_dir / "broken"))
+    path = compile_step(prepare_for_inference(tiny(**MODERN), CPU), CPU, build="export")\
+        .decode_step.path  # fmt: skip
+    model = prepare_for_inference(tiny(**MODERN), CPU)
+    path.parent.mkdir()
+    path.write_bytes(b"not a zip")
+    with pytest.raises(MtkitError, match=f"{path}: not a loadable compiled step.*delete it"):
+        compile_step(model, CPU)
+
+
+def test_beams_wider_than_the_graph_run_eagerly() -> None:
+    eager = prepare_for_inference(tiny(**MODERN), CPU)
+    traced = compile_step(prepare_for_inference(tiny(**MODERN), CPU), CPU, build="export")
+    graph, calls = traced.decode_step.graph, []
+    traced.decode_step.graph = lambda *args: calls.append(1) or graph(*args)
+    wide = SearchConfig(beam=COMPILED_QUERIES + 1, max_len_b=4)
+    assert hypotheses([traced], wide, SOURCES[:1]) == hypotheses([eager], wide, SOURCES[:1])
+    assert not calls
 
 
 @pytest.mark.parametrize("variant", VARIANTS)
 def test_traced_variant_search_equals_eager(variant: str) -> None:
     eager = prepare_for_inference(tiny(**VARIANTS[variant]), CPU)
     traced = compile_step(prepare_for_inference(tiny(**VARIANTS[variant]), CPU), CPU,
-                          backend="aot_eager")  # fmt: skip
+                          build="export")  # fmt: skip
     assert_search_equals_eager(eager, traced)
 
 
 def test_traced_ensemble_equals_eager_ensemble() -> None:
     models = [tiny(), tiny(pre_norm=True)]
     eager = [prepare_for_inference(copy.deepcopy(m), CPU) for m in models]
-    traced = [compile_step(prepare_for_inference(m, CPU), CPU, backend="aot_eager")
-              for m in models]  # fmt: skip
+    traced = [compile_step(prepare_for_inference(m, CPU), CPU, build="export") for m in models]
     cfg = SearchConfig(beam=2, max_len_b=6)
     assert hypotheses(traced, cfg, SOURCES[:1]) == hypotheses(eager, cfg, SOURCES[:1])
+
+
+def test_compiled_ensemble_of_one_architecture_shares_its_library() -> None:
+    """Two checkpoints of one architecture: one library, loaded twice, each with its weights."""
+    eager = [prepare_for_inference(m, CPU) for m in (tiny(**MODERN), perturbed(tiny(**MODERN)))]
+    models = [prepare_for_inference(m, CPU, compile=True)
+              for m in (tiny(**MODERN), perturbed(tiny(**MODERN)))]  # fmt: skip
+    assert models[0].decode_step.path == models[1].decode_step.path
+    assert hypotheses(models, BEAM) == hypotheses(eager, BEAM)
 
 
 def steps(model: nn.Module, src: torch.Tensor, tokens: torch.Tensor) -> torch.Tensor:
@@ -106,7 +192,10 @@ def test_compiled_int8_is_as_close_to_fp32_as_eager_int8() -> None:
 
 @pytest.mark.parametrize("kind", ["int8", "fp32", "bf16"])
 def test_opaque_linear_is_the_layer_it_replaces(kind: str) -> None:
-    """Called eagerly, the custom operator returns exactly what the prepared layer returns."""
+    """Eagerly and through the custom operator (as a graph calls it), an opaque layer returns
+    exactly what the prepared layer returns."""
+    from mtkit.model import compiled
+
     if kind != "int8" and not onednn_available(torch.float32 if kind == "fp32" else
                                                torch.bfloat16):  # fmt: skip
         pytest.skip(f"no oneDNN {kind} kernels in this build")
@@ -116,15 +205,19 @@ def test_opaque_linear_is_the_layer_it_replaces(kind: str) -> None:
     x = torch.randn(5, 3, 32)
     with torch.inference_mode():
         before = layer(x)
-        compile_step(model, CPU)
+        compiled.replace_modules(model, compiled._opaque)
         assert all(isinstance(m, OpaqueLinear) for m in (layer.fc1, layer.fc2)), layer
         assert torch.equal(layer(x), before)
+        layer.fc1.slot, layer.fc2.slot = 1, 0
+        with compiled._running([layer.fc2, layer.fc1]):
+            hidden = layer.act(torch.ops.mtkit.linear(x, 1))
+            assert torch.equal(torch.ops.mtkit.linear(hidden, 0), before)
 
 
 def test_alignment_steps_run_eagerly_with_the_same_result() -> None:
     src, tokens = batch([7, 4], 23), batch([5, 5], 29, seed=2)
     eager = tiny()
-    compiled = compile_step(prepare_for_inference(tiny(), CPU), CPU, backend="aot_eager")
+    compiled = compile_step(prepare_for_inference(tiny(), CPU), CPU, build="export")
     with torch.inference_mode():
         states = [m.start_state(m.encode(src), max_len=5, alignment_layer=1)
                   for m in (eager, compiled)]  # fmt: skip
@@ -146,11 +239,11 @@ def test_refusals_name_what_is_not_compiled() -> None:
         TranslateConfig(compile=True, shortlist="x.tsv")
 
 
-def test_graphs_are_kept_in_the_user_cache_unless_inductor_is_told(monkeypatch, tmp_path):
+def test_libraries_are_kept_in_the_user_cache_unless_told(monkeypatch, tmp_path):
     from mtkit.model.compiled import cache_dir
 
-    monkeypatch.delenv("TORCHINDUCTOR_CACHE_DIR", raising=False)
+    monkeypatch.delenv("MTKIT_COMPILED_DIR", raising=False)
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
-    assert cache_dir() == tmp_path / "mtkit" / "inductor"
-    monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", str(tmp_path / "elsewhere"))
+    assert cache_dir() == tmp_path / "mtkit" / "compiled"
+    monkeypatch.setenv("MTKIT_COMPILED_DIR", str(tmp_path / "elsewhere"))
     assert cache_dir() == tmp_path / "elsewhere"

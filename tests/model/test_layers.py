@@ -160,7 +160,7 @@ def test_cross_attention_probabilities_weigh_the_values(kv_heads: int) -> None:
 
 
 @pytest.mark.parametrize("kv_heads", [4, 2])
-@pytest.mark.parametrize("mask_kind", ["none", "keep", "bias"])
+@pytest.mark.parametrize("mask_kind", ["none", "keep", "bias", "head_bias"])
 def test_attention_in_a_compiled_graph_is_sdpa(monkeypatch, kv_heads: int, mask_kind: str):
     """Inside a compiled graph, attention over few queries is written out (products, sums,
     softmax), without SDPA: the same values as SDPA outside one, to float32 rounding."""
@@ -169,8 +169,8 @@ def test_attention_in_a_compiled_graph_is_sdpa(monkeypatch, kv_heads: int, mask_
     torch.manual_seed(0)
     q = torch.randn(3, 4, 5, 8)
     k, v = torch.randn(3, kv_heads, 7, 8), torch.randn(3, kv_heads, 7, 8)
-    mask = {"none": None, "keep": torch.rand(3, 1, 1, 7) > 0.3,
-            "bias": torch.randn(3, 1, 1, 7)}[mask_kind]  # fmt: skip
+    mask = {"none": None, "keep": torch.rand(3, 1, 1, 7) > 0.3, "bias": torch.randn(3, 1, 1, 7),
+            "head_bias": torch.randn(4, 5, 7)}[mask_kind]  # fmt: skip
     if mask is not None and mask.dtype == torch.bool:
         mask[:, ..., 0] = True  # every query keeps a key
     expected = layers.attention(q, k, v, mask)
