@@ -163,7 +163,9 @@ def jobs_for(threads: int, python: Path, dirs: dict[str, Path]) -> list[tuple]:
     if threads > 1:  # the other use of T threads: T batches at once, one thread each
         jobs += [(f"mtkit {q}", ours, engine, None, threads)
                  for q, engine in (("fp32", "mtkit"), ("bf16", "mtkit-bf16"),
-                                   ("int8", "mtkit-int8"))]  # fmt: skip
+                                   ("int8", "mtkit-int8"), ("fp32 compiled", "mtkit-compiled"),
+                                   ("bf16 compiled", "mtkit-bf16-compiled"),
+                                   ("int8 compiled", "mtkit-int8-compiled"))]  # fmt: skip
         jobs += [(f"CTranslate2 {q}", python, "ct2", dirs.get(f"ct2-{q}"), threads)
                  for q in ("float32", "int8")]  # fmt: skip
     # a peer row whose export is missing (export_all said why) is left out

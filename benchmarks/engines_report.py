@@ -4,6 +4,7 @@ the speed ratios between engines, and how many outputs two engines agree on."""
 from __future__ import annotations
 
 OURS = ("mtkit fp32", "mtkit bf16", "mtkit int8")
+COMPILED = tuple(f"{ours} compiled" for ours in OURS)  # --compile's rows
 PEERS = ("CTranslate2 float32", "CTranslate2 int8", "HF transformers")
 
 
@@ -31,7 +32,8 @@ def best_rates(rows: list[dict], threads: int | None = None) -> dict[str, dict]:
 def _ratios(best: dict[str, dict], label: str) -> list[str]:
     lines = []
     rate = {name: r["tok_s"] for name, r in best.items()}
-    pairs = [(a, b) for a in OURS for b in PEERS]
+    pairs = [(a, b) for a in OURS + COMPILED for b in PEERS]
+    pairs += [(f"{ours} compiled", ours) for ours in OURS]
     pairs += [("mtkit bf16", "mtkit fp32"), ("mtkit fp32", "mtkit fp32 torch matmul")]
     pairs += [(f"mtkit ct2 {q}", f"CTranslate2 {q}") for q in ("float32", "int8")]
     for ours, peer in pairs:
