@@ -42,6 +42,7 @@ import hashlib
 import os
 import platform
 import threading
+import warnings
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -270,17 +271,27 @@ def _export(model: nn.Module, linears: list[OpaqueLinear]) -> torch.export.Expor
 
 def _build(model: nn.Module, linears: list[OpaqueLinear], path: Path) -> None:
     """AOTInductor's library of the step at ``path`` (written whole, then renamed), without
-    the weights."""
+    the weights. A folder that cannot be written, or a compiler that fails (none installed,
+    a full disk), is refused in one line."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise MtkitError(f"--compile: cannot keep compiled steps in {path.parent} ({e}); set "
+                         "MTKIT_COMPILED_DIR to a writable folder") from None  # fmt: skip
     program = _export(model, linears)
-    path.parent.mkdir(parents=True, exist_ok=True)
     partial = path.with_name(f"{path.stem}.{os.getpid()}.partial.pt2")
     try:
-        with _running(linears):
+        with _running(linears), warnings.catch_warnings():
+            warnings.simplefilter("ignore", FutureWarning)  # torch's own deprecations, inside
             torch._inductor.aoti_compile_and_package(
                 program, package_path=str(partial),
                 inductor_configs={"aot_inductor.package_constants_in_so": False},
             )  # fmt: skip
         os.replace(partial, path)
+    except Exception as e:  # noqa: BLE001 - the compiler's failures, in one line
+        reason = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        raise MtkitError(f"--compile: compiling the decoding step into {path} failed "
+                         f"({reason}); translate without --compile") from None  # fmt: skip
     finally:
         partial.unlink(missing_ok=True)
 

@@ -133,6 +133,25 @@ def test_a_broken_library_is_refused_in_one_line(compiled_dir: Path, monkeypatch
         compile_step(model, CPU)
 
 
+def test_an_unwritable_folder_or_a_failing_compiler_is_refused_in_one_line(
+    compiled_dir: Path, monkeypatch
+) -> None:
+    file = compiled_dir / "a file"
+    file.write_text("")
+    monkeypatch.setenv("MTKIT_COMPILED_DIR", str(file / "compiled"))
+    with pytest.raises(MtkitError, match=f"cannot keep compiled steps in {file}.*MTKIT_COMP"):
+        compile_step(prepare_for_inference(tiny(**MODERN), CPU), CPU)
+
+    def fails(*_, **__):
+        raise RuntimeError("C++ compile error\nmany lines")
+
+    monkeypatch.setenv("MTKIT_COMPILED_DIR", str(compiled_dir / "failing"))
+    monkeypatch.setattr(torch._inductor, "aoti_compile_and_package", fails)
+    with pytest.raises(MtkitError, match=r"failed \(C\+\+ compile error\); translate without"):
+        compile_step(prepare_for_inference(tiny(**MODERN), CPU), CPU)
+    assert not list((compiled_dir / "failing").iterdir())  # nothing half-written
+
+
 def test_beams_wider_than_the_graph_run_eagerly() -> None:
     eager = prepare_for_inference(tiny(**MODERN), CPU)
     traced = compile_step(prepare_for_inference(tiny(**MODERN), CPU), CPU, build="export")
