@@ -6,8 +6,8 @@ One checkpoint is decoded by these engines on Multi30k test_2016_flickr (en, 1,0
 - mtkit native fp32 (weights packed for oneDNN, the default), fp32 with torch's default matmul
   (``--cpu-matmul default``), bf16 (``--dtype bf16``: bf16 linear layers, packed for oneDNN)
   and int8 (``--quantize int8``: dynamic int8 Linear layers); each of fp32, bf16 and int8 also
-  with ``--compile`` (the decoder's step a compiled graph; the graphs compiled before the timed
-  passes, by the warm-up batch or the inductor cache);
+  with ``--compile`` (the decoder's step a compiled graph; the library built, or loaded from
+  the user cache, when the engine loads, before the timed passes);
 - HF transformers ``generate`` on ``mtkit export --format hf`` (MarianMTModel);
 - CTranslate2 float32 and int8 on ``mtkit export --format ctranslate2``; with more than one
   thread also split into inter_threads=T, intra_threads=1 (T batches decoded at once, one

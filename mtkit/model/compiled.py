@@ -161,8 +161,9 @@ def compile_step(model: nn.Module, device: torch.device, build: str = "aoti") ->
 
 def _start_state(model: nn.Module, enc: EncoderOut, max_len: int,
                  alignment_layer: int | None = None) -> DecoderState:  # fmt: skip
-    """The model's start state with one step more room in its caches than asked (never fewer
-    than two positions: the graph's smallest cache)."""
+    """The model's start state with one step more room in its caches than asked: the last
+    step then never fills its buffer (the graph is exported for a cache prefix shorter than
+    its buffer, whose strides differ from a full buffer's; it guards on that)."""
     return Transformer.start_state(model, enc, max_len + 1, alignment_layer)
 
 

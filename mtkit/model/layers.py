@@ -75,14 +75,15 @@ def attention(
         return _written_out(q, k, v, mask)
     h, hkv = q.shape[-3], k.shape[-3]
     if h == hkv:
-        return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=dropout_p,
-                                              is_causal=is_causal)  # fmt: skip
+        return F.scaled_dot_product_attention(
+            q, k, v, attn_mask=mask, dropout_p=dropout_p, is_causal=is_causal
+        )
     same_for_all = mask is None or (mask.dim() == 4 and mask.shape[1] == mask.shape[2] == 1)
     if same_for_all and not is_causal:
         b, _, t_q, dh = q.shape
         folded = q.reshape(b, hkv, (h // hkv) * t_q, dh)  # (B, Hkv, H/Hkv * Tq, Dh)
-        return F.scaled_dot_product_attention(folded, k, v, attn_mask=mask,
-                                              dropout_p=dropout_p).view(b, h, t_q, dh)  # fmt: skip
+        y = F.scaled_dot_product_attention(folded, k, v, attn_mask=mask, dropout_p=dropout_p)
+        return y.view(b, h, t_q, dh)
     return F.scaled_dot_product_attention(
         q, k, v, attn_mask=mask, dropout_p=dropout_p, is_causal=is_causal, enable_gqa=True
     )

@@ -104,8 +104,8 @@ def test_a_later_run_loads_the_library_and_reads_its_own_weights(compiled_dir: P
 def test_the_key_changes_with_the_architecture_the_kinds_and_torch(monkeypatch) -> None:
     from mtkit.model import compiled
 
-    def key(model: nn.Module) -> str:
-        model = prepare_for_inference(model, CPU)
+    def key(model: nn.Module, quantize: str = "") -> str:
+        model = prepare_for_inference(model, CPU, quantize=quantize)
         compiled.replace_modules(model, compiled._opaque)
         linears = [m for m in model.modules() if isinstance(m, OpaqueLinear)]
         return compiled._key(model, linears)
@@ -114,10 +114,7 @@ def test_the_key_changes_with_the_architecture_the_kinds_and_torch(monkeypatch) 
     assert key(perturbed(tiny(**MODERN))) == modern
     assert key(tiny(**MODERN, kv_heads=2)) != modern
     assert key(tiny(pre_norm=True)) != modern
-    int8 = prepare_for_inference(tiny(**MODERN), CPU, quantize="int8")
-    compiled.replace_modules(int8, compiled._opaque)
-    assert compiled._key(int8, [m for m in int8.modules() if isinstance(m, OpaqueLinear)]) \
-        != modern  # fmt: skip
+    assert key(tiny(**MODERN), quantize="int8") != modern
     monkeypatch.setattr(torch, "__version__", "0.0.0")
     assert key(tiny(**MODERN)) != modern
 
