@@ -4,7 +4,8 @@ shapes) and the same graph under ``torch.compile`` (dynamic shapes, then every s
 
 The step runs at a fixed position (``--position``, default 15) for 32 test sentences x beam 5
 (160 rows), on one thread, repeated; the median milliseconds per step are printed with the
-ratios to eager. The demo model by default; ``--quantize int8`` for int8 linear layers.
+ratios to eager. The demo model by default; ``--quantize int8`` for int8 linear layers,
+``--dtype bf16`` for bf16 ones (``--cpu-matmul default``: plain layers traced into the graph).
 
     .venv/bin/python benchmarks/probe_compiled_step.py [CKPT] [--quantize int8]
 """
@@ -64,8 +65,9 @@ def main(args: argparse.Namespace) -> None:
     eos, pad = loaded.src_tokenizer.specials.eos, loaded.src_tokenizer.specials.pad
     src = pad_batch([r + [eos] for r in loaded.src_tokenizer.encode(lines)], CPU, pad)
     tokens = torch.randint(10, loaded.config.tgt_vocab_size, (len(lines) * args.beam,))
-    eager = prepare_for_inference(copy.deepcopy(loaded.model), CPU, "fp32", args.quantize)
-    model = prepare_for_inference(loaded.model, CPU, "fp32", args.quantize)
+    how = (CPU, args.dtype, args.quantize, args.cpu_matmul)
+    eager = prepare_for_inference(copy.deepcopy(loaded.model), *how)
+    model = prepare_for_inference(loaded.model, *how)
     compile_step(model, CPU)
     t = args.position
     with torch.inference_mode():
@@ -78,8 +80,9 @@ def main(args: argparse.Namespace) -> None:
         for name, dynamic in (("dynamic", True), ("static", False)):
             step.graph = torch.compile(_Step(model), dynamic=dynamic)
             graphs[name] = median_ms(step, tokens, state, t)
-    print(f"{args.quantize or 'fp32'}, {len(lines)} sentences x beam {args.beam}, step {t}, "
-          f"1 thread: eager {eager_ms:.2f} ms, --compile's library {aoti_ms:.2f} ms "
+    print(f"{args.quantize or args.dtype} ({args.cpu_matmul}), {len(lines)} sentences x beam "
+          f"{args.beam}, step {t}, 1 thread: eager {eager_ms:.2f} ms, --compile's library "
+          f"{aoti_ms:.2f} ms "
           f"({eager_ms / aoti_ms:.2f}x); the graph by torch.compile: dynamic "
           f"{graphs['dynamic']:.2f} ms ({eager_ms / graphs['dynamic']:.2f}x), static "
           f"{graphs['static']:.2f} ms ({eager_ms / graphs['static']:.2f}x)")  # fmt: skip
@@ -89,6 +92,13 @@ def parse_args() -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("checkpoint", nargs="?", default="work/demo/en-de/demo-run/checkpoint_last.pt")
     p.add_argument("--quantize", default="", choices=["", "int8"])
+    p.add_argument("--dtype", default="fp32", choices=["fp32", "bf16"])
+    p.add_argument(
+        "--cpu-matmul",
+        default="onednn",
+        choices=["onednn", "default"],
+        help="default: linear layers traced into the graph (bf16: F.linear in bf16)",
+    )
     p.add_argument("--sentences", type=int, default=32)
     p.add_argument("--beam", type=int, default=5)
     p.add_argument("--position", type=int, default=15)

@@ -23,9 +23,11 @@ never used, only missed (another key).
 Linear layers whose weights are prepared for a CPU library (int8 ``torch.ao`` dynamic
 quantization on fbgemm, weights packed for oneDNN) hold opaque objects that cannot be traced;
 each becomes :class:`OpaqueLinear`, which inside the graph calls the very same kernel through
-one custom operator (``mtkit::linear``, by the layer's number in its model). So the compiled
-step computes what the eager step computes, by the same kernels for the linear layers and
-by inductor's fused code elsewhere (float32 rounding differs).
+one custom operator (``mtkit::linear``, by the layer's number in its model), whose own kernel
+is C++ (:mod:`mtkit.model.linear_kernel`, built once per machine; the Python one where it
+cannot be built); a bf16 layer's input is rounded in the graph, fused with the code before
+it. So the compiled step computes what the eager step computes, by the same kernels for the
+linear layers and by inductor's fused code elsewhere (float32 rounding differs).
 
 Not compiled (eager, same output): the first step, steps that record cross-attention
 (``--alignment``), several positions at once (speculative decoding's check), a shortlist's
@@ -39,10 +41,13 @@ from __future__ import annotations
 import contextlib
 import functools
 import hashlib
+import itertools
 import os
 import platform
+import sys
 import threading
 import warnings
+import weakref
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -53,6 +58,7 @@ from torch.export import Dim
 
 from mtkit.cpu import cpu_flags
 from mtkit.errors import MtkitError
+from mtkit.model import linear_kernel
 from mtkit.model.layers import COMPILED_QUERIES
 from mtkit.model.packed import PackedLinear, replace_modules
 from mtkit.model.state import DecoderState, KeyValueCache, LayerState, SourceCache
@@ -81,8 +87,9 @@ class OpaqueLinear(nn.Module):
         return PackedLinear.run(x, weight, bias, _DTYPES[self.kind])
 
     def forward(self, x: Tensor) -> Tensor:
-        if torch.compiler.is_compiling():
-            return torch.ops.mtkit.linear(x, self.slot)
+        if torch.compiler.is_compiling():  # bf16: the casts in the graph, fused with their
+            dtype = _DTYPES.get(self.kind, x.dtype)  # neighbours (the kernel's own rounding)
+            return torch.ops.mtkit.linear(x.to(dtype), self.slot).to(x.dtype)
         return self.run(x)
 
     def extra_repr(self) -> str:
@@ -90,10 +97,10 @@ class OpaqueLinear(nn.Module):
 
 
 # mtkit::linear(x, slot): the running model's OpaqueLinear number ``slot`` on x. Defined with
-# the plain Library API: torch.library.custom_op's kernels import dynamo (~2.5 s) on first call
+# the plain Library API: torch.library.custom_op's kernels import dynamo (~2.5 s) on first call.
+# Its CPU kernel: C++ (mtkit.model.linear_kernel), else Python (_kernel registers one of them)
 _LIBRARY = torch.library.Library("mtkit", "DEF")
 _LIBRARY.define("linear(Tensor x, int slot) -> Tensor")
-_LIBRARY.impl("linear", lambda x, slot: _ACTIVE.linears[slot].run(x), "CPU")
 
 
 @torch.library.register_fake("mtkit::linear", lib=_LIBRARY)
@@ -101,15 +108,53 @@ def _(x: Tensor, slot: int) -> Tensor:
     return x.new_empty((*x.shape[:-1], _ACTIVE.linears[slot].out_features))
 
 
+@functools.cache
+def _kernel() -> bool:
+    """Register ``mtkit::linear``'s CPU kernel, once a process: True for the C++ one (built
+    into :func:`cache_dir` on first use), False where it cannot be built (one line says why)
+    and the Python one serves."""
+    why = linear_kernel.load(cache_dir())
+    if not why:
+        return True
+    print(f"mtkit: warning: --compile: the C++ kernel of the compiled step's linear layers "
+          f"could not be built ({why}); a slower Python one serves", file=sys.stderr,
+          flush=True)  # fmt: skip
+    _LIBRARY.impl("linear", _python_kernel, "CPU")
+    return False
+
+
+def _python_kernel(x: Tensor, slot: int) -> Tensor:
+    """``mtkit::linear`` in Python: the running model's layer ``slot`` (see :func:`_running`)."""
+    return _ACTIVE.linears[slot].run(x)
+
+
+def _bind(linears: list[OpaqueLinear]) -> int:
+    """A model's opaque layers (numbered) bound to the C++ kernel: their handle (the caller
+    releases it), or -1 where the Python kernel serves or there are none."""
+    if not (_kernel() and linears):
+        return -1
+    handle = next(_HANDLES)
+    for layer in linears:
+        linear_kernel.bind(handle, layer.slot, layer.kind, *layer.kernel)
+    return handle
+
+
+_HANDLES = itertools.count()  # models bound to the C++ kernel, by number
+
+
 @contextlib.contextmanager
-def _running(linears: list[OpaqueLinear]) -> Iterator[None]:
-    """``mtkit::linear`` calls these layers (by number) while a model's graph runs."""
+def _running(linears: list[OpaqueLinear], handle: int = -1) -> Iterator[None]:
+    """``mtkit::linear`` calls these layers (by number) while a model's graph runs: the Python
+    kernel finds them here, the C++ kernel as bound under ``handle`` (-1: none)."""
     before = getattr(_ACTIVE, "linears", None)
     _ACTIVE.linears = linears
+    cpp_before = linear_kernel.activate(handle) if handle >= 0 else -1
     try:
         yield
     finally:
         _ACTIVE.linears = before
+        if handle >= 0:
+            linear_kernel.activate(cpp_before)
 
 
 def _opaque(module: nn.Module) -> OpaqueLinear | None:
@@ -327,6 +372,9 @@ class CompiledStep:
         self.linears = [m for m in model.modules() if isinstance(m, OpaqueLinear)]
         for slot, layer in enumerate(self.linears):
             layer.slot = slot
+        self.handle = _bind(self.linears)  # the C++ kernel's number for these layers
+        if self.handle >= 0:
+            weakref.finalize(self, linear_kernel.release, self.handle)
         self.path = cache_dir() / f"step-{_key(model, self.linears)}.pt2"
         if build == "export":
             self.graph = _export(model, self.linears).module()
@@ -357,7 +405,7 @@ class CompiledStep:
             n, _, s, _ = state.layers[0].source.k.shape
             state.src_keep = torch.ones((n, 1, 1, s), dtype=torch.bool, device=tokens.device)
         state.src_keep = keep = _dense(state.src_keep)
-        with _running(self.linears):
+        with _running(self.linears, self.handle):
             logits = self.graph(
                 _dense(tokens).view(keep.shape[0], state.group),
                 torch.empty(t + 1, 0),

@@ -23,6 +23,7 @@ from torch import nn
 from mtkit.config import SearchConfig, TranslateConfig
 from mtkit.decoding.search import generate
 from mtkit.errors import MtkitError
+from mtkit.model import linear_kernel
 from mtkit.model.compiled import OpaqueLinear, check_compilable, compile_step
 from mtkit.model.inference import prepare_for_inference
 from mtkit.model.layers import COMPILED_QUERIES
@@ -225,9 +226,15 @@ def test_opaque_linear_is_the_layer_it_replaces(kind: str) -> None:
         assert all(isinstance(m, OpaqueLinear) for m in (layer.fc1, layer.fc2)), layer
         assert torch.equal(layer(x), before)
         layer.fc1.slot, layer.fc2.slot = 1, 0
-        with compiled._running([layer.fc2, layer.fc1]):
-            hidden = layer.act(torch.ops.mtkit.linear(x, 1))
-            assert torch.equal(torch.ops.mtkit.linear(hidden, 0), before)
+        linears, dtype = [layer.fc2, layer.fc1], torch.bfloat16 if kind == "bf16" else x.dtype
+        handle = compiled._bind(linears)
+        # the operator as its kernel serves it (C++ where built), then the Python kernel
+        for linear in (torch.ops.mtkit.linear, compiled._python_kernel):
+            with compiled._running(linears, handle):
+                hidden = layer.act(linear(x.to(dtype), 1).float())  # bf16: the graph rounds
+                assert torch.equal(linear(hidden.to(dtype), 0).float(), before)
+        if handle >= 0:
+            linear_kernel.release(handle)
 
 
 def test_alignment_steps_run_eagerly_with_the_same_result() -> None:
