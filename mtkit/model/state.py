@@ -42,10 +42,10 @@ class KeyValueCache:
     """Self-attention keys/values of one layer, preallocated for ``max_len`` steps.
 
     ``append`` writes one step (or several: speculative decoding); ``truncate`` forgets the
-    last ones (the buffers stay, the length shrinks); ``reorder`` keeps rows. With the row
-    count unchanged (every step of beam search) the filled steps are gathered straight into a
-    spare pair of buffers, which then swap with the current ones: one copy per step and no
-    allocation.
+    last ones (the buffers stay, the length shrinks); ``reorder`` keeps rows: the filled steps
+    are gathered straight into a spare pair of buffers (or their first rows, as sentences
+    leave), which then swap with the current ones: one copy per step, and no allocation but
+    where the rows grow (a beam's first step).
     """
 
     k: Tensor  # (R, Hkv, max_len, Dh)
@@ -74,14 +74,12 @@ class KeyValueCache:
         self.length = length
 
     def reorder(self, rows: Tensor) -> None:
-        n = self.length
-        if len(rows) != self.k.shape[0]:
-            self.k, self.v = _select_prefix(self.k, rows, n), _select_prefix(self.v, rows, n)
-            self.spare = None
-            return
-        if self.spare is None:
-            self.spare = (torch.empty_like(self.k), torch.empty_like(self.v))
-        k, v = self.spare
+        n, r = self.length, len(rows)
+        if self.spare is None or self.spare[0].shape[0] < r:  # more rows: the first step
+            shape = (r, *self.k.shape[1:])
+            self.spare = (self.k.new_empty(shape), self.v.new_empty(shape))
+        # fewer rows (sentences leaving): the first rows of the spare pair, a dense view
+        k, v = (x[:r] for x in self.spare)
         torch.index_select(self.k[:, :, :n], 0, rows, out=k[:, :, :n])
         torch.index_select(self.v[:, :, :n], 0, rows, out=v[:, :, :n])
         self.spare = (self.k, self.v)
@@ -90,14 +88,6 @@ class KeyValueCache:
     def nbytes(self) -> int:
         """Bytes held for the keys/values (the spare pair, when allocated, doubles it)."""
         return self.k.nbytes + self.v.nbytes
-
-
-def _select_prefix(buffer: Tensor, rows: Tensor, length: int) -> Tensor:
-    """Rows of a (R, H, max_len, Dh) buffer in a new buffer, copying only the filled steps."""
-    out = buffer.new_empty((len(rows), *buffer.shape[1:]))
-    if length:
-        out[:, :, :length] = buffer[:, :, :length].index_select(0, rows)
-    return out
 
 
 @dataclass

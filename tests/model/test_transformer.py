@@ -104,6 +104,40 @@ def test_same_size_reorders_swap_buffers_and_follow_rows(variant: dict) -> None:
         assert len(buffers) == 2
 
 
+def test_leaving_rows_are_gathered_into_the_spare_buffers() -> None:
+    """Rows grow once (a beam's first step: new buffers), then shrink as sentences leave:
+    each step's rows land in the first rows of the spare pair (no allocation), and each
+    step equals a full forward pass."""
+    model = tiny()
+    src = batch([5, 7, 4], 23)
+    g = torch.Generator().manual_seed(2)
+    with torch.no_grad():
+        enc = model.encode(src)
+        cache = model.start_state(enc, max_len=6)
+        history, owner = torch.full((3, 1), BOS_ID), torch.tensor([0, 1, 2])
+        moves = [
+            (torch.tensor([0, 0, 1, 1, 2, 2]), torch.tensor([0, 1, 2])),  # 2 beams a source
+            (torch.tensor([1, 0, 3, 3, 4, 5]), None),
+            (torch.tensor([0, 1, 5, 4]), torch.tensor([0, 2])),  # the second sentence leaves
+            (torch.tensor([3, 2]), torch.tensor([1])),  # then the first
+        ]
+        pointers = set()
+        for step, (index, sources) in enumerate(moves):
+            model.decode_step(history[:, -1], cache)
+            cache.reorder(index, sources)
+            own = cache.layers[0].own
+            assert own.k.shape[0] == len(index) and own.k.is_contiguous()
+            if step:
+                pointers.add(own.k.data_ptr())
+            owner = owner[index]
+            history = torch.cat([history[index], torch.randint(4, 29, (len(index), 1),
+                                                              generator=g)], 1)  # fmt: skip
+            out = model.decode_step(history[:, -1], copy.deepcopy(cache)).log_softmax(-1)
+            full = model.decode(history, model.encode(src[owner])).log_softmax(-1)[:, -1]
+            torch.testing.assert_close(out, full, atol=1e-5, rtol=1e-5)
+    assert len(pointers) == 2  # after the growth: two buffers, swapped
+
+
 @pytest.mark.parametrize("variant", variant_params())
 def test_grouped_rows_share_their_source_and_equal_a_full_forward(variant: dict) -> None:
     """Beams of a sentence share one source row (cache.group): 2 sources x 3 rows each, with
