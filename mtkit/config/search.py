@@ -184,9 +184,10 @@ class TranslateConfig:
              "--draft-shortlist restricts the draft)"),
             (not self.compile or self.engine == "mtkit",
              f"--compile compiles mtkit's own engine (got --engine {self.engine})"),
-            (not (self.compile and (self.draft or self.shortlist)),
-             "--compile cannot be combined with --draft or --shortlist yet (their steps are "
-             "not compiled); leave one out"),
+            (not (self.compile and (self.shortlist or self.draft_shortlist)),
+             f"--compile cannot be combined with "
+             f"{'--shortlist' if self.shortlist else '--draft-shortlist'} yet (a shortlisted "
+             "output layer is not compiled); leave one out"),
             (0.0 <= self.draft_confidence < 1.0, "--draft-confidence must be in [0, 1), got "
              f"{self.draft_confidence}"),
             (self.draft_quantize in ("", "int8", "none"), "--draft-quantize must be int8 or "

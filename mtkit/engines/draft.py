@@ -58,7 +58,8 @@ def load_draft(config: TranslateConfig, teacher: str, pair: tuple[Tokenizer, Tok
     shortlist = draft_shortlist(config, tokenizers) if config.draft_shortlist else None
     weight = projection_weight(loaded.model) if shortlist is not None else None
     quantize = {"": config.quantize, "none": ""}.get(config.draft_quantize, config.draft_quantize)
-    model = prepare_for_inference(loaded.model, device, dtype, quantize, config.cpu_matmul)
+    model = prepare_for_inference(loaded.model, device, dtype, quantize, config.cpu_matmul,
+                                  config.compile)  # fmt: skip
     if shortlist is not None:
         model = ShortlistedDraft(model, shortlist, loaded.tgt_tokenizer.specials, weight)
     return Draft(model, config.draft_tokens, DraftStats(), config.draft_confidence)

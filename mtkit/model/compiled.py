@@ -30,8 +30,10 @@ it. So the compiled step computes what the eager step computes, by the same kern
 linear layers and by inductor's fused code elsewhere (float32 rounding differs).
 
 Not compiled (eager, same output): the first step, steps that record cross-attention
-(``--alignment``), several positions at once (speculative decoding's check), a shortlist's
-projection, more than :data:`~mtkit.model.layers.COMPILED_QUERIES` rows a source. The
+(``--alignment``), a shortlist's projection, more than
+:data:`~mtkit.model.layers.COMPILED_QUERIES` rows a source. Several positions at once
+(speculative decoding: the draft's pending tokens, the models' check of its proposals) are fed
+one at a time through the compiled step. The
 average attention (``decoder_self_attention: average``) keeps a running sum instead of a
 key/value cache and is refused by name.
 """
@@ -200,8 +202,18 @@ def compile_step(model: nn.Module, device: torch.device, build: str = "aoti") ->
     check_compilable(model, device)
     replace_modules(model, _opaque)
     model.decode_step = CompiledStep(model, build)
+    model.decode_steps = functools.partial(_decode_steps, model)
     model.start_state = functools.partial(_start_state, model)
     return model
+
+
+def _decode_steps(model: nn.Module, tokens: Tensor, state: DecoderState) -> Tensor:
+    """``decode_steps``: the n positions of tokens (R, n) fed one at a time through the
+    compiled step (speculative decoding: a draft's one or two pending tokens, the models'
+    check of its proposals); the logits after each (R, n, V), exactly what n calls of
+    ``decode_step`` return."""
+    return torch.stack([model.decode_step(tokens[:, i], state) for i in range(tokens.shape[1])],
+                       1)  # fmt: skip
 
 
 def _start_state(model: nn.Module, enc: EncoderOut, max_len: int,

@@ -258,8 +258,38 @@ def test_refusals_name_what_is_not_compiled() -> None:
         check_compilable(tiny(), torch.device("cuda"))
     with pytest.raises(MtkitError, match="--compile compiles mtkit's own engine"):
         TranslateConfig(compile=True, engine="ctranslate2")
-    with pytest.raises(MtkitError, match="--compile cannot be combined with --draft"):
+    with pytest.raises(MtkitError, match="--compile cannot be combined with --shortlist"):
         TranslateConfig(compile=True, shortlist="x.tsv")
+    with pytest.raises(MtkitError, match="--compile cannot be combined with --draft-shortlist"):
+        TranslateConfig(SearchConfig(beam=1), compile=True, draft="d.pt", draft_shortlist="x")
+    assert TranslateConfig(SearchConfig(beam=1), compile=True, draft="d.pt").draft == "d.pt"
+
+
+def test_speculative_decoding_through_compiled_steps_gives_greedy_output() -> None:
+    """A compiled teacher checks a compiled draft's proposals (several positions: one compiled
+    step each); the output is the teacher's greedy output, token for token, and the passes
+    went through the graphs. Teacher and draft share one architecture: one library."""
+    from mtkit.decoding.speculative import Draft, DraftStats
+
+    teacher = prepare_for_inference(tiny(**MODERN), CPU)
+    draft, noise = tiny(**MODERN), torch.Generator().manual_seed(5)
+    with torch.no_grad():  # a draft close to the teacher, not equal: some proposals fail
+        for weight in draft.parameters():
+            weight.add_(0.2 * torch.randn(weight.shape, generator=noise))
+    draft = prepare_for_inference(draft, CPU, compile=True)
+    compiled = prepare_for_inference(tiny(**MODERN), CPU, compile=True)
+    assert draft.decode_step.path == compiled.decode_step.path
+    calls = []
+    for model in (draft, compiled):
+        graph = model.decode_step.graph
+        model.decode_step.graph = lambda *args, graph=graph: calls.append(1) or graph(*args)
+    stats = DraftStats()
+    for src in SOURCES:
+        greedy = generate([teacher], src, GREEDY)
+        found = generate([compiled], src, GREEDY, draft=Draft(draft, 3, stats))
+        assert [[h.tokens for h in hyps] for hyps in found] == \
+            [[h.tokens for h in hyps] for hyps in greedy]  # fmt: skip
+    assert len(calls) > 20 and 0 < stats.acceptance < 1
 
 
 def test_libraries_are_kept_in_the_user_cache_unless_told(monkeypatch, tmp_path):
