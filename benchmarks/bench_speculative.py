@@ -18,7 +18,12 @@ and each figure is the median over rounds, because the machine may be shared.
 
     .venv/bin/python benchmarks/bench_speculative.py CKPT --draft DRAFT [--limit 200] \\
         [--tokens 2 4 6] [--ensemble 2] [--threads 1] [--rounds 3] \\
-        [--draft-quantize '' int8] [--draft-shortlist SHORTLIST] [--draft-confidence 0 0.5]
+        [--draft-quantize '' int8] [--draft-shortlist SHORTLIST] [--draft-confidence 0 0.5] \\
+        [--compile]
+
+With ``--compile`` every row (but the shortlisted drafts') runs also with teacher and draft
+compiled (``--compile``); those rows give their speed-up over the eager greedy teacher and over
+the compiled one.
 
 ``--draft`` takes several checkpoints (e.g. the student and the same student fine-tuned on the
 teacher's greedy output, `make -C recipes/multi30k draft`): their rows, D1, D2, ..., run in the
@@ -73,6 +78,11 @@ def main() -> None:
                         help="confidence thresholds to compare (0: always k)")  # fmt: skip
     parser.add_argument("--draft-shortlist", default="",
                         help="each k also with the draft within this shortlist")  # fmt: skip
+    parser.add_argument(
+        "--compile",
+        action="store_true",
+        help="every row also with --compile (teacher and draft compiled)",
+    )
     args = parser.parse_args()
     for checkpoint in args.checkpoint:
         existing(checkpoint, "make demo")
@@ -84,18 +94,25 @@ def main() -> None:
     base = TranslateConfig(search=SearchConfig(beam=1), device="cpu", threads=args.threads,
                            max_tokens=args.max_tokens)  # fmt: skip
     models = args.checkpoint * args.ensemble
-    engines = {"greedy": load_engine(models, base)}
-    for d, draft in enumerate(args.draft):
-        label = f"D{d + 1} " if len(args.draft) > 1 else ""
-        for quantize in args.draft_quantize:
-            for sl in ("", args.draft_shortlist) if args.draft_shortlist else ("",):
-                for conf in args.draft_confidence:
-                    tail = (" int8" if quantize else "") + (" +SL" if sl else "")
-                    tail += f" c={conf:g}" if conf else ""
-                    for k in args.tokens:
-                        engines[f"{label}draft k={k}{tail}"] = load_engine(models, replace(
-                            base, draft=draft, draft_tokens=k, draft_quantize=quantize,
-                            draft_shortlist=sl, draft_confidence=conf))  # fmt: skip
+    engines = {}
+    for compiled in (False, True) if args.compile else (False,):
+        run = replace(base, compile=compiled)
+        mark = " compiled" if compiled else ""
+        engines[f"greedy{mark}"] = load_engine(models, run)
+        for d, draft in enumerate(args.draft):
+            label = f"D{d + 1} " if len(args.draft) > 1 else ""
+            for quantize in args.draft_quantize:
+                for sl in ("", args.draft_shortlist) if args.draft_shortlist else ("",):
+                    if sl and compiled:
+                        continue  # --compile refuses --draft-shortlist
+                    for conf in args.draft_confidence:
+                        tail = (" int8" if quantize else "") + (" +SL" if sl else "")
+                        tail += f" c={conf:g}" if conf else ""
+                        for k in args.tokens:
+                            engines[f"{label}draft k={k}{tail}{mark}"] = load_engine(
+                                models, replace(run, draft=draft, draft_tokens=k,
+                                                draft_quantize=quantize, draft_shortlist=sl,
+                                                draft_confidence=conf))  # fmt: skip
     names = list(engines)
     for engine in engines.values():
         engine.translate(lines[:8])  # warm-up
@@ -128,7 +145,11 @@ def main() -> None:
             if name in stats:
                 st = stats[name]
                 extra = f"  acceptance {st.acceptance:.2f}  tokens/pass {st.tokens_per_pass:.2f}"
-            print(f"  {name:<27} {1000 * s / len(lines):7.2f} ms/sent  {tokens[name] / s:7.0f} "
+            if name.endswith(" compiled") and name != "greedy compiled":
+                extra += (
+                    f"  x{statistics.median(seconds['greedy compiled']) / s:.2f} compiled greedy"
+                )
+            print(f"  {name:<36} {1000 * s / len(lines):7.2f} ms/sent  {tokens[name] / s:7.0f} "
                   f"tok/s  x{base_s / s:.2f}  identical {same}/{len(lines)}{extra}")  # fmt: skip
 
 
