@@ -33,9 +33,8 @@ Not compiled (eager, same output): the first step, steps that record cross-atten
 (``--alignment``), a shortlist's projection, more than
 :data:`~mtkit.model.layers.COMPILED_QUERIES` rows a source. Several positions at once
 (speculative decoding: the draft's pending tokens, the models' check of its proposals) are fed
-one at a time through the compiled step. The
-average attention (``decoder_self_attention: average``) keeps a running sum instead of a
-key/value cache and is refused by name.
+one at a time through the compiled step. The average attention (``decoder_self_attention:
+average``) keeps a running sum instead of a key/value cache and is refused by name.
 """
 
 from __future__ import annotations

@@ -12,7 +12,7 @@ for its thread (:func:`activate`), and the kernel calls the layer's operator thr
 PyTorch's dispatcher: the very kernels the eager layers call, so the outputs are the same.
 
 The source is built once per machine (torch's C++ extension builder: a C++ compiler and
-ninja, ~20-50 s) into the compiled-step cache and loaded from there by later runs
+ninja, ~7 s) into the compiled-step cache and loaded from there by later runs
 (milliseconds). Where it cannot be built, :func:`load` says why and the Python kernel serves
 (same output, slower).
 """
