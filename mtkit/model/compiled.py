@@ -22,12 +22,13 @@ never used, only missed (another key).
 
 Linear layers whose weights are prepared for a CPU library (int8 ``torch.ao`` dynamic
 quantization on fbgemm, weights packed for oneDNN) hold opaque objects that cannot be traced;
-each becomes :class:`OpaqueLinear`, which inside the graph calls the very same kernel through
-one custom operator (``mtkit::linear``, by the layer's number in its model), whose own kernel
-is C++ (:mod:`mtkit.model.linear_kernel`, built once per machine; the Python one where it
-cannot be built); a bf16 layer's input is rounded in the graph, fused with the code before
-it. So the compiled step computes what the eager step computes, by the same kernels for the
-linear layers and by inductor's fused code elsewhere (float32 rounding differs).
+each becomes an :class:`~mtkit.model.opaque.OpaqueLinear`, which inside the graph calls the
+very same kernel through one custom operator (``mtkit::linear``, by the layer's number in its
+model), whose own kernel is C++ (:mod:`mtkit.model.linear_kernel`, built once per machine;
+the Python one where it cannot be built); a bf16 layer's input is rounded in the graph, fused
+with the code before it. So the compiled step computes what the eager step computes, by the
+same kernels for the linear layers and by inductor's fused code elsewhere (float32 rounding
+differs).
 
 Not compiled (eager, same output): the first step, steps that record cross-attention
 (``--alignment``), a shortlist's projection, more than
@@ -39,19 +40,14 @@ average``) keeps a running sum instead of a key/value cache and is refused by na
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import hashlib
-import itertools
 import os
 import platform
-import sys
-import threading
 import warnings
 import weakref
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import torch
 from torch import Tensor, nn
@@ -61,115 +57,12 @@ from mtkit.cpu import cpu_flags
 from mtkit.errors import MtkitError
 from mtkit.model import linear_kernel
 from mtkit.model.layers import COMPILED_QUERIES
-from mtkit.model.packed import PackedLinear, replace_modules
+from mtkit.model.opaque import OpaqueLinear, bind, opaque_layer, running
+from mtkit.model.packed import replace_modules
 from mtkit.model.state import DecoderState, KeyValueCache, LayerState, SourceCache
 from mtkit.model.transformer import EncoderOut, Transformer
 
-_DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16}  # PackedLinear's, by kind
-_KINDS = {dtype: kind for kind, dtype in _DTYPES.items()}
-_ACTIVE = threading.local()  # .linears: the OpaqueLinears of the model whose graph runs
 _TRACED = Path(__file__).parent  # the model's source files: traced into the graph
-
-
-class OpaqueLinear(nn.Module):
-    """A linear layer whose prepared weight cannot be traced: eagerly, its kernel; in a graph,
-    ``mtkit::linear`` with the layer's number in its model (the same kernel)."""
-
-    def __init__(self, kind: str, weight: Any, bias: Tensor | None, out_features: int) -> None:
-        super().__init__()
-        self.kind, self.out_features = kind, out_features
-        self.kernel = (weight, bias)  # in a tuple: what export looks for in a module it skips
-        self.slot = 0  # its number among its model's OpaqueLinears (compile_step numbers them)
-
-    def run(self, x: Tensor) -> Tensor:
-        weight, bias = self.kernel
-        if self.kind == "int8":  # what torch.ao's DynamicQuantizedLinear (version 4) calls
-            return torch.ops.quantized.linear_dynamic(x, weight, reduce_range=True)
-        return PackedLinear.run(x, weight, bias, _DTYPES[self.kind])
-
-    def forward(self, x: Tensor) -> Tensor:
-        if torch.compiler.is_compiling():  # bf16: the casts in the graph, fused with their
-            dtype = _DTYPES.get(self.kind, x.dtype)  # neighbours (the kernel's own rounding)
-            return torch.ops.mtkit.linear(x.to(dtype), self.slot).to(x.dtype)
-        return self.run(x)
-
-    def extra_repr(self) -> str:
-        return f"out_features={self.out_features}, {self.kind}, slot={self.slot}"
-
-
-# mtkit::linear(x, slot): the running model's OpaqueLinear number ``slot`` on x. Defined with
-# the plain Library API: torch.library.custom_op's kernels import dynamo (~2.5 s) on first call.
-# Its CPU kernel: C++ (mtkit.model.linear_kernel), else Python (_kernel registers one of them)
-_LIBRARY = torch.library.Library("mtkit", "DEF")
-_LIBRARY.define("linear(Tensor x, int slot) -> Tensor")
-
-
-@torch.library.register_fake("mtkit::linear", lib=_LIBRARY)
-def _(x: Tensor, slot: int) -> Tensor:
-    return x.new_empty((*x.shape[:-1], _ACTIVE.linears[slot].out_features))
-
-
-@functools.cache
-def _kernel() -> bool:
-    """Register ``mtkit::linear``'s CPU kernel, once a process: True for the C++ one (built
-    into :func:`cache_dir` on first use), False where it cannot be built (one line says why)
-    and the Python one serves."""
-    why = linear_kernel.load(cache_dir())
-    if not why:
-        return True
-    print(f"mtkit: warning: --compile: the C++ kernel of the compiled step's linear layers "
-          f"could not be built ({why}); a slower Python one serves", file=sys.stderr,
-          flush=True)  # fmt: skip
-    _LIBRARY.impl("linear", _python_kernel, "CPU")
-    return False
-
-
-def _python_kernel(x: Tensor, slot: int) -> Tensor:
-    """``mtkit::linear`` in Python: the running model's layer ``slot`` (see :func:`_running`)."""
-    return _ACTIVE.linears[slot].run(x)
-
-
-def _bind(linears: list[OpaqueLinear]) -> int:
-    """A model's opaque layers (numbered) bound to the C++ kernel: their handle (the caller
-    releases it), or -1 where the Python kernel serves or there are none."""
-    if not (_kernel() and linears):
-        return -1
-    handle = next(_HANDLES)
-    for layer in linears:
-        linear_kernel.bind(handle, layer.slot, layer.kind, *layer.kernel)
-    return handle
-
-
-_HANDLES = itertools.count()  # models bound to the C++ kernel, by number
-
-
-@contextlib.contextmanager
-def _running(linears: list[OpaqueLinear], handle: int = -1) -> Iterator[None]:
-    """``mtkit::linear`` calls these layers (by number) while a model's graph runs: the Python
-    kernel finds them here, the C++ kernel as bound under ``handle`` (-1: none)."""
-    before = getattr(_ACTIVE, "linears", None)
-    _ACTIVE.linears = linears
-    cpp_before = linear_kernel.activate(handle) if handle >= 0 else -1
-    try:
-        yield
-    finally:
-        _ACTIVE.linears = before
-        if handle >= 0:
-            linear_kernel.activate(cpp_before)
-
-
-def _opaque(module: nn.Module) -> OpaqueLinear | None:
-    """The :class:`OpaqueLinear` that stands for ``module``, or None for a traceable layer."""
-    from torch.ao.nn.quantized.dynamic import Linear as DynamicQuantizedLinear
-
-    if isinstance(module, DynamicQuantizedLinear):
-        if module._packed_params.dtype != torch.qint8 or (module.version or 0) < 4:
-            raise MtkitError("--compile: only int8 dynamic quantization (mtkit's) is supported")
-        weight = module._packed_params._packed_params
-        return OpaqueLinear("int8", weight, None, module.out_features)
-    if isinstance(module, PackedLinear):
-        return OpaqueLinear(_KINDS[module.dtype], module.packed, module.bias, module.out_features)
-    return None
 
 
 def check_compilable(model: nn.Module, device: torch.device) -> None:
@@ -199,7 +92,7 @@ def compile_step(model: nn.Module, device: torch.device, build: str = "aoti") ->
     library) or ``export`` (the exported graph run by torch; tests: what was traced, without
     compiling it)."""
     check_compilable(model, device)
-    replace_modules(model, _opaque)
+    replace_modules(model, opaque_layer)
     model.decode_step = CompiledStep(model, build)
     model.decode_steps = functools.partial(_decode_steps, model)
     model.start_state = functools.partial(_start_state, model)
@@ -315,7 +208,7 @@ def _export(model: nn.Module, linears: list[OpaqueLinear]) -> torch.export.Expor
         [{0: n, 2: s}] * layers,
         {0: n, 3: s},
     )
-    with _running(linears), torch.inference_mode(False), torch.no_grad():
+    with running(linears), torch.inference_mode(False), torch.no_grad():
         program = torch.export.export(_Step(model), example, dynamic_shapes=shapes,
                                       strict=False)  # fmt: skip
     lifted = program.graph_signature.inputs_to_lifted_tensor_constants
@@ -338,7 +231,7 @@ def _build(model: nn.Module, linears: list[OpaqueLinear], path: Path) -> None:
     program = _export(model, linears)
     partial = path.with_name(f"{path.stem}.{os.getpid()}.partial.pt2")
     try:
-        with _running(linears), warnings.catch_warnings():
+        with running(linears), warnings.catch_warnings():
             warnings.simplefilter("ignore", FutureWarning)  # torch's own deprecations, inside
             torch._inductor.aoti_compile_and_package(
                 program, package_path=str(partial),
@@ -383,7 +276,7 @@ class CompiledStep:
         self.linears = [m for m in model.modules() if isinstance(m, OpaqueLinear)]
         for slot, layer in enumerate(self.linears):
             layer.slot = slot
-        self.handle = _bind(self.linears)  # the C++ kernel's number for these layers
+        self.handle = bind(self.linears, cache_dir())  # the C++ kernel's number for these layers
         if self.handle >= 0:
             weakref.finalize(self, linear_kernel.release, self.handle)
         self.path = cache_dir() / f"step-{_key(model, self.linears)}.pt2"
@@ -416,7 +309,7 @@ class CompiledStep:
             n, _, s, _ = state.layers[0].source.k.shape
             state.src_keep = torch.ones((n, 1, 1, s), dtype=torch.bool, device=tokens.device)
         state.src_keep = keep = _dense(state.src_keep)
-        with _running(self.linears, self.handle):
+        with running(self.linears, self.handle):
             logits = self.graph(
                 _dense(tokens).view(keep.shape[0], state.group),
                 torch.empty(t + 1, 0),

@@ -23,11 +23,11 @@ from torch import nn
 from mtkit.config import SearchConfig, TranslateConfig
 from mtkit.decoding.search import generate
 from mtkit.errors import MtkitError
-from mtkit.model import linear_kernel
-from mtkit.model.compiled import OpaqueLinear, check_compilable, compile_step
+from mtkit.model.compiled import check_compilable, compile_step
 from mtkit.model.inference import prepare_for_inference
 from mtkit.model.layers import COMPILED_QUERIES
-from mtkit.model.packed import onednn_available
+from mtkit.model.opaque import OpaqueLinear, opaque_layer
+from mtkit.model.packed import replace_modules
 
 pytestmark = pytest.mark.usefixtures("one_thread", "compiled_dir")
 CPU = torch.device("cpu")
@@ -107,7 +107,7 @@ def test_the_key_changes_with_the_architecture_the_kinds_and_torch(monkeypatch) 
 
     def key(model: nn.Module, quantize: str = "") -> str:
         model = prepare_for_inference(model, CPU, quantize=quantize)
-        compiled.replace_modules(model, compiled._opaque)
+        replace_modules(model, opaque_layer)
         linears = [m for m in model.modules() if isinstance(m, OpaqueLinear)]
         return compiled._key(model, linears)
 
@@ -205,36 +205,6 @@ def test_compiled_int8_is_as_close_to_fp32_as_eager_int8() -> None:
     assert 0 < error < 0.5
     assert (compiled - fp32).abs().max() <= 2 * error
     assert (compiled - eager).abs().max() <= 2 * error
-
-
-@pytest.mark.parametrize("kind", ["int8", "fp32", "bf16"])
-def test_opaque_linear_is_the_layer_it_replaces(kind: str) -> None:
-    """Eagerly and through the custom operator (as a graph calls it), an opaque layer returns
-    exactly what the prepared layer returns."""
-    from mtkit.model import compiled
-
-    if kind != "int8" and not onednn_available(torch.float32 if kind == "fp32" else
-                                               torch.bfloat16):  # fmt: skip
-        pytest.skip(f"no oneDNN {kind} kernels in this build")
-    dtype, quantize = ("fp32", "int8") if kind == "int8" else (kind, "")
-    model = prepare_for_inference(tiny(), CPU, dtype, quantize)
-    layer = model.decoder[0].ffn
-    x = torch.randn(5, 3, 32)
-    with torch.inference_mode():
-        before = layer(x)
-        compiled.replace_modules(model, compiled._opaque)
-        assert all(isinstance(m, OpaqueLinear) for m in (layer.fc1, layer.fc2)), layer
-        assert torch.equal(layer(x), before)
-        layer.fc1.slot, layer.fc2.slot = 1, 0
-        linears, dtype = [layer.fc2, layer.fc1], torch.bfloat16 if kind == "bf16" else x.dtype
-        handle = compiled._bind(linears)
-        # the operator as its kernel serves it (C++ where built), then the Python kernel
-        for linear in (torch.ops.mtkit.linear, compiled._python_kernel):
-            with compiled._running(linears, handle):
-                hidden = layer.act(linear(x.to(dtype), 1).float())  # bf16: the graph rounds
-                assert torch.equal(linear(hidden.to(dtype), 0).float(), before)
-        if handle >= 0:
-            linear_kernel.release(handle)
 
 
 def test_alignment_steps_run_eagerly_with_the_same_result() -> None:

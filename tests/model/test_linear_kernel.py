@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from mtkit.model import compiled, linear_kernel
+from mtkit.model import linear_kernel, opaque
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
@@ -56,8 +56,8 @@ def test_a_step_calls_only_layers_bound_and_active(built: Path) -> None:
         torch.ops.mtkit.linear(x, 0)
     with pytest.raises(RuntimeError, match="no model bound as 123456"):
         linear_kernel.activate(123456)
-    layer = compiled.OpaqueLinear("fp32", *_packed(torch.randn(3, 4), torch.randn(3)), 3)
-    handle = compiled._bind([layer])
+    layer = opaque.OpaqueLinear("fp32", *_packed(torch.randn(3, 4), torch.randn(3)), 3)
+    handle = opaque.bind([layer], built)
     assert handle >= 0
     before = linear_kernel.activate(handle)
     try:
