@@ -236,9 +236,10 @@ def test_refusals_name_what_is_not_compiled() -> None:
 
 
 def test_speculative_decoding_through_compiled_steps_gives_greedy_output() -> None:
-    """A compiled teacher checks a compiled draft's proposals (several positions: one compiled
-    step each); the output is the teacher's greedy output, token for token, and the passes
-    went through the graphs. Teacher and draft share one architecture: one library."""
+    """A compiled teacher checks a compiled draft's proposals (the draft's single positions
+    through its graph, the check in one eager pass); the output is the teacher's greedy
+    output, token for token, and steps went through the graphs. Teacher and draft share one
+    architecture: one library."""
     from mtkit.decoding.speculative import Draft, DraftStats
 
     teacher = prepare_for_inference(tiny(**MODERN), CPU)
