@@ -1,8 +1,6 @@
 """Model invariants over every variant (tests/variants.py): cached decoding equals the full
-pass (with beam moves, sentences leaving and beams sharing their source), padding invariance,
-causality; parameter names and counts per variant; config checks."""
-
-import copy
+pass, padding invariance, causality; parameter names and counts per variant; config checks.
+(The decoding state's reorders: test_state.py.)"""
 
 import pytest
 import torch
@@ -14,7 +12,6 @@ from mtkit.data.tokenizer import BOS_ID, EOS_ID, PAD_ID
 from mtkit.errors import MtkitError
 from mtkit.model.builders import check_model_config
 from mtkit.model.layers import sinusoidal_positions
-from mtkit.model.state import KeyValueCache
 from mtkit.model.transformer import (
     Transformer,
     build_model,
@@ -57,124 +54,6 @@ def assert_cache_equals_full(model: Transformer, src: Tensor, tgt: Tensor) -> No
         for t in range(tgt.shape[1]):
             step = model.decode_step(tgt[:, t], cache).log_softmax(-1)
             torch.testing.assert_close(step, full[:, t], atol=1e-5, rtol=1e-5)
-
-
-@pytest.mark.parametrize("variant", variant_params())
-def test_cache_reorder_follows_rows(variant: dict) -> None:
-    model = tiny(**variant)
-    src = batch([5, 6], 23)
-    tgt = torch.tensor([[BOS_ID, 5, 6, 7], [BOS_ID, 8, 9, 10]])
-    with torch.no_grad():
-        enc = model.encode(src)
-        full = model.decode(tgt, enc).log_softmax(-1)
-        cache = model.start_state(enc, max_len=4)
-        model.decode_step(tgt[:, 0], cache)
-        model.decode_step(tgt[:, 1], cache)
-        swap = torch.tensor([1, 0, 1])  # reorder and grow the batch
-        cache.reorder(swap, swap)
-        model.decode_step(tgt[swap, 2], cache)
-        out = model.decode_step(tgt[swap, 3], cache).log_softmax(-1)
-    torch.testing.assert_close(out, full[swap, 3], atol=1e-5, rtol=1e-5)
-
-
-@pytest.mark.parametrize("variant", variant_params())
-def test_same_size_reorders_swap_buffers_and_follow_rows(variant: dict) -> None:
-    """Beam moves (batch size unchanged) at every step, each gathered into the spare buffers:
-    the rows are beams of one sentence (one source), so only their self-attention state moves."""
-    model = tiny(**variant)
-    src = batch([5], 23).repeat(3, 1)
-    tgt = torch.tensor([[BOS_ID, 5, 6, 7, 9], [BOS_ID, 8, 9, 10, 5], [BOS_ID, 4, 4, 6, 8]])
-    orders = [torch.tensor([2, 0, 1]), torch.tensor([0, 0, 2]), torch.tensor([1, 2, 1])]
-    with torch.no_grad():
-        enc = model.encode(src)
-        cache = model.start_state(enc, max_len=5)
-        history = tgt[:, :1]  # the tokens each cache row has been fed
-        model.decode_step(history[:, 0], cache)
-        own = cache.layers[0].own
-        buffers = {own.k.data_ptr()} if isinstance(own, KeyValueCache) else set()
-        for step, order in enumerate(orders, start=1):
-            cache.reorder(order)
-            history = torch.cat([history[order], tgt[order, step : step + 1]], dim=1)
-            if isinstance(own, KeyValueCache):
-                buffers.add(cache.layers[0].own.k.data_ptr())
-            out = model.decode_step(history[:, -1], cache).log_softmax(-1)
-            full = model.decode(history, enc).log_softmax(-1)[:, -1]
-            torch.testing.assert_close(out, full, atol=1e-5, rtol=1e-5)
-    if isinstance(own, KeyValueCache):  # two buffers swapped back and forth, no new allocation
-        assert len(buffers) == 2
-
-
-def test_leaving_rows_are_gathered_into_the_spare_buffers() -> None:
-    """Rows grow once (a beam's first step: new buffers), then shrink as sentences leave:
-    each step's rows land in the first rows of the spare pair (no allocation), and each
-    step equals a full forward pass."""
-    model = tiny()
-    src = batch([5, 7, 4], 23)
-    g = torch.Generator().manual_seed(2)
-    with torch.no_grad():
-        enc = model.encode(src)
-        cache = model.start_state(enc, max_len=6)
-        history, owner = torch.full((3, 1), BOS_ID), torch.tensor([0, 1, 2])
-        moves = [
-            (torch.tensor([0, 0, 1, 1, 2, 2]), torch.tensor([0, 1, 2])),  # 2 beams a source
-            (torch.tensor([1, 0, 3, 3, 4, 5]), None),
-            (torch.tensor([0, 1, 5, 4]), torch.tensor([0, 2])),  # the second sentence leaves
-            (torch.tensor([3, 2]), torch.tensor([1])),  # then the first
-        ]
-        pointers = set()
-        for step, (index, sources) in enumerate(moves):
-            model.decode_step(history[:, -1], cache)
-            cache.reorder(index, sources)
-            own = cache.layers[0].own
-            assert own.k.shape[0] == len(index) and own.k.is_contiguous()
-            if step:
-                pointers.add(own.k.data_ptr())
-            owner = owner[index]
-            history = torch.cat([history[index], torch.randint(4, 29, (len(index), 1),
-                                                              generator=g)], 1)  # fmt: skip
-            out = model.decode_step(history[:, -1], copy.deepcopy(cache)).log_softmax(-1)
-            full = model.decode(history, model.encode(src[owner])).log_softmax(-1)[:, -1]
-            torch.testing.assert_close(out, full, atol=1e-5, rtol=1e-5)
-    assert len(pointers) == 2  # after the growth: two buffers, swapped
-
-
-@pytest.mark.parametrize("variant", variant_params())
-def test_grouped_rows_share_their_source_and_equal_a_full_forward(variant: dict) -> None:
-    """Beams of a sentence share one source row (cache.group): 2 sources x 3 rows each, with
-    beam moves, a sentence leaving, and rows growing from one per source, as in beam search."""
-    model = tiny(**variant)
-    src = batch([5, 7], 23)
-    g = torch.Generator().manual_seed(4)
-    with torch.no_grad():
-        enc = model.encode(src)
-        cache = model.start_state(enc, max_len=6)
-        history = torch.full((2, 1), BOS_ID)
-        owner = torch.tensor([0, 1])  # the source row of each decoding row
-        moves = [
-            (torch.tensor([0, 0, 0, 1, 1, 1]), torch.tensor([0, 1])),  # 1 row -> 3 per source
-            (torch.tensor([2, 0, 0, 5, 3, 4]), None),  # beam moves within each sentence
-            (torch.tensor([4, 4, 3]), torch.tensor([1])),  # sentence 0 leaves
-            (torch.tensor([1, 2, 0]), None),
-        ]
-        for index, sources in moves:
-            model.decode_step(history[:, -1], cache)
-            cache.reorder(index, sources)
-            owner = owner[index]
-            new = torch.randint(4, 29, (len(index), 1), generator=g)
-            history = torch.cat([history[index], new], 1)
-            # on a copy: the next move re-feeds this step's token to the cache itself
-            out = model.decode_step(history[:, -1], copy.deepcopy(cache)).log_softmax(-1)
-            full = model.decode(history, model.encode(src[owner])).log_softmax(-1)[:, -1]
-            torch.testing.assert_close(out, full, atol=1e-5, rtol=1e-5)
-        assert cache.group == 3 and cache.layers[0].source.k.shape[0] == 1
-
-
-def test_reorder_refuses_rows_that_cannot_share_sources_evenly() -> None:
-    model = tiny()
-    with torch.no_grad():
-        cache = model.start_state(model.encode(batch([5, 7], 23)), max_len=3)
-    with pytest.raises(ValueError, match="3 rows cannot share 2 sources"):
-        cache.reorder(torch.tensor([0, 0, 1]), torch.tensor([0, 1]))
 
 
 @pytest.mark.parametrize("share", [False, True])
