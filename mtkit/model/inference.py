@@ -18,6 +18,7 @@ import torch
 from torch import nn
 
 from mtkit.data.tokenizer import BOS_ID, EOS_ID
+from mtkit.devices import steady_attention
 from mtkit.errors import MtkitError
 from mtkit.model.packed import bf16_linears, onednn_available, pack_linears
 from mtkit.model.transformer import Transformer
@@ -86,6 +87,7 @@ def prepare_for_inference(
         return compile_step(prepare_for_inference(model, device, dtype, quantize, cpu_matmul),
                             device)  # fmt: skip
     check_precision(device, dtype, quantize)
+    steady_attention(device)
     if device.type == "cpu" and dtype == "bf16":
         model = untie_output(model.to(device).eval())
         if cpu_matmul == "onednn" and onednn_available(torch.bfloat16):

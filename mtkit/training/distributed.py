@@ -20,7 +20,7 @@ from torch import nn
 from torch.nn.parallel import DistributedDataParallel
 
 from mtkit.cpu import cpu_flags, resolve_cpu_precision
-from mtkit.devices import torch_device
+from mtkit.devices import steady_attention, torch_device
 from mtkit.errors import MtkitError
 
 PRECISIONS = ("auto", "fp32", "bf16", "fp16")
@@ -63,6 +63,7 @@ def resolve_device(name: str, where: Dist) -> torch.device:
         if where.active:
             device = torch_device(f"cuda:{where.local_rank}", "device (LOCAL_RANK)")
         torch.cuda.set_device(device)
+    steady_attention(device)
     return device
 
 
