@@ -1,4 +1,5 @@
-# GPU checks (one run, ~9 minutes on an H200): every decoding variant on CUDA against the CPU
+# GPU checks in one run (~9.5 minutes on an H200; BUD=30 for less): cold and warm decoding
+# passes per precision (attention_profile.py), every decoding variant on CUDA against the CPU
 # (identical lines, BLEU), mixed-precision training (bf16 for BUD seconds, fp16 with its gradient
 # scaler), and bitwise determinism of CUDA training (same seed twice; resumed vs straight).
 #   MODEL=checkpoint.pt bash benchmarks/gpu/checks.sh          (from the repository root)
@@ -28,6 +29,8 @@ xl() { # tr NAME DEVICE ARGS...: translate the test set, time it, score it
   printf "%-22s rc %s  %6.1f s  %s\n" $name $rc $(awk "BEGIN{print $t1 - $t0}") "$(head -c 300 $W/$name.err | tr '\n' ' ')"
 }
 bleu() { $MT evaluate -i $W/$1.hyp -r $R --metrics bleu 2>&1 | grep -i bleu | head -1 | sed "s/^/$1 /"; }
+echo "== cold and warm passes in one process (fp32, bf16, fp16; 300 lines)"
+head -300 $T > $W/p.en; $PY $G/attention_profile.py $M $W/p.en $DEV 2>&1 | grep "pass"
 echo "== decoding: $N test lines, CPU (device machine, all cores) against $DEV"
 xl cpu-fp32 cpu; xl cpu-greedy cpu --beam 1
 xl gpu-fp32 $DEV; xl gpu-fp32-big $DEV --max-tokens 16384
@@ -61,7 +64,7 @@ cp $W/gpu-html.hyp $O/gpu.html; cp $W/cpu-html.hyp $O/cpu.html
 echo "== training on $DEV"
 $MT spm train --train $W/train --src-lang en --tgt-lang de --vocab-size 8000 --model-prefix $W/spm >/dev/null 2>&1
 $MT prepare --src-lang en --tgt-lang de --spm $W/spm.model --train $W/train --valid $W/val --test $W/test_2016_flickr -o $W/data --force >/dev/null 2>&1; echo prepare rc $?
-BUD=${BUD:-100}; [ $QUICK = 1 ] && BUD=10
+BUD=${BUD:-60}; [ $QUICK = 1 ] && BUD=10
 trn() { local name=$1; shift; local t0=$(date +%s.%N)
   $MT train --config recipes/multi30k/demo.yaml --data $W/data --run-dir $W/$name --device $DEV "$@" > $W/$name.log 2>&1; local rc=$?
   printf "%-14s rc %s %6.1f s | %s\n" $name $rc $(awk "BEGIN{print $(date +%s.%N) - $t0}") "$(grep -v '^\s*$' $W/$name.log | tail -2 | tr '\n' ' ' | head -c 400)"; }
