@@ -28,11 +28,17 @@ are deterministic (the same weights whatever the load) and go to results/variant
 their speed columns are the --speeds figures. A run trained on the clock before resumes to its
 update budget (mtkit's resume is exact).
 
+How a gain depends on training length (issue 30): ``--updates N`` trains every variant exactly N
+updates (no clock, no emulation; e.g. 3,000, five times the demo's), in run directories of their
+own, into results/variants-N-updates.jsonl; deterministic and resumable like the emulated rows,
+so the ~1 h runs (2 CPU cores) can be spread over sittings or run on a GPU machine.
+
     .venv/bin/python benchmarks/bench_variants.py                      # every variant, seed 1
     .venv/bin/python benchmarks/bench_variants.py --only rope,alibi --seeds 1,2,3
     .venv/bin/python benchmarks/bench_variants.py --report             # the table so far
     .venv/bin/python benchmarks/bench_variants.py --markdown           # as README.md has it
     .venv/bin/python benchmarks/bench_variants.py --speeds benchmarks/results/variant_speed.json
+    .venv/bin/python benchmarks/bench_variants.py --updates 3000 --only rope,modern --seeds 1,2
 """
 
 from __future__ import annotations
@@ -151,6 +157,8 @@ def score(ckpt: Path, out: Path) -> dict[str, Any]:
 
 def run_variant(name: str, seed: int, data: Path, base_updates: int | None) -> dict[str, Any]:
     run = PLACE["work"] / "runs" / f"{name}-seed{seed}"
+    if FIXED["updates"]:
+        run = run.with_name(f"{run.name}-{FIXED['updates']}-updates")
     extra = (
         []
         if base_updates is None
@@ -176,7 +184,7 @@ def run_variant(name: str, seed: int, data: Path, base_updates: int | None) -> d
     row["cpu_share"] = cpu / (info["elapsed"] * threads) if clock else None
     row["train_tok_s"] = train_speed(run)
     row.update(score(run / "checkpoint_last.pt", run / f"{TEST}.hyp.de"))
-    if budget is not None:  # the speeds of the --speeds file (CPU-time), not of this busy run
+    if SPEEDS and budget is not None:  # the --speeds file's (CPU-time), not this busy run's
         speed = SPEEDS[name]
         row.update(budget_updates=budget, train_tok_s=speed["train"], decode_tok_s=speed["decode"])
     if base_updates is not None:
@@ -190,8 +198,11 @@ SPEEDS: dict[str, dict[str, float]] = {}
 
 
 def _budget_updates(name: str, base_updates: int | None) -> int | None:
-    """With --speeds, the updates the 480 s budget buys the variant on a quiet machine: the
-    baseline's count there times the variant's training speed ratio (the baseline: its count)."""
+    """With --updates, that count; with --speeds, the updates the 480 s budget buys the variant
+    on a quiet machine: the baseline's count there times the variant's training speed ratio (the
+    baseline: its count)."""
+    if FIXED["updates"]:
+        return FIXED["updates"]
     if not SPEEDS:
         return None
     if base_updates is None:
@@ -200,6 +211,7 @@ def _budget_updates(name: str, base_updates: int | None) -> int | None:
 
 
 BASE = {"updates": 0}  # the baseline's updates in 480 s on a quiet machine (--base-updates)
+FIXED = {"updates": 0}  # --updates: every variant's count (0: the clock or --speeds)
 
 
 def _update(run: Path) -> int:
@@ -330,6 +342,13 @@ def main() -> None:
         "seed-1 row in results/variants.jsonl)",
     )
     parser.add_argument(
+        "--updates",
+        type=int,
+        default=0,
+        help="train every variant exactly this many updates, no clock (results: "
+        "results/variants-N-updates.jsonl unless --results)",
+    )
+    parser.add_argument(
         "--rerun",
         action="store_true",
         help="train the --only variants again from scratch (the new row supersedes the old)",
@@ -337,10 +356,14 @@ def main() -> None:
     args = parser.parse_args()
     BUDGET["seconds"] = args.budget
     PLACE["work"] = args.work.resolve()  # make -C runs the recipe elsewhere
+    if args.updates and args.speeds:
+        raise SystemExit("--updates and --speeds are two budgets: give one")
+    FIXED["updates"] = max(args.updates, 0)
     if args.speeds:
         SPEEDS.update(json.loads(args.speeds.read_text())["variants"])
         BASE["updates"] = args.base_updates or done(RESULTS)[(BASELINE, 1)]["update"]
-    args.results = args.results or (EMULATED if args.speeds else RESULTS)
+    fixed = RESULTS.with_name(f"variants-{args.updates}-updates.jsonl")
+    args.results = args.results or (fixed if args.updates else EMULATED if args.speeds else RESULTS)
     rows = done(args.results)
     if args.report or args.markdown:
         print(markdown(rows) if args.markdown else report(rows))
@@ -365,7 +388,8 @@ def main() -> None:
             if (name, seed) in rows:
                 continue
             base = rows.get((BASELINE, seed))
-            row = run_variant(name, seed, data, None if name == BASELINE else base["update"])
+            equal = name == BASELINE or FIXED["updates"]  # --updates: every row at the same count
+            row = run_variant(name, seed, data, None if equal else base["update"])
             rows[(name, seed)] = row
             args.results.parent.mkdir(parents=True, exist_ok=True)
             with args.results.open("a", encoding="utf-8") as handle:
