@@ -34,8 +34,9 @@ CPU = torch.device("cpu")
 
 def state_at(model: Transformer, src: torch.Tensor, tokens: torch.Tensor, beam: int,
              position: int) -> DecoderState:  # fmt: skip
-    """A beam search's state after ``position`` steps of feeding ``tokens`` (eagerly)."""
-    state = Transformer.start_state(model, model.encode(src), position + 8)
+    """A beam search's state after ``position`` steps of feeding ``tokens`` (eagerly), as the
+    model starts its states (a compiled one: pointer caches)."""
+    state = model.start_state(model.encode(src), position + 8)
     n = src.shape[0]
     state.reorder(torch.arange(n).repeat_interleave(beam), torch.arange(n))
     for _ in range(position):

@@ -12,6 +12,11 @@ empty tensor), so one graph serves every later step, sentence, batch and beam si
 :data:`~mtkit.model.layers.COMPILED_QUERIES` rows a sentence (the first step, with one
 position cached, and wider beams: eager steps).
 
+The caches are pointer caches (:class:`~mtkit.model.state.PointerCache`): as beams move, the
+search's reorder gathers each row's pointers to the buffer rows that hold its keys/values, not
+the keys and values themselves (a copy of every cached position a step, 1-2.5 ms of a 6-10 ms
+step at 160 rows); the graph reads them through the pointers, in the attention's own loops.
+
 Compiled once per machine, not per run: the library is kept in a user cache
 (:func:`cache_dir`) under a key of everything the code depends on (the model's
 configuration and tensor shapes, its linear layers' kinds, the traced source files, the
@@ -59,7 +64,7 @@ from mtkit.model import linear_kernel
 from mtkit.model.layers import COMPILED_QUERIES
 from mtkit.model.opaque import OpaqueLinear, bind, opaque_layer, running
 from mtkit.model.packed import replace_modules
-from mtkit.model.state import DecoderState, KeyValueCache, LayerState, SourceCache
+from mtkit.model.state import DecoderState, KeyValueCache, LayerState, PointerCache, SourceCache
 from mtkit.model.transformer import EncoderOut, Transformer
 
 _TRACED = Path(__file__).parent  # the model's source files: traced into the graph
@@ -110,10 +115,16 @@ def _decode_steps(model: nn.Module, tokens: Tensor, state: DecoderState) -> Tens
 
 def _start_state(model: nn.Module, enc: EncoderOut, max_len: int,
                  alignment_layer: int | None = None) -> DecoderState:  # fmt: skip
-    """The model's start state with one step more room in its caches than asked: the last
-    step then never fills its buffer (the graph is exported for a cache prefix shorter than
-    its buffer, whose strides differ from a full buffer's; it guards on that)."""
-    return Transformer.start_state(model, enc, max_len + 1, alignment_layer)
+    """The model's start state with one step more room in its caches than asked (the last
+    step then never fills its buffer: the graph is exported for a cache prefix shorter than
+    its buffer, whose strides differ from a full buffer's; it guards on that), each a
+    :class:`~mtkit.model.state.PointerCache`: as the beams move, the search's reorder moves
+    pointers, and the graph reads each row's keys/values through them."""
+    state = Transformer.start_state(model, enc, max_len + 1, alignment_layer)
+    for layer in state.layers:
+        if isinstance(layer.own, KeyValueCache):
+            layer.own = PointerCache.of(layer.own)
+    return state
 
 
 def _dense(x: Tensor) -> Tensor:
@@ -131,21 +142,21 @@ def _dense(x: Tensor) -> Tensor:
 
 class _Step(nn.Module):
     """The step as a module over the state's tensors (what is exported): tokens (N sources,
-    G rows each), a tensor of length t + 1 (the position, as a size), the caches' keys and
-    values (N * G, H, L, Dh), the source keys and values (N, H, S, Dh), the source mask
-    (N, 1, 1, S)."""
+    G rows each), a tensor of length t + 1 (the position, as a size), the caches' key and
+    value buffers (P >= N * G, H, L, Dh) and their rows' pointers (N * G, L), the source keys
+    and values (N, H, S, Dh), the source mask (N, 1, 1, S)."""
 
     def __init__(self, model: nn.Module) -> None:
         super().__init__()
         self.model = model
 
     def forward(self, tokens: Tensor, position: Tensor, keys: list[Tensor],
-                values: list[Tensor], source_keys: list[Tensor], source_values: list[Tensor],
-                src_keep: Tensor) -> Tensor:  # fmt: skip
+                values: list[Tensor], origins: list[Tensor], source_keys: list[Tensor],
+                source_values: list[Tensor], src_keep: Tensor) -> Tensor:  # fmt: skip
         t = position.shape[0] - 1
-        layers = [LayerState(KeyValueCache(k, v, t), SourceCache(sk, sv))
-                  for k, v, sk, sv in zip(keys, values, source_keys, source_values,
-                                          strict=True)]  # fmt: skip
+        layers = [LayerState(PointerCache(k, v, t, origin=o), SourceCache(sk, sv))
+                  for k, v, o, sk, sv in zip(keys, values, origins, source_keys, source_values,
+                                             strict=True)]  # fmt: skip
         # rows as N sources x G: every size in the graph a product of the two (a row count
         # divided by a group size makes inductor's loops divide for every element)
         state = DecoderState(layers, src_keep, offset=t, group=tokens.shape[1])
@@ -173,18 +184,21 @@ def _key(model: nn.Module, linears: list[OpaqueLinear]) -> str:
 
 
 def _example(model: nn.Module) -> tuple:
-    """Inputs of :class:`_Step` from the model itself: 3 sources of 5 tokens, 2 rows each,
-    position 4 in caches of 7 (sizes all different, none 0 or 1)."""
+    """Inputs of :class:`_Step` from the model itself: 3 sources of 5 tokens, 2 rows each, in
+    buffers of 8 rows (4 sources before one left), position 4 in caches of 7 (sizes all
+    different, none 0 or 1)."""
     n, g, s, t, length = 3, 2, 5, 4, 7
-    src = torch.full((n, s), model.special_ids.pad + 1)  # no padding
-    state = Transformer.start_state(model, model.encode(src), length)
-    state.reorder(torch.arange(n).repeat_interleave(g), torch.arange(n))
+    src = torch.full((n + 1, s), model.special_ids.pad + 1)  # no padding
+    state = _start_state(model, model.encode(src), length - 1)
+    state.reorder(torch.arange(n + 1).repeat_interleave(g), torch.arange(n + 1))
+    state.reorder(torch.arange(n * g), torch.arange(n))
     keep = torch.ones((n, 1, 1, s), dtype=torch.bool)
     return (
         torch.zeros((n, g), dtype=torch.long),
         torch.empty(t + 1, 0),
         [_dense(layer.own.k) for layer in state.layers],
         [_dense(layer.own.v) for layer in state.layers],
+        [_dense(layer.own.origin) for layer in state.layers],
         [_dense(layer.source.k) for layer in state.layers],
         [_dense(layer.source.v) for layer in state.layers],
         keep,
@@ -199,11 +213,13 @@ def _export(model: nn.Module, linears: list[OpaqueLinear]) -> torch.export.Expor
     position = Dim("T", min=2, max=model.cfg.max_positions)
     example = _example(model)
     rows, layers = Dim("R", min=1), len(example[2])  # state layers (shared layers: several)
+    buffer_rows = Dim("P", min=1)
     shapes = (
         {0: n, 1: g},
         {0: position},
-        [{0: rows, 2: length}] * layers,
-        [{0: rows, 2: length}] * layers,
+        [{0: buffer_rows, 2: length}] * layers,
+        [{0: buffer_rows, 2: length}] * layers,
+        [{0: rows, 1: length}] * layers,
         [{0: n, 2: s}] * layers,
         [{0: n, 2: s}] * layers,
         {0: n, 3: s},
@@ -260,7 +276,7 @@ def _load(step: _Step, path: Path) -> Callable[..., Tensor]:
     loader.load_constants(weights, False, True, True)  # not buffers; check all; user's
 
     def run(tokens: Tensor, position: Tensor, *rest: list[Tensor] | Tensor) -> Tensor:
-        *caches, src_keep = rest  # keys, values, source keys, source values; the mask
+        *caches, src_keep = rest  # keys, values, origins, source keys and values; the mask
         (logits,) = loader.run([tokens, position, *(x for c in caches for x in c), src_keep])
         return logits
 
@@ -296,7 +312,7 @@ class CompiledStep:
             state.attention is not None
             or not 0 < t < self.model.cfg.max_positions
             or state.group > COMPILED_QUERIES
-            or not all(isinstance(c, KeyValueCache) and c.length == t for c in caches)
+            or not all(isinstance(c, PointerCache) and c.length == t for c in caches)
         )
         if eager:  # alignments, the first step, wide beams, past the positions (its error)
             return Transformer.decode_step(self.model, tokens, state)
@@ -315,6 +331,7 @@ class CompiledStep:
                 torch.empty(t + 1, 0),
                 [c.k for c in caches],
                 [c.v for c in caches],
+                [c.origin for c in caches],
                 [layer.source.k for layer in state.layers],
                 [layer.source.v for layer in state.layers],
                 keep,

@@ -91,6 +91,53 @@ class KeyValueCache:
 
 
 @dataclass
+class PointerCache(KeyValueCache):
+    """A :class:`KeyValueCache` whose keys/values never move (``--compile``'s steps): each
+    position stays in the buffer row that computed it, and ``origin`` (R, max_len) says, for
+    every row and position, which buffer row holds it. A reorder gathers these pointers (R x
+    max_len integers) instead of the keys and values (R x steps x Hkv x Dh numbers each);
+    ``append`` returns the rows' keys/values read through them, a gather that a compiled graph
+    fuses into the attention reading it (eagerly it is a copy, as a reorder was). ``k``/``v``
+    are the buffers (P >= R rows), not the rows' keys/values."""
+
+    origin: Tensor | None = None  # (R, max_len) long: the buffer row of each row's position
+
+    @classmethod
+    def of(cls, cache: KeyValueCache) -> PointerCache:
+        """An empty cache's buffers, each row its own buffer row."""
+        rows, _, max_len, _ = cache.k.shape
+        origin = torch.arange(rows, device=cache.k.device)[:, None].repeat(1, max_len)
+        return cls(cache.k, cache.v, cache.length, origin=origin)
+
+    def append(self, k: Tensor, v: Tensor) -> tuple[Tensor, Tensor]:
+        """Store n steps' k, v (R, Hkv, n, Dh) in buffer rows 0..R-1; returns every filled
+        step's keys/values of the R rows (R, Hkv, t + n, Dh)."""
+        assert self.origin is not None
+        t, n, rows = self.length, k.shape[-2], k.shape[0]
+        here = torch.arange(rows, device=k.device)  # (an index, not a slice: no P >= R guard)
+        self.k[:, :, t : t + n].index_copy_(0, here, k)
+        self.v[:, :, t : t + n].index_copy_(0, here, v)
+        self.origin[:, t : t + n] = here[:, None].expand(rows, n)
+        self.length = t + n
+        where = self.origin[:, None, : t + n]  # (R, 1, t + n)
+        heads = torch.arange(k.shape[1], device=k.device)[None, :, None]
+        steps = torch.arange(t + n, device=k.device)[None, None, :]
+        return self.k[where, heads, steps], self.v[where, heads, steps]
+
+    def reorder(self, rows: Tensor) -> None:
+        assert self.origin is not None
+        if len(rows) > self.k.shape[0]:  # more rows than buffer rows (a beam's first step)
+            n, held = self.length, self.k.shape[0]
+            k, v = (x.new_empty((len(rows), *x.shape[1:])) for x in (self.k, self.v))
+            k[:held, :, :n], v[:held, :, :n] = self.k[:, :, :n], self.v[:, :, :n]
+            self.k, self.v = k, v
+        self.origin = self.origin.index_select(0, rows)
+
+    def nbytes(self) -> int:
+        return super().nbytes() + (0 if self.origin is None else self.origin.nbytes)
+
+
+@dataclass
 class AttentionHistory:
     """One decoder layer's cross-attention distribution at every step, per row (averaged over
     heads): what word alignments read, recorded during the search so that no teacher-forced

@@ -10,7 +10,7 @@ from test_transformer import batch, tiny
 from variants import variant_params
 
 from mtkit.data.tokenizer import BOS_ID
-from mtkit.model.state import KeyValueCache
+from mtkit.model.state import KeyValueCache, PointerCache
 
 
 @pytest.mark.parametrize("variant", variant_params())
@@ -129,3 +129,38 @@ def test_reorder_refuses_rows_that_cannot_share_sources_evenly() -> None:
         cache = model.start_state(model.encode(batch([5, 7], 23)), max_len=3)
     with pytest.raises(ValueError, match="3 rows cannot share 2 sources"):
         cache.reorder(torch.tensor([0, 0, 1]), torch.tensor([0, 1]))
+
+
+def test_pointer_cache_reads_what_a_moving_cache_holds() -> None:
+    """A PointerCache moves pointers, never keys: through growing rows (a beam's first step),
+    beams moving, sentences leaving and a roll-back (speculative decoding), every append
+    returns exactly what a KeyValueCache under the same operations returns, and a reorder
+    leaves the buffers as they were."""
+    torch.manual_seed(0)
+    shape = (3, 2, 12, 4)  # 3 rows, 2 heads, 12 positions, Dh 4
+    moving = KeyValueCache(torch.zeros(shape), torch.zeros(shape))
+    pointing = PointerCache.of(KeyValueCache(torch.zeros(shape), torch.zeros(shape)))
+    rows = 3
+    plan = [("append", 1), ("reorder", torch.arange(3).repeat_interleave(2)),  # 6 rows
+            ("append", 1), ("reorder", torch.tensor([1, 1, 0, 3, 5, 5])),
+            ("append", 2), ("truncate", 3), ("reorder", torch.tensor([4, 0, 2])),  # 3 left
+            ("append", 1), ("reorder", torch.tensor([2, 2, 1, 0])), ("append", 3)]  # fmt: skip
+    for op, arg in plan:
+        if op == "append":
+            k, v = torch.randn(rows, 2, arg, 4), torch.randn(rows, 2, arg, 4)
+            for got, want in zip(pointing.append(k, v), moving.append(k, v), strict=True):
+                assert torch.equal(got, want)
+        elif op == "reorder":
+            buffers = (pointing.k.clone(), pointing.v.clone())
+            moving.reorder(arg)
+            pointing.reorder(arg)
+            rows = len(arg)
+            if pointing.k.shape[0] == buffers[0].shape[0]:  # not grown: no bit moved
+                for now, before in zip((pointing.k, pointing.v), buffers, strict=True):
+                    # as bits: unfilled positions of a grown buffer may hold NaNs
+                    assert torch.equal(now.view(torch.int32), before.view(torch.int32))
+        else:
+            moving.truncate(arg)
+            pointing.truncate(arg)
+    assert pointing.length == moving.length == 7
+    assert pointing.k.shape[0] == 6  # the buffers grew once, to the most rows
