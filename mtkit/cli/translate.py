@@ -11,7 +11,7 @@ from typing import Any
 import click
 
 from mtkit.cli.common import config_option, user_errors
-from mtkit.config import SearchConfig, TranslateConfig
+from mtkit.config import COMPILE_MODES, SearchConfig, TranslateConfig
 from mtkit.engines import ENGINES, engine_names
 
 # (flags, SearchConfig or TranslateConfig field, type, help); every default comes from them
@@ -45,10 +45,14 @@ SEARCH_OPTIONS: list[tuple[tuple[str, ...], str, Any, str]] = [
     (("--quantize",), "quantize", click.Choice(["int8"]), "Dynamic int8 quantization (CPU)."),
     (("--cpu-matmul",), "cpu_matmul", click.Choice(["onednn", "default"]),
      "CPU fp32: pack linear weights once for oneDNN, or torch's default matmul."),
-    (("--compile",), "compile", None,
-     "CPU: run the decoder's step as one compiled graph (AOTInductor; the same output). The "
-     "first run of an architecture on a machine compiles for a minute or more; later runs "
-     "load it from the cache ($MTKIT_COMPILED_DIR, else ~/.cache/mtkit/compiled) at once."),
+    (("--compile",), "compile",
+     {"type": click.Choice(COMPILE_MODES), "is_flag": False, "flag_value": "on"},
+     "CPU: run the decoder's step as one compiled graph (AOTInductor; the same output in "
+     "fp32). The first run of an architecture and precision on a machine compiles for a "
+     "minute or more; later runs load it from the cache ($MTKIT_COMPILED_DIR, else "
+     "~/.cache/mtkit/compiled) at once. --compile alone: on (refuses what cannot be "
+     "compiled); auto: compiled where it can be (a CPU, mtkit's engine, no shortlist), eager "
+     "elsewhere."),
     (("--threads",), "threads", click.IntRange(0),
      "CPU threads, per worker (0: torch's default, divided among the workers)."),
     (("--workers",), "workers", click.IntRange(1),
@@ -122,7 +126,10 @@ def search_options(func: Callable, rows: list | None = None) -> Callable:
     rest)."""
     for flags, name, kind, help_text in reversed(SEARCH_OPTIONS if rows is None else rows):
         config = SearchConfig if name in SEARCH_FIELDS else TranslateConfig
-        attrs: dict[str, Any] = {"is_flag": True} if kind is None else {"type": kind}
+        attrs: dict[str, Any] = (
+            {"is_flag": True} if kind is None else dict(kind) if isinstance(kind, dict)
+            else {"type": kind}
+        )  # fmt: skip
         option = config_option(*flags, config=config, field=name, override=True, help=help_text,
                                **attrs)  # fmt: skip
         func = option(func)

@@ -21,6 +21,7 @@ from mtkit.config.distill import DistillConfig
 from mtkit.config.evaluate import EvaluateConfig
 from mtkit.config.model import MODEL_PRESETS, ModelConfig
 from mtkit.config.search import (
+    COMPILE_MODES,
     CPU_MATMULS,
     DEFAULT_LAYER,
     DTYPES,
@@ -34,6 +35,7 @@ from mtkit.config.serve import LOG_LEVELS, ServeConfig
 from mtkit.config.train import TrainConfig
 
 __all__ = [
+    "COMPILE_MODES",
     "CPU_MATMULS",
     "DEFAULT_LAYER",
     "DTYPES",

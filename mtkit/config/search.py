@@ -15,6 +15,9 @@ LENPEN_STYLES = ("fairseq", "gnmt")  # fairseq: len**a | gnmt: ((5+len)/6)**a
 TEXT_FORMATS = ("text", "html", "xml")  # what a translated text is (mtkit.text)
 DEFAULT_LAYER = -1  # word alignments: the last decoder layer (mtkit.engines.alignment)
 CONSTRAINT_KINDS = ("", "unordered", "ordered")  # "": none (mtkit.decoding.constrained)
+# --compile: off | on (what cannot be compiled is refused) | auto (compiled where it runs: a
+# CPU, mtkit's engine, no shortlist, a key/value cache; eager elsewhere)
+COMPILE_MODES = ("off", "on", "auto")
 
 
 @dataclass(frozen=True)
@@ -111,7 +114,7 @@ class TranslateConfig:
     dtype: str = "fp32"  # fp32 | bf16 (CPU: bf16 linear layers) | fp16 (CUDA) | auto (mtkit/cpu.py)
     quantize: str = ""  # "" | int8
     cpu_matmul: str = "onednn"  # CPU fp32: onednn (weights packed once) | default (torch's)
-    compile: bool = False  # CPU: the decoder's step as one compiled graph (mtkit/model/compiled.py)
+    compile: str = "off"  # CPU: the decoder's step as one compiled graph (COMPILE_MODES)
     threads: int = 0  # CPU threads (per worker); 0: torch's default (divided among workers)
     workers: int = 1  # batches decoded at once, each by a worker with --threads threads (CPU)
     engine: str = "mtkit"  # a name in the registry, mtkit.engines (checked when loaded)
@@ -135,6 +138,8 @@ class TranslateConfig:
     draft_shortlist: str = ""  # a lexical shortlist the draft guesses within (same output)
 
     def __post_init__(self) -> None:
+        if isinstance(self.compile, bool):  # compile=True from Python: "on"
+            self.compile = "on" if self.compile else "off"
         if self.word_scores and not self.search.scores:
             self.search = self.search.replace(scores=True)
         if self.constraints_ordered:
@@ -182,9 +187,11 @@ class TranslateConfig:
             (not (self.draft and self.shortlist), "--draft cannot be combined with --shortlist "
              "(the models check the draft's pieces over the whole vocabulary; "
              "--draft-shortlist restricts the draft)"),
-            (not self.compile or self.engine == "mtkit",
+            (self.compile in COMPILE_MODES, f"--compile must be one of "
+             f"{', '.join(COMPILE_MODES)}, got {self.compile!r}"),
+            (self.compile != "on" or self.engine == "mtkit",
              f"--compile compiles mtkit's own engine (got --engine {self.engine})"),
-            (not (self.compile and (self.shortlist or self.draft_shortlist)),
+            (not (self.compile == "on" and (self.shortlist or self.draft_shortlist)),
              f"--compile cannot be combined with "
              f"{'--shortlist' if self.shortlist else '--draft-shortlist'} yet (a shortlisted "
              "output layer is not compiled); leave one out"),

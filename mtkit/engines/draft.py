@@ -13,7 +13,7 @@ from mtkit.data.shortlist import Shortlist, read_shortlist_for
 from mtkit.data.tokenizer import Tokenizer
 from mtkit.decoding.speculative import Draft, DraftStats
 from mtkit.errors import MtkitError
-from mtkit.model.inference import prepare_for_inference
+from mtkit.model.inference import compiles, prepare_for_inference
 from mtkit.model.shortlisted import ShortlistedDraft, projection_weight
 
 
@@ -58,8 +58,9 @@ def load_draft(config: TranslateConfig, teacher: str, pair: tuple[Tokenizer, Tok
     shortlist = draft_shortlist(config, tokenizers) if config.draft_shortlist else None
     weight = projection_weight(loaded.model) if shortlist is not None else None
     quantize = {"": config.quantize, "none": ""}.get(config.draft_quantize, config.draft_quantize)
+    compiled = shortlist is None and compiles(config.compile, loaded.model, device)
     model = prepare_for_inference(loaded.model, device, dtype, quantize, config.cpu_matmul,
-                                  config.compile)  # fmt: skip
+                                  compiled)  # fmt: skip
     if shortlist is not None:
         model = ShortlistedDraft(model, shortlist, loaded.tgt_tokenizer.specials, weight)
     return Draft(model, config.draft_tokens, DraftStats(), config.draft_confidence)

@@ -37,7 +37,7 @@ from mtkit.engines.confidence import piece_confidence
 from mtkit.engines.draft import describe_draft, load_draft
 from mtkit.errors import MtkitError
 from mtkit.languages import Languages
-from mtkit.model.inference import check_precision, prepare_for_inference
+from mtkit.model.inference import check_precision, compiles, prepare_for_inference
 from mtkit.model.shortlisted import ROWS, Shortlisted, group_plan, projection_weight
 from mtkit.model.transformer import EncoderOut
 from mtkit.precision import resolve_dtype
@@ -263,8 +263,9 @@ def load(checkpoints: list[str], config: TranslateConfig, announce: bool = True)
     # a packed projection (CPU) keeps no weight to take rows from: keep it aside
     weights = [projection_weight(item.model) if shortlist and device.type == "cpu" else None
                for item in loaded]  # fmt: skip
+    # --compile auto: compiled where it can be (no shortlisted output layer, on a CPU)
     models = [prepare_for_inference(item.model, device, dtype, config.quantize, config.cpu_matmul,
-                                    config.compile)
+                                    not shortlist and compiles(config.compile, item.model, device))
               for item in loaded]  # fmt: skip
     positions = min(item.config.max_positions for item in loaded)
     engine = NativeEngine(models, first.src_tokenizer, first.tgt_tokenizer, config, device,

@@ -69,6 +69,21 @@ def packs_linears(device: torch.device, dtype: str, quantize: str, cpu_matmul: s
     return wanted and cpu_matmul == "onednn" and onednn_available()
 
 
+def compiles(mode: str, model: nn.Module, device: torch.device) -> bool:
+    """Whether ``--compile MODE`` (off, on, auto) compiles ``model``'s step on ``device``: on
+    always (:func:`~mtkit.model.compiled.compile_step` refuses what it cannot compile), auto
+    where it can (a CPU, a key/value cache), off never."""
+    if mode != "auto":
+        return mode == "on"
+    from mtkit.model.compiled import check_compilable
+
+    try:
+        check_compilable(model, device)
+    except MtkitError:
+        return False
+    return True
+
+
 def prepare_for_inference(
     model: Transformer,
     device: torch.device,

@@ -105,6 +105,12 @@ def test_ensemble_and_int8(ckpt: str) -> None:
         (["-m", "{ckpt}", "--device", "tpu"], "--device"),
         (["-m", "{ckpt}", "-m", "{other}"], "sentencepiece model differs"),
         (["-m", "{ckpt}", "--format", "html", "--word-scores"], "cannot be combined with --scores"),
+        # --compile alone is on, which refuses a shortlist; auto goes on (eager), to the file
+        (
+            ["-m", "{ckpt}", "--compile", "--shortlist", "{tmp}/sl.tsv"],
+            "--compile cannot be combined with --shortlist",
+        ),
+        (["-m", "{ckpt}", "--compile", "auto", "--shortlist", "{tmp}/sl.tsv"], "sl.tsv"),
     ],
 )
 def test_user_errors_are_one_line_without_output_file(

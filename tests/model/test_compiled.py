@@ -24,7 +24,7 @@ from mtkit.config import SearchConfig, TranslateConfig
 from mtkit.decoding.search import generate
 from mtkit.errors import MtkitError
 from mtkit.model.compiled import check_compilable, compile_step
-from mtkit.model.inference import prepare_for_inference
+from mtkit.model.inference import compiles, prepare_for_inference
 from mtkit.model.layers import COMPILED_QUERIES
 from mtkit.model.opaque import OpaqueLinear, opaque_layer
 from mtkit.model.packed import replace_modules
@@ -233,6 +233,22 @@ def test_refusals_name_what_is_not_compiled() -> None:
     with pytest.raises(MtkitError, match="--compile cannot be combined with --draft-shortlist"):
         TranslateConfig(SearchConfig(beam=1), compile=True, draft="d.pt", draft_shortlist="x")
     assert TranslateConfig(SearchConfig(beam=1), compile=True, draft="d.pt").draft == "d.pt"
+
+
+def test_auto_compiles_where_it_can_and_on_refuses_elsewhere() -> None:
+    """``--compile auto``: compiled on a CPU with a key/value cache, eager elsewhere, never
+    refused; ``on`` leaves the refusal to compile_step; a bool from Python is on/off."""
+    modern, average = tiny(**MODERN), tiny(decoder_self_attention="average")
+    cuda = torch.device("cuda")
+    assert compiles("auto", modern, CPU) and compiles("on", average, CPU)
+    assert not any([compiles("auto", average, CPU), compiles("auto", modern, cuda),
+                    compiles("off", modern, CPU)])  # fmt: skip
+    assert TranslateConfig(compile=True).compile == "on"
+    assert TranslateConfig(compile=False).compile == "off"
+    for other in (dict(engine="ctranslate2"), dict(shortlist="x.tsv")):
+        assert TranslateConfig(compile="auto", **other).compile == "auto"
+    with pytest.raises(MtkitError, match="--compile must be one of off, on, auto"):
+        TranslateConfig(compile="sometimes")
 
 
 def test_speculative_decoding_through_compiled_steps_gives_greedy_output() -> None:
