@@ -35,12 +35,13 @@ with the code before it. So the compiled step computes what the eager step compu
 same kernels for the linear layers and by inductor's fused code elsewhere (float32 rounding
 differs).
 
-Not compiled (eager, same output): the first step, steps that record cross-attention
-(``--alignment``), a shortlist's projection, more than
-:data:`~mtkit.model.layers.COMPILED_QUERIES` rows a source. Several positions at once
-(speculative decoding's check of a draft's proposals) run eagerly in one pass; a draft's one
-new position a call goes through the compiled step. The average attention (``decoder_self_attention:
-average``) keeps a running sum instead of a key/value cache and is refused by name.
+Several positions at once (speculative decoding's check of a draft's proposals, one row a
+source) go through a second graph of the same step, ``decode_steps``, built on its first use
+(a draft's one new position a call goes through the first). Not compiled (eager, same
+output): the first step, steps that record cross-attention (``--alignment``), a shortlist's
+projection, more than :data:`~mtkit.model.layers.COMPILED_QUERIES` rows a source or
+positions at once. The average attention (``decoder_self_attention: average``) keeps a
+running sum instead of a key/value cache and is refused by name.
 """
 
 from __future__ import annotations
@@ -106,11 +107,11 @@ def compile_step(model: nn.Module, device: torch.device, build: str = "aoti") ->
 
 def _decode_steps(model: nn.Module, tokens: Tensor, state: DecoderState) -> Tensor:
     """``decode_steps`` (speculative decoding): one position, the draft's usual call, through
-    the compiled step; several (the models' check of a draft's proposals) in one eager pass,
-    which costs less than as many compiled steps (benchmarks/README.md)."""
+    the compiled step; several (the models' check of a draft's proposals) through the
+    compiled graph of several positions (:meth:`CompiledStep.steps`)."""
     if tokens.shape[1] == 1:
         return model.decode_step(tokens[:, 0], state)[:, None]
-    return Transformer.decode_steps(model, tokens, state)
+    return model.decode_step.steps(tokens, state)
 
 
 def _start_state(model: nn.Module, enc: EncoderOut, max_len: int,
@@ -163,6 +164,21 @@ class _Step(nn.Module):
         return Transformer.decode_step(self.model, tokens.reshape(-1), state)
 
 
+class _Steps(_Step):
+    """Several positions at once, one row per source (speculative decoding's check of a
+    draft's proposals, greedy): tokens (N, Q), the rest as :class:`_Step`'s."""
+
+    def forward(self, tokens: Tensor, position: Tensor, keys: list[Tensor],
+                values: list[Tensor], origins: list[Tensor], source_keys: list[Tensor],
+                source_values: list[Tensor], src_keep: Tensor) -> Tensor:  # fmt: skip
+        t = position.shape[0] - 1
+        layers = [LayerState(PointerCache(k, v, t, origin=o), SourceCache(sk, sv))
+                  for k, v, o, sk, sv in zip(keys, values, origins, source_keys, source_values,
+                                             strict=True)]  # fmt: skip
+        state = DecoderState(layers, src_keep, offset=t, group=1)
+        return Transformer.decode_steps(self.model, tokens, state)
+
+
 def _key(model: nn.Module, linears: list[OpaqueLinear]) -> str:
     """What a compiled step depends on, hashed: the model's configuration, tensor names and
     shapes, its opaque layers' kinds, the source files traced, torch and the CPU's flags."""
@@ -183,18 +199,19 @@ def _key(model: nn.Module, linears: list[OpaqueLinear]) -> str:
     return digest.hexdigest()[:20]
 
 
-def _example(model: nn.Module) -> tuple:
+def _example(model: nn.Module, queries: int = 0) -> tuple:
     """Inputs of :class:`_Step` from the model itself: 3 sources of 5 tokens, 2 rows each, in
     buffers of 8 rows (4 sources before one left), position 4 in caches of 7 (sizes all
-    different, none 0 or 1)."""
-    n, g, s, t, length = 3, 2, 5, 4, 7
+    different, none 0 or 1). ``queries``: :class:`_Steps`'s instead, that many positions (one
+    row a source, caches of 7 + ``queries``)."""
+    n, g, s, t, length = 3, 2 if not queries else 1, 5, 4, 7 + queries
     src = torch.full((n + 1, s), model.special_ids.pad + 1)  # no padding
     state = _start_state(model, model.encode(src), length - 1)
     state.reorder(torch.arange(n + 1).repeat_interleave(g), torch.arange(n + 1))
     state.reorder(torch.arange(n * g), torch.arange(n))
     keep = torch.ones((n, 1, 1, s), dtype=torch.bool)
     return (
-        torch.zeros((n, g), dtype=torch.long),
+        torch.zeros((n, queries or g), dtype=torch.long),
         torch.empty(t + 1, 0),
         [_dense(layer.own.k) for layer in state.layers],
         [_dense(layer.own.v) for layer in state.layers],
@@ -205,14 +222,19 @@ def _example(model: nn.Module) -> tuple:
     )
 
 
-def _export(model: nn.Module, linears: list[OpaqueLinear]) -> torch.export.ExportedProgram:
+def _export(model: nn.Module, linears: list[OpaqueLinear],
+            steps: bool = False) -> torch.export.ExportedProgram:  # fmt: skip
     """The step as one exported graph, dynamic in every size: N, G (1 to
     :data:`~mtkit.model.layers.COMPILED_QUERIES`), S, L and t (1 to max_positions - 1; at 0
-    the cache's one position makes its strides another case)."""
+    the cache's one position makes its strides another case). ``steps``: :class:`_Steps`,
+    Q positions (2 to COMPILED_QUERIES) in G's place."""
     n, g, s, length = Dim("N", min=1), Dim("G", min=1, max=COMPILED_QUERIES), Dim("S"), Dim("L")
     position = Dim("T", min=2, max=model.cfg.max_positions)
-    example = _example(model)
+    example = _example(model, 3 if steps else 0)
     rows, layers = Dim("R", min=1), len(example[2])  # state layers (shared layers: several)
+    if steps:  # one row a source; at least 2 positions after the one cached, within the model's
+        g, rows = Dim("Q", min=2, max=COMPILED_QUERIES), n
+        position, length = Dim("T", min=2, max=model.cfg.max_positions - 1), Dim("L", min=3)
     buffer_rows = Dim("P", min=1)
     shapes = (
         {0: n, 1: g},
@@ -225,8 +247,8 @@ def _export(model: nn.Module, linears: list[OpaqueLinear]) -> torch.export.Expor
         {0: n, 3: s},
     )
     with running(linears), torch.inference_mode(False), torch.no_grad():
-        program = torch.export.export(_Step(model), example, dynamic_shapes=shapes,
-                                      strict=False)  # fmt: skip
+        program = torch.export.export((_Steps if steps else _Step)(model), example,
+                                      dynamic_shapes=shapes, strict=False)  # fmt: skip
     lifted = program.graph_signature.inputs_to_lifted_tensor_constants
     if lifted:
         made = ", ".join(lifted.values())
@@ -235,7 +257,8 @@ def _export(model: nn.Module, linears: list[OpaqueLinear]) -> torch.export.Expor
     return program
 
 
-def _build(model: nn.Module, linears: list[OpaqueLinear], path: Path) -> None:
+def _build(model: nn.Module, linears: list[OpaqueLinear], path: Path,
+           steps: bool = False) -> None:  # fmt: skip
     """AOTInductor's library of the step at ``path`` (written whole, then renamed), without
     the weights. A folder that cannot be written, or a compiler that fails (none installed,
     a full disk), is refused in one line."""
@@ -244,7 +267,7 @@ def _build(model: nn.Module, linears: list[OpaqueLinear], path: Path) -> None:
     except OSError as e:
         raise MtkitError(f"--compile: cannot keep compiled steps in {path.parent} ({e}); set "
                          "MTKIT_COMPILED_DIR to a writable folder") from None  # fmt: skip
-    program = _export(model, linears)
+    program = _export(model, linears, steps)
     partial = path.with_name(f"{path.stem}.{os.getpid()}.partial.pt2")
     try:
         with running(linears), warnings.catch_warnings():
@@ -285,10 +308,13 @@ def _load(step: _Step, path: Path) -> Callable[..., Tensor]:
 
 class CompiledStep:
     """``decode_step(tokens, state)`` of one model as a compiled graph over the state's
-    tensors; the state's Python-side lengths advance as the eager step advances them."""
+    tensors; the state's Python-side lengths advance as the eager step advances them.
+    :meth:`steps`: several positions at once, by a second graph, built on its first use."""
 
     def __init__(self, model: nn.Module, build: str = "aoti") -> None:
-        self.model = model
+        if build not in ("aoti", "export"):
+            raise ValueError(f"build must be aoti or export, got {build!r}")
+        self.model, self.build = model, build
         self.linears = [m for m in model.modules() if isinstance(m, OpaqueLinear)]
         for slot, layer in enumerate(self.linears):
             layer.slot = slot
@@ -296,38 +322,60 @@ class CompiledStep:
         if self.handle >= 0:
             weakref.finalize(self, linear_kernel.release, self.handle)
         self.path = cache_dir() / f"step-{_key(model, self.linears)}.pt2"
-        if build == "export":
-            self.graph = _export(model, self.linears).module()
-        elif build == "aoti":
-            if not self.path.exists():
-                _build(model, self.linears, self.path)
-            self.graph = _load(_Step(model), self.path)
-        else:
-            raise ValueError(f"build must be aoti or export, got {build!r}")
+        self.graph = self._graph(self.path, steps=False)
+        self.multi: Callable[..., Tensor] | None = None  # :meth:`steps`' graph, when first used
+
+    def _graph(self, path: Path, steps: bool) -> Callable[..., Tensor]:
+        if self.build == "export":
+            return _export(self.model, self.linears, steps).module()
+        if not path.exists():
+            _build(self.model, self.linears, path, steps)
+        return _load((_Steps if steps else _Step)(self.model), path)
 
     def __call__(self, tokens: Tensor, state: DecoderState) -> Tensor:
-        caches = [layer.own for layer in state.layers]
-        t = state.offset
-        eager = (
-            state.attention is not None
-            or not 0 < t < self.model.cfg.max_positions
-            or state.group > COMPILED_QUERIES
-            or not all(isinstance(c, PointerCache) and c.length == t for c in caches)
-        )
-        if eager:  # alignments, the first step, wide beams, past the positions (its error)
+        if not self._compiled(state, 1) or state.group > COMPILED_QUERIES:
+            # alignments, the first step, wide beams, past the positions (its error)
             return Transformer.decode_step(self.model, tokens, state)
-        # every input in the standard strides: the source keys/values and mask once per
-        # batch, in the state; the tokens (the search's last column of its history, a
-        # strided view) every step
+        # the tokens: the search's last column of its history, a strided view
+        return self._run(self.graph, _dense(tokens), state, 1)
+
+    def steps(self, tokens: Tensor, state: DecoderState) -> Tensor:
+        """``decode_steps``: tokens (R, n), n > 1, one row per source (a greedy search's
+        rows, speculative decoding's check of a draft's proposals); logits (R, n, V)."""
+        n = tokens.shape[1]
+        if not self._compiled(state, n) or state.group != 1 or n > COMPILED_QUERIES:
+            return Transformer.decode_steps(self.model, tokens, state)
+        if self.multi is None:
+            self.multi = self._graph(self.path.with_name(f"steps-{self.path.name[5:]}"), True)
+        return self._run(self.multi, _dense(tokens), state, n)
+
+    def _compiled(self, state: DecoderState, n: int) -> bool:
+        """Whether the graph takes ``n`` positions from ``state``: not the first step, within
+        the positions, no recorded attention, the caches its pointer caches."""
+        t = state.offset
+        return (
+            state.attention is None
+            and 0 < t
+            and t + n <= self.model.cfg.max_positions
+            and all(isinstance(layer.own, PointerCache) and layer.own.length == t
+                    for layer in state.layers)
+        )  # fmt: skip
+
+    def _run(self, graph: Callable[..., Tensor], tokens: Tensor, state: DecoderState,
+             n: int) -> Tensor:  # fmt: skip
+        """``graph`` on the state's tensors, every input in the standard strides (the source
+        keys/values and mask made so once per batch, in the state); the lengths advance."""
+        caches, t = [layer.own for layer in state.layers], state.offset
         for layer in state.layers:
             layer.source.k, layer.source.v = _dense(layer.source.k), _dense(layer.source.v)
         if state.src_keep is None:  # no padding: a mask that keeps everything
-            n, _, s, _ = state.layers[0].source.k.shape
-            state.src_keep = torch.ones((n, 1, 1, s), dtype=torch.bool, device=tokens.device)
+            rows, _, s, _ = state.layers[0].source.k.shape
+            state.src_keep = torch.ones((rows, 1, 1, s), dtype=torch.bool, device=tokens.device)
         state.src_keep = keep = _dense(state.src_keep)
+        shaped = tokens.view(keep.shape[0], state.group) if n == 1 else tokens
         with running(self.linears, self.handle):
-            logits = self.graph(
-                _dense(tokens).view(keep.shape[0], state.group),
+            logits = graph(
+                shaped,
                 torch.empty(t + 1, 0),
                 [c.k for c in caches],
                 [c.v for c in caches],
@@ -337,6 +385,6 @@ class CompiledStep:
                 keep,
             )
         for cache in caches:
-            cache.length = t + 1
-        state.offset = t + 1
+            cache.length = t + n
+        state.offset = t + n
         return logits

@@ -168,6 +168,28 @@ def test_traced_variant_search_equals_eager(variant: str) -> None:
     assert_search_equals_eager(eager, traced)
 
 
+@pytest.mark.parametrize("variant", ["modern", *VARIANTS])
+def test_traced_positions_at_once_equal_eager(variant: str) -> None:
+    """Several positions at once (speculative decoding's check) through their own graph: the
+    eager model's logits after a first step, after 3 positions, and after 4 more once the
+    state was rolled back to 3; a graph built on first use."""
+    config = MODERN if variant == "modern" else VARIANTS[variant]
+    eager = prepare_for_inference(tiny(**config), CPU)
+    traced = compile_step(prepare_for_inference(tiny(**config), CPU), CPU, build="export")
+    src, tokens = batch([7, 4, 5], 23), batch([9, 9, 9], 29, seed=2)
+    found = []
+    with torch.inference_mode():
+        for model in (eager, traced):
+            state = model.start_state(model.encode(src), max_len=9)
+            first = model.decode_steps(tokens[:, :1], state)
+            three = model.decode_steps(tokens[:, 1:4], state)
+            state.truncate(3)
+            found.append((first, three, model.decode_steps(tokens[:, 3:7], state)))
+    assert traced.decode_step.multi is not None
+    for a, b in zip(*found, strict=True):
+        torch.testing.assert_close(a, b, rtol=0, atol=1e-5)
+
+
 def test_traced_ensemble_equals_eager_ensemble() -> None:
     models = [tiny(), tiny(pre_norm=True)]
     eager = [prepare_for_inference(copy.deepcopy(m), CPU) for m in models]
@@ -277,6 +299,7 @@ def test_speculative_decoding_through_compiled_steps_gives_greedy_output() -> No
         assert [[h.tokens for h in hyps] for hyps in found] == \
             [[h.tokens for h in hyps] for hyps in greedy]  # fmt: skip
     assert len(calls) > 20 and 0 < stats.acceptance < 1
+    assert compiled.decode_step.multi is not None  # the check: several positions, one graph
 
 
 def test_libraries_are_kept_in_the_user_cache_unless_told(monkeypatch, tmp_path):
