@@ -136,6 +136,12 @@ def rows_for(args: argparse.Namespace) -> list[Row]:
                 continue
             config = replace(base, shortlist=sl, **extra)
             rows.append(Row(f"student greedy {name}{tail}", student, config, s_file, s_params))
+    if "compiled" not in args.skip:  # --compile (no shortlist: its output layer is not compiled)
+        for name, extra in (("bf16", {"dtype": "bf16"}), ("int8", INT8)):
+            if name not in args.skip:
+                config = replace(base, compile="on", **extra)
+                rows.append(Row(f"student greedy {name} --compile", student, config, s_file,
+                                s_params))  # fmt: skip
     if "ct2" not in args.skip:
         for name, path in exports(args.student, shortlist).items():
             config = replace(base, engine="ctranslate2")
@@ -305,7 +311,7 @@ def parse_args() -> argparse.Namespace:
                         help="the int8 +shortlist draft's confidence threshold")  # fmt: skip
     parser.add_argument("--ensemble", type=int, default=1,
                         help="speculative rows: the teacher run's last N checkpoints")  # fmt: skip
-    parser.add_argument("--skip", default="", help="rows to leave out: bf16, ct2, draft")
+    parser.add_argument("--skip", default="", help="rows to leave out: bf16, ct2, draft, compiled")
     parser.add_argument("--json", default="", help="also write the results here")
     parser.add_argument("--markdown", default="", help="print a --json file as a table")
     args = parser.parse_args()
