@@ -154,13 +154,10 @@ class _Step(nn.Module):
     def forward(self, tokens: Tensor, position: Tensor, keys: list[Tensor],
                 values: list[Tensor], origins: list[Tensor], source_keys: list[Tensor],
                 source_values: list[Tensor], src_keep: Tensor) -> Tensor:  # fmt: skip
-        t = position.shape[0] - 1
-        layers = [LayerState(PointerCache(k, v, t, origin=o), SourceCache(sk, sv))
-                  for k, v, o, sk, sv in zip(keys, values, origins, source_keys, source_values,
-                                             strict=True)]  # fmt: skip
         # rows as N sources x G: every size in the graph a product of the two (a row count
         # divided by a group size makes inductor's loops divide for every element)
-        state = DecoderState(layers, src_keep, offset=t, group=tokens.shape[1])
+        state = _state(position, tokens.shape[1], keys, values, origins, source_keys,
+                       source_values, src_keep)  # fmt: skip
         return Transformer.decode_step(self.model, tokens.reshape(-1), state)
 
 
@@ -171,12 +168,19 @@ class _Steps(_Step):
     def forward(self, tokens: Tensor, position: Tensor, keys: list[Tensor],
                 values: list[Tensor], origins: list[Tensor], source_keys: list[Tensor],
                 source_values: list[Tensor], src_keep: Tensor) -> Tensor:  # fmt: skip
-        t = position.shape[0] - 1
-        layers = [LayerState(PointerCache(k, v, t, origin=o), SourceCache(sk, sv))
-                  for k, v, o, sk, sv in zip(keys, values, origins, source_keys, source_values,
-                                             strict=True)]  # fmt: skip
-        state = DecoderState(layers, src_keep, offset=t, group=1)
+        state = _state(position, 1, keys, values, origins, source_keys, source_values, src_keep)
         return Transformer.decode_steps(self.model, tokens, state)
+
+
+def _state(position: Tensor, group: int, keys: list[Tensor], values: list[Tensor],
+           origins: list[Tensor], source_keys: list[Tensor], source_values: list[Tensor],
+           src_keep: Tensor) -> DecoderState:  # fmt: skip
+    """The decoding state of :class:`_Step`'s inputs, at position ``len(position) - 1``."""
+    t = position.shape[0] - 1
+    layers = [LayerState(PointerCache(k, v, t, origin=o), SourceCache(sk, sv))
+              for k, v, o, sk, sv in zip(keys, values, origins, source_keys, source_values,
+                                         strict=True)]  # fmt: skip
+    return DecoderState(layers, src_keep, offset=t, group=group)
 
 
 def _key(model: nn.Module, linears: list[OpaqueLinear]) -> str:
