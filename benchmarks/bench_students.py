@@ -17,6 +17,11 @@ test_2016_flickr (en, 1,000 lines) on CPU, each row at every ``--threads`` count
   guessing within the shortlist (``--draft-quantize int8 --draft-shortlist``, and
   ``--draft-confidence``).
 
+Batch size (``--max-tokens``, source tokens) changes engines' speeds unequally: with
+``--also-max-tokens 1024,512`` the teacher's beam-5 fp32 row and the fastest student row
+(CTranslate2 int8 with the shortlist) run again at those sizes (rows named "... @1024"), so
+each can be taken at its own best batch size as well as at the table's.
+
 Columns: parameters, the size of the weights each row loads (a checkpoint's fp32 tensors, or
 the CTranslate2 export's model.bin; native int8 quantizes the fp32 checkpoint when it loads),
 sentences/s and target tokens/s (EOS included), BLEU and chrF (sacreBLEU), each speed as a
@@ -147,6 +152,7 @@ def rows_for(args: argparse.Namespace) -> list[Row]:
             config = replace(base, engine="ctranslate2")
             label = name.replace("ct2-", "student greedy ct2 ").replace("-vmap", " +shortlist")
             rows.append(Row(label, [str(path)], config, [path], s_params))
+    rows += batch_rows(rows, args.also_max_tokens)
     if "draft" not in args.skip:
         ensemble = teacher_ensemble(args)
         draft = replace(base, draft=args.student, draft_tokens=args.draft_tokens)
@@ -167,6 +173,22 @@ def rows_for(args: argparse.Namespace) -> list[Row]:
         rows.append(Row(f"{label} greedy + draft int8 +shortlist{gate}, one sentence a call",
                         ensemble, fast, files, params, single=True))  # fmt: skip
     return rows
+
+
+def batch_rows(rows: list[Row], sizes: str) -> list[Row]:
+    """The reference row and the fastest student configuration (CTranslate2 int8 with the
+    shortlist, else the last student row) again at each batch size of ``sizes`` (source tokens,
+    comma-separated): each at its own best batch size as well as at the table's."""
+    if not sizes:
+        return []
+    best = next((r for r in rows if r.name == "student greedy ct2 int8 +shortlist"), rows[-1])
+    out = []
+    for size in (int(x) for x in sizes.split(",")):
+        for row in (rows[0], best):
+            config = replace(row.config, max_tokens=size)
+            out.append(replace(row, name=f"{row.name} @{size}", config=config, engines={},
+                               seconds={}, outputs=[], valid=[]))  # fmt: skip
+    return out
 
 
 def teacher_ensemble(args: argparse.Namespace) -> list[str]:
@@ -306,6 +328,9 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--single-limit", type=int, default=200,
                         help="lines translated one per call")  # fmt: skip
     parser.add_argument("--max-tokens", type=int, default=4096, help="source tokens per batch")
+    parser.add_argument("--also-max-tokens", default="",
+                        help="the teacher's beam-5 fp32 row and the fastest student row again "
+                        "at these batch sizes (comma-separated), rows named '... @N'")  # fmt: skip
     parser.add_argument("--draft-tokens", type=int, default=4, help="speculative: k")
     parser.add_argument("--draft-confidence", type=float, default=0.0,
                         help="the int8 +shortlist draft's confidence threshold")  # fmt: skip
