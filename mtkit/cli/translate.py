@@ -104,6 +104,10 @@ SEARCH_OPTIONS: list[tuple[tuple[str, ...], str, Any, str]] = [
     (("--draft-quantize",), "draft_quantize", click.Choice(["int8", "none"]),
      "The draft's precision: int8, or none; unset, the draft is quantized as --quantize "
      "says. The output is the models' either way; an int8 draft proposes faster."),
+    (("--draft-dtype",), "draft_dtype", click.Choice(["fp32", "bf16", "fp16"]),
+     "The draft's float type; unset, the models' (--dtype). The output is the models' either "
+     "way; a bf16 draft proposes faster on a CPU with bf16 hardware. The draft follows "
+     "--quantize only in fp32."),
     (("--draft-shortlist",), "draft_shortlist", click.Path(),
      "Lexical shortlist (`mtkit shortlist build`) the --draft guesses within: its output layer "
      "reads only the pieces the source allows; the models still check over the whole "

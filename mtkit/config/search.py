@@ -135,6 +135,7 @@ class TranslateConfig:
     draft_tokens: int = 4  # tokens the draft proposes per pass of the models (at most)
     draft_confidence: float = 0.0  # > 0: a pass's proposals stop after one less probable
     draft_quantize: str = ""  # "" (as --quantize) | int8 | none: the draft's own precision
+    draft_dtype: str = ""  # "" (as --dtype) | fp32 | bf16 | fp16: the draft's own float type
     draft_shortlist: str = ""  # a lexical shortlist the draft guesses within (same output)
 
     def __post_init__(self) -> None:
@@ -199,9 +200,15 @@ class TranslateConfig:
              f"{self.draft_confidence}"),
             (self.draft_quantize in ("", "int8", "none"), "--draft-quantize must be int8 or "
              f"none, got {self.draft_quantize!r}"),
+            (self.draft_dtype in ("", *DTYPES[1:]), f"--draft-dtype must be one of "
+             f"{', '.join(DTYPES[1:])}, got {self.draft_dtype!r}"),
             (self.draft or not (self.draft_quantize or self.draft_shortlist
-                                or self.draft_confidence),
-             "--draft-quantize, --draft-shortlist and --draft-confidence need --draft"),
+                                or self.draft_confidence or self.draft_dtype),
+             "--draft-quantize, --draft-dtype, --draft-shortlist and --draft-confidence need "
+             "--draft"),
+            (not (self.draft_quantize == "int8" and self.draft_dtype not in ("", "fp32")),
+             f"--draft-quantize int8 runs with --draft-dtype fp32 only (got --draft-dtype "
+             f"{self.draft_dtype})"),
             (self.format == "text" or not self.search.scores,
              f"--format {self.format} gives one document; it cannot be combined with --scores or "
              "--word-scores (scores are per line)"),

@@ -13,7 +13,7 @@ from mtkit.data.shortlist import Shortlist, read_shortlist_for
 from mtkit.data.tokenizer import Tokenizer
 from mtkit.decoding.speculative import Draft, DraftStats
 from mtkit.errors import MtkitError
-from mtkit.model.inference import compiles, prepare_for_inference
+from mtkit.model.inference import check_precision, compiles, prepare_for_inference
 from mtkit.model.shortlisted import ShortlistedDraft, projection_weight
 
 
@@ -45,11 +45,31 @@ def draft_shortlist(config: TranslateConfig, pair: tuple[Tokenizer, Tokenizer]) 
     return read_shortlist_for(config.draft_shortlist, *pair, "--draft-shortlist")
 
 
+def draft_precision(config: TranslateConfig, device, dtype: str) -> tuple[str, str]:
+    """The draft's float type and quantization: ``--draft-dtype`` (else the models' resolved
+    ``dtype``) and ``--draft-quantize`` (else, for an fp32 draft, the models' ``--quantize``),
+    refused with a one-line error where the device cannot run them."""
+    dtype = config.draft_dtype or dtype
+    inherited = config.quantize if dtype == "fp32" else ""  # int8 takes fp32
+    quantize = {"": inherited, "none": ""}.get(config.draft_quantize, config.draft_quantize)
+    if quantize and dtype != "fp32":
+        raise MtkitError(f"--draft-quantize int8 needs an fp32 draft (it would be {dtype}: "
+                         "add --draft-dtype fp32)")  # fmt: skip
+    if dtype == "fp16" and device.type == "cpu":
+        raise MtkitError("--draft-dtype fp16 needs a CUDA device; on CPU use fp32 or bf16")
+    try:
+        check_precision(device, dtype, quantize)
+    except MtkitError as error:
+        raise MtkitError(f"--draft {config.draft}: {error}") from None
+    return dtype, quantize
+
+
 def load_draft(config: TranslateConfig, teacher: str, pair: tuple[Tokenizer, Tokenizer],
                device, dtype: str) -> Draft | None:  # fmt: skip
-    """``config.draft`` ready to propose on ``device`` in ``dtype`` (None without one): int8
-    or not as ``--draft-quantize`` says (by default as the models), guessing within
-    ``--draft-shortlist`` where one is given."""
+    """``config.draft`` ready to propose on ``device`` in ``dtype`` (the models', resolved;
+    ``--draft-dtype`` overrides it) (None without one): int8 or not as ``--draft-quantize`` says
+    (by default as the models where the draft is fp32), guessing within ``--draft-shortlist``
+    where one is given."""
     if not config.draft:
         return None
     loaded = load_for_inference(config.draft)
@@ -57,7 +77,7 @@ def load_draft(config: TranslateConfig, teacher: str, pair: tuple[Tokenizer, Tok
     check_draft(config.draft, teacher, pair, tokenizers)
     shortlist = draft_shortlist(config, tokenizers) if config.draft_shortlist else None
     weight = projection_weight(loaded.model) if shortlist is not None else None
-    quantize = {"": config.quantize, "none": ""}.get(config.draft_quantize, config.draft_quantize)
+    dtype, quantize = draft_precision(config, device, dtype)
     compiled = shortlist is None and compiles(config.compile, loaded.model, device)
     model = prepare_for_inference(loaded.model, device, dtype, quantize, config.cpu_matmul,
                                   compiled)  # fmt: skip

@@ -116,6 +116,8 @@ def test_an_int8_draft_within_a_shortlist_gives_the_teachers_greedy_output(
         ["--draft-shortlist", small],
         ["--draft-shortlist", full, "--draft-quantize", "int8"],
         ["--quantize", "int8", "--draft-quantize", "none", "--draft-shortlist", small],
+        ["--draft-dtype", "bf16"],
+        ["--draft-dtype", "bf16", "--draft-shortlist", small],
     ):
         spec = run(["-m", teacher, "--draft", draft, *extra, *GREEDY])
         assert spec.exit_code == 0, spec.output
@@ -125,7 +127,20 @@ def test_an_int8_draft_within_a_shortlist_gives_the_teachers_greedy_output(
     for args, message in (
         (
             ["--draft-shortlist", small],
-            "--draft-quantize, --draft-shortlist and --draft-confidence need --draft",
+            "--draft-shortlist and --draft-confidence need --draft",
+        ),
+        (["--draft-dtype", "bf16"], "--draft-dtype, --draft-shortlist and --draft-confidence"),
+        (
+            ["--draft", draft, "--draft-dtype", "bf16", "--draft-quantize", "int8"],
+            "--draft-quantize int8 runs with --draft-dtype fp32 only (got --draft-dtype bf16)",
+        ),
+        (
+            ["--draft", draft, "--dtype", "bf16", "--draft-quantize", "int8"],
+            "--draft-quantize int8 needs an fp32 draft (it would be bf16: add --draft-dtype fp32)",
+        ),
+        (
+            ["--draft", draft, "--draft-dtype", "fp16"],
+            "--draft-dtype fp16 needs a CUDA device; on CPU use fp32 or bf16",
         ),
         (
             ["--draft", draft, "--draft-shortlist", foreign],
