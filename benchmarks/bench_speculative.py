@@ -18,7 +18,7 @@ and each figure is the median over rounds, because the machine may be shared.
 
     .venv/bin/python benchmarks/bench_speculative.py CKPT --draft DRAFT [--limit 200] \\
         [--tokens 2 4 6] [--ensemble 2] [--threads 1] [--rounds 3] \\
-        [--draft-quantize '' int8] [--draft-shortlist SHORTLIST] [--draft-confidence 0 0.5] \\
+        [--draft-quantize '' int8 bf16] [--draft-shortlist SHORTLIST] [--draft-confidence 0 0.5] \\
         [--compile]
 
 With ``--compile`` every row (but the shortlisted drafts') runs also with teacher and draft
@@ -72,8 +72,9 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--max-tokens", type=int, default=4096)
     parser.add_argument("--modes", nargs="+", default=["single", "batch"])
-    parser.add_argument("--draft-quantize", nargs="+", default=[""], choices=["", "int8"],
-                        help="the draft precisions to compare ('' as the teacher)")  # fmt: skip
+    parser.add_argument("--draft-quantize", nargs="+", default=[""], choices=["", "int8", "bf16"],
+                        help="the draft precisions to compare ('' as the teacher; bf16: "
+                        "--draft-dtype bf16)")  # fmt: skip
     parser.add_argument("--draft-confidence", type=float, nargs="+", default=[0.0],
                         help="confidence thresholds to compare (0: always k)")  # fmt: skip
     parser.add_argument("--draft-shortlist", default="",
@@ -106,16 +107,20 @@ def main() -> None:
                     if sl and compiled:
                         continue  # --compile refuses --draft-shortlist
                     for conf in args.draft_confidence:
-                        tail = (" int8" if quantize else "") + (" +SL" if sl else "")
+                        tail = (f" {quantize}" if quantize else "") + (" +SL" if sl else "")
+                        precision = ({"draft_dtype": "bf16"} if quantize == "bf16"
+                                     else {"draft_quantize": quantize})  # fmt: skip
                         tail += f" c={conf:g}" if conf else ""
                         for k in args.tokens:
                             engines[f"{label}draft k={k}{tail}{mark}"] = load_engine(
                                 models, replace(run, draft=draft, draft_tokens=k,
-                                                draft_quantize=quantize, draft_shortlist=sl,
-                                                draft_confidence=conf))  # fmt: skip
+                                                draft_shortlist=sl, draft_confidence=conf,
+                                                **precision))  # fmt: skip
     names = list(engines)
-    for engine in engines.values():
-        engine.translate(lines[:8])  # warm-up
+    for engine in engines.values():  # warm-up: batched and one a call (a compiled draft
+        engine.translate(lines[:8])  # builds its graph of several positions on first use)
+        for line in lines[:16]:
+            engine.translate([line])
     teacher = f"teacher: {' + '.join(args.checkpoint)}"
     teacher += f" x{args.ensemble}" if args.ensemble > 1 else ""
     drafts = "".join(
