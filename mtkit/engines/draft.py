@@ -55,12 +55,7 @@ def draft_precision(config: TranslateConfig, device, dtype: str) -> tuple[str, s
     if quantize and dtype != "fp32":
         raise MtkitError(f"--draft-quantize int8 needs an fp32 draft (it would be {dtype}: "
                          "add --draft-dtype fp32)")  # fmt: skip
-    if dtype == "fp16" and device.type == "cpu":
-        raise MtkitError("--draft-dtype fp16 needs a CUDA device; on CPU use fp32 or bf16")
-    try:
-        check_precision(device, dtype, quantize)
-    except MtkitError as error:
-        raise MtkitError(f"--draft {config.draft}: {error}") from None
+    check_precision(device, dtype, quantize, ("--draft-dtype", "--draft-quantize"))
     return dtype, quantize
 
 

@@ -26,18 +26,21 @@ from mtkit.model.transformer import Transformer
 DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
 
 
-def check_precision(device: torch.device, dtype: str, quantize: str) -> None:
-    """Refuse precisions the device cannot run, with a one-line error (``dtype`` resolved)."""
+def check_precision(device: torch.device, dtype: str, quantize: str,
+                    flags: tuple[str, str] = ("--dtype", "--quantize")) -> None:  # fmt: skip
+    """Refuse precisions the device cannot run, with a one-line error (``dtype`` resolved)
+    naming the options ``flags`` (the float type's, the quantization's) they came from."""
+    dtype_flag, quantize_flag = flags
     if dtype not in DTYPES:
-        raise MtkitError(f"--dtype must be one of {', '.join(DTYPES)}, got {dtype!r}")
+        raise MtkitError(f"{dtype_flag} must be one of {', '.join(DTYPES)}, got {dtype!r}")
     if dtype == "fp16" and device.type == "cpu":
-        raise MtkitError("--dtype fp16 needs a CUDA device; on CPU use fp32 or bf16")
+        raise MtkitError(f"{dtype_flag} fp16 needs a CUDA device; on CPU use fp32 or bf16")
     if dtype == "bf16" and device.type == "cuda" and not torch.cuda.is_bf16_supported():
-        raise MtkitError("--dtype bf16 is not supported by this GPU; use fp16 or fp32")
+        raise MtkitError(f"{dtype_flag} bf16 is not supported by this GPU; use fp16 or fp32")
     if quantize not in ("", "int8"):
-        raise MtkitError(f"--quantize must be int8 (or empty), got {quantize!r}")
+        raise MtkitError(f"{quantize_flag} must be int8 (or empty), got {quantize!r}")
     if quantize and (device.type != "cpu" or dtype != "fp32"):
-        raise MtkitError("--quantize int8 runs on CPU with --dtype fp32 only")
+        raise MtkitError(f"{quantize_flag} int8 runs on CPU with {dtype_flag} fp32 only")
 
 
 def untie_output(model: Transformer) -> Transformer:
