@@ -30,8 +30,9 @@ update budget (mtkit's resume is exact).
 
 How a gain depends on training length (issue 30): ``--updates N`` trains every variant exactly N
 updates (no clock, no emulation; e.g. 3,000, five times the demo's), in run directories of their
-own, into results/variants-N-updates.jsonl; deterministic and resumable like the emulated rows,
-so the ~1 h runs (2 CPU cores) can be spread over sittings or run on a GPU machine.
+own, into results/variants-N-updates.jsonl; deterministic and resumable like the emulated rows
+(a checkpoint every 250 updates), so the 1-2 h runs (2 CPU cores) can be spread over sittings
+or run on a GPU machine.
 
     .venv/bin/python benchmarks/bench_variants.py                      # every variant, seed 1
     .venv/bin/python benchmarks/bench_variants.py --only rope,alibi --seeds 1,2,3
@@ -165,6 +166,8 @@ def run_variant(name: str, seed: int, data: Path, base_updates: int | None) -> d
         if base_updates is None
         else ["--set", f"save_every={base_updates}", "--set", "keep_last=0"]
     )  # 0: keep every one
+    if FIXED["updates"]:  # hours per run: save often, so a killed sitting loses little
+        extra += ["--set", f"save_every={SAVE_EVERY}", "--set", "keep_last=1"]
     budget = _budget_updates(name, base_updates)
     if budget is not None:  # --speeds: an update budget instead of the clock
         if (run / "checkpoint_last.pt").is_file() and _update(run) > budget:
@@ -211,6 +214,7 @@ def _budget_updates(name: str, base_updates: int | None) -> int | None:
     return round(BASE["updates"] * SPEEDS[name]["train"] / SPEEDS[BASELINE]["train"])
 
 
+SAVE_EVERY = 250  # --updates runs: a checkpoint every this many updates (resume from it)
 BASE = {"updates": 0}  # the baseline's updates in 480 s on a quiet machine (--base-updates)
 FIXED = {"updates": 0}  # --updates: every variant's count (0: the clock or --speeds)
 
