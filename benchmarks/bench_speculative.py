@@ -19,14 +19,16 @@ and each figure is the median over rounds, because the machine may be shared.
     .venv/bin/python benchmarks/bench_speculative.py CKPT --draft DRAFT [--limit 200] \\
         [--tokens 2 4 6] [--ensemble 2] [--threads 1] [--rounds 3] \\
         [--draft-quantize '' int8 bf16] [--draft-shortlist SHORTLIST] [--draft-confidence 0 0.5] \\
-        [--compile]
+        [--compile] [--cpu-matmul onednn default]
 
 With ``--compile`` every row (but the shortlisted drafts') runs also with teacher and draft
-compiled (``--compile``); those rows give their speed-up over the eager greedy teacher and over
-the compiled one.
+compiled (``--compile``), and with ``--cpu-matmul onednn default`` with each CPU matmul (for
+one sentence, few rows a call, ``default`` can be the faster); where there are several greedy
+rows, each draft row gives its speed-up over the first (eager, the first matmul) and over the
+fastest greedy row, the teacher at its best setting.
 
 ``--draft`` takes several checkpoints (e.g. the student and the same student fine-tuned on the
-teacher's greedy output, `make -C recipes/multi30k draft`): their rows, D1, D2, ..., run in the
+teacher's greedy output, benchmarks/README.md): their rows, D1, D2, ..., run in the
 same rounds.
 """
 
@@ -84,6 +86,9 @@ def main() -> None:
         action="store_true",
         help="every row also with --compile (teacher and draft compiled)",
     )
+    parser.add_argument("--cpu-matmul", nargs="+", default=["onednn"],
+                        choices=["onednn", "default"],
+                        help="every row with each of these --cpu-matmul")  # fmt: skip
     args = parser.parse_args()
     for checkpoint in args.checkpoint:
         existing(checkpoint, "make demo")
@@ -96,9 +101,10 @@ def main() -> None:
                            max_tokens=args.max_tokens)  # fmt: skip
     models = args.checkpoint * args.ensemble
     engines = {}
-    for compiled in (False, True) if args.compile else (False,):
-        run = replace(base, compile=compiled)
-        mark = " compiled" if compiled else ""
+    kinds = [(m, c) for m in args.cpu_matmul for c in ((False, True) if args.compile else (False,))]
+    for matmul, compiled in kinds:
+        run = replace(base, compile=compiled, cpu_matmul=matmul)
+        mark = (" compiled" if compiled else "") + ("" if matmul == "onednn" else f" {matmul} mm")
         engines[f"greedy{mark}"] = load_engine(models, run)
         for d, draft in enumerate(args.draft):
             label = f"D{d + 1} " if len(args.draft) > 1 else ""
@@ -142,19 +148,19 @@ def main() -> None:
                 took, outputs[name], tokens[name] = timed(engine, lines, mode == "single")
                 seconds[name].append(took)
         print(f"\n{mode} ({'one line per call' if mode == 'single' else 'batched'}):")
-        base_s = statistics.median(seconds["greedy"])
+        base_s = statistics.median(seconds[names[0]])
+        greedy = {n: statistics.median(seconds[n]) for n in names if n.startswith("greedy")}
+        best = min(greedy, key=greedy.__getitem__)  # the teacher at its best setting
         for name in names:
             s = statistics.median(seconds[name])
-            same = sum(a == b for a, b in zip(outputs[name], outputs["greedy"], strict=True))
+            same = sum(a == b for a, b in zip(outputs[name], outputs[names[0]], strict=True))
             extra = ""
             if name in stats:
                 st = stats[name]
                 extra = f"  acceptance {st.acceptance:.2f}  tokens/pass {st.tokens_per_pass:.2f}"
-            if name.endswith(" compiled") and name != "greedy compiled":
-                extra += (
-                    f"  x{statistics.median(seconds['greedy compiled']) / s:.2f} compiled greedy"
-                )
-            print(f"  {name:<36} {1000 * s / len(lines):7.2f} ms/sent  {tokens[name] / s:7.0f} "
+            if len(greedy) > 1 and name not in greedy:
+                extra += f"  x{greedy[best] / s:.2f} {best}"
+            print(f"  {name:<44} {1000 * s / len(lines):7.2f} ms/sent  {tokens[name] / s:7.0f} "
                   f"tok/s  x{base_s / s:.2f}  identical {same}/{len(lines)}{extra}")  # fmt: skip
 
 
