@@ -3,7 +3,8 @@
 Refactors promise "no engine slower"; on a shared machine only a ratio measured in one run
 means anything. This checks the old revision out into ``.bench/ab/REV`` (a git worktree), then
 runs ``SCRIPT ARGS`` from each tree's own ``benchmarks/`` directory with that tree first on
-``PYTHONPATH``, ``--rounds`` times each, old and new alternating, and prints, for every row the
+``PYTHONPATH``, ``--rounds`` times each, old and new alternating (old first in rounds 1, 3, ...,
+new first in rounds 2, 4, ...; an even count balances the order), and prints, for every row the
 script prints as ``NAME ... X tok/s``, the median tokens/s of both and the ratio new/old, and
 the CPU seconds each whole run took (user + system, from the kernel's accounting). With one
 thread and the same work on both sides, CPU seconds hardly depend on what else runs on the
@@ -65,7 +66,10 @@ def main() -> None:
     trees = {"old": worktree(opts.base), "new": ROOT}
     seen: dict[str, dict[str, list[float]]] = {"old": {}, "new": {}}
     for i in range(opts.rounds):
-        for side, tree in trees.items():
+        # odd rounds new first: a machine that warms up or slows down over a run (turbo, other
+        # jobs, page cache) then favours neither side
+        for side in ("old", "new") if i % 2 == 0 else ("new", "old"):
+            tree = trees[side]
             for name, tps in run(tree, opts.script, opts.args).items():
                 seen[side].setdefault(name, []).append(tps)
             print(f"round {i + 1} {side} done", file=sys.stderr, flush=True)
