@@ -32,7 +32,8 @@ How a gain depends on training length (issue 30): ``--updates N`` trains every v
 updates (no clock, no emulation; e.g. 3,000, five times the demo's), in run directories of their
 own, into results/variants-N-updates.jsonl; deterministic and resumable like the emulated rows
 (a checkpoint every 250 updates), so the 1-2 h runs (2 CPU cores) can be spread over sittings
-or run on a GPU machine.
+or run on a GPU machine; their rows are scored on the validation set as well (val BLEU), so
+one test set does not decide.
 
     .venv/bin/python benchmarks/bench_variants.py                      # every variant, seed 1
     .venv/bin/python benchmarks/bench_variants.py --only rope,alibi --seeds 1,2,3
@@ -67,6 +68,7 @@ WORK = ROOT / ".bench" / "variants"
 RESULTS = Path(__file__).resolve().parent / "results" / "variants.jsonl"
 EMULATED = RESULTS.with_name("variants-emulated.jsonl")
 TEST = "test_2016_flickr"
+VALID = "val"  # --updates rows: also scored on Multi30k's validation set
 
 
 def mtkit(*args: str, **kwargs: Any) -> subprocess.CompletedProcess:
@@ -136,10 +138,10 @@ def checkpoint_info(path: Path) -> dict[str, Any]:
     }
 
 
-def score(ckpt: Path, out: Path) -> dict[str, Any]:
-    """Beam-5 translation of the test set (timed) and its BLEU/chrF with signatures."""
-    src = PLACE["work"] / "data" / "raw" / f"{TEST}.en"
-    ref = PLACE["work"] / "data" / "raw" / f"{TEST}.de"
+def score(ckpt: Path, out: Path, test: str = TEST) -> dict[str, Any]:
+    """Beam-5 translation of ``test`` (timed) and its BLEU/chrF with signatures."""
+    src = PLACE["work"] / "data" / "raw" / f"{test}.en"
+    ref = PLACE["work"] / "data" / "raw" / f"{test}.de"
     start = time.perf_counter()
     mtkit("translate", "-m", str(ckpt), "-i", str(src), "-o", str(out), "--beam", "5", "-q")
     seconds = time.perf_counter() - start
@@ -188,6 +190,9 @@ def run_variant(name: str, seed: int, data: Path, base_updates: int | None) -> d
     row["cpu_share"] = cpu / (info["elapsed"] * threads) if clock else None
     row["train_tok_s"] = train_speed(run)
     row.update(score(run / "checkpoint_last.pt", run / f"{TEST}.hyp.de"))
+    if FIXED["updates"]:  # the longer budget's rows: the validation set too, so one test set
+        val = score(run / "checkpoint_last.pt", run / f"{VALID}.hyp.de", VALID)  # does not decide
+        row["valid"] = {"set": VALID, "bleu": val["bleu"], "chrf": val["chrf"]}
     if SPEEDS and budget is not None:  # the --speeds file's (CPU-time), not this busy run's
         speed = SPEEDS[name]
         row.update(budget_updates=budget, train_tok_s=speed["train"], decode_tok_s=speed["decode"])

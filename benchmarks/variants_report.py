@@ -17,12 +17,13 @@ def report(rows: dict[tuple[str, int], dict[str, Any]]) -> str:
     """One line per (variant, seed): the figures and their ratios to the same seed's baseline."""
     head = (f"{'variant':<16}{'seed':>5}{'params':>11}{'updates':>8}{'train tok/s':>12}{'x':>6}"
             f"{'beam5 tok/s':>12}{'x':>6}{'state KiB':>10}{'BLEU':>7}{'chrF':>7}"
-            f"{'BLEU@base':>10}{'cpu':>6}")  # fmt: skip
+            f"{'BLEU@base':>10}{'cpu':>6}{'val BLEU':>9}")  # fmt: skip
     lines = [head]
     for (name, seed), r in sorted(rows.items(), key=lambda kv: (kv[0][1], kv[0][0] != BASELINE)):
         base = rows.get((BASELINE, seed), r)
         at = r.get("equal_updates", {}).get("bleu", r["bleu"] if name == BASELINE else None)
         share = r.get("cpu_share")
+        valid = f"{r['valid']['bleu']:.1f}" if "valid" in r else ""
         lines.append(
             f"{name:<16}{seed:>5}{r['params']:>11,}{r['update']:>8}"
             f"{(r['train_tok_s'] or 0):>12,.0f}{_ratio(r, base, 'train_tok_s'):>6.2f}"
@@ -30,6 +31,7 @@ def report(rows: dict[tuple[str, int], dict[str, Any]]) -> str:
             f"{r['state_bytes'] / 1024:>10,.0f}{r['bleu']:>7.1f}{r['chrf']:>7.1f}"
             f"{'' if at is None else f'{at:.1f}':>10}"
             f"{'' if share is None else f'{share:.2f}':>6}"
+            f"{valid:>9}"
         )
     return "\n".join(lines)
 
@@ -49,9 +51,11 @@ def markdown(rows: dict[tuple[str, int], dict[str, Any]]) -> str:
     for (name, _seed), row in sorted(rows.items(), key=lambda kv: kv[0][1]):
         by_name.setdefault(name, []).append(row)
     base = by_name[BASELINE][0]
+    valid = all("valid" in r for r in rows.values())  # the --updates rows: val BLEU as well
     lines = ["| variant | setting | params | updates | train tok/s | beam-5 tok/s | state/sent. "
-             "| BLEU | chrF | BLEU at the baseline's updates | seeds |",
-             "|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|"]  # fmt: skip
+             "| BLEU | chrF | BLEU at the baseline's updates |" + (" val BLEU |" if valid else "")
+             + " seeds |", "|---|---|--:|--:|--:|--:|--:|--:|--:|--:|" + "--:|" * valid
+             + "--:|"]  # fmt: skip
     order = [BASELINE] + [n for n in VARIANTS if n != BASELINE and n in by_name]
     for name in order:
         runs, first = by_name[name], by_name[name][0]
@@ -68,7 +72,9 @@ def markdown(rows: dict[tuple[str, int], dict[str, Any]]) -> str:
             f"| {first['train_tok_s']:,.0f} ({_ratio(first, base, 'train_tok_s'):.2f}x) "
             f"| {first['decode_tok_s']:,.0f} ({_ratio(first, base, 'decode_tok_s'):.2f}x) "
             f"| {first['state_bytes'] / 1024:,.0f} KiB "
-            f"| {bleu} | {chrf} | {_mean_range(at)} | {len(runs)} |"
+            f"| {bleu} | {chrf} | {_mean_range(at)} |"
+            + (f" {_mean_range([r['valid']['bleu'] for r in runs])} |" if valid else "")
+            + f" {len(runs)} |"
         )
     return "\n".join(lines)
 
