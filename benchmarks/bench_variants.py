@@ -138,10 +138,10 @@ def checkpoint_info(path: Path) -> dict[str, Any]:
     }
 
 
-def score(ckpt: Path, out: Path, test: str = TEST) -> dict[str, Any]:
-    """Beam-5 translation of ``test`` (timed) and its BLEU/chrF with signatures."""
-    src = PLACE["work"] / "data" / "raw" / f"{test}.en"
-    ref = PLACE["work"] / "data" / "raw" / f"{test}.de"
+def score(ckpt: Path, out: Path, corpus: str = TEST) -> dict[str, Any]:
+    """Beam-5 translation of the Multi30k set ``corpus`` (timed), its BLEU/chrF with signatures."""
+    src = PLACE["work"] / "data" / "raw" / f"{corpus}.en"
+    ref = PLACE["work"] / "data" / "raw" / f"{corpus}.de"
     start = time.perf_counter()
     mtkit("translate", "-m", str(ckpt), "-i", str(src), "-o", str(out), "--beam", "5", "-q")
     seconds = time.perf_counter() - start

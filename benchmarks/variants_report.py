@@ -52,10 +52,10 @@ def markdown(rows: dict[tuple[str, int], dict[str, Any]]) -> str:
         by_name.setdefault(name, []).append(row)
     base = by_name[BASELINE][0]
     valid = all("valid" in r for r in rows.values())  # the --updates rows: val BLEU as well
-    lines = ["| variant | setting | params | updates | train tok/s | beam-5 tok/s | state/sent. "
-             "| BLEU | chrF | BLEU at the baseline's updates |" + (" val BLEU |" if valid else "")
-             + " seeds |", "|---|---|--:|--:|--:|--:|--:|--:|--:|--:|" + "--:|" * valid
-             + "--:|"]  # fmt: skip
+    heads = ["variant", "setting", "params", "updates", "train tok/s", "beam-5 tok/s",
+             "state/sent.", "BLEU", "chrF", "BLEU at the baseline's updates",
+             *(["val BLEU"] if valid else []), "seeds"]  # fmt: skip
+    lines = ["| " + " | ".join(heads) + " |", "|---|---|" + "--:|" * (len(heads) - 2)]
     order = [BASELINE] + [n for n in VARIANTS if n != BASELINE and n in by_name]
     for name in order:
         runs, first = by_name[name], by_name[name][0]
