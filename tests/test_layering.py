@@ -121,6 +121,8 @@ def test_every_part_of_mtkit_has_rules() -> None:
     "path", sorted(PACKAGE.rglob("*.py")), ids=lambda p: str(p.relative_to(PACKAGE))
 )
 def test_modules_stay_small(path: Path) -> None:
-    """STYLE: modules under ~400 lines (split along a seam instead)."""
+    """STYLE 3.6: past ~600 lines a module is looked at for a real seam to split along. Below
+    that, length is a review signal, not a rule: a module is never squeezed or split to meet a
+    count (issue 51: the former 400-line bound was met by hand-wrapping and cut docstrings)."""
     lines = len(path.read_text(encoding="utf-8").splitlines())
-    assert lines <= 400, f"{path.relative_to(PACKAGE)}: {lines} lines"
+    assert lines <= 600, f"{path.relative_to(PACKAGE)}: {lines} lines: is there a real seam?"
