@@ -137,8 +137,10 @@ def write_tiny_dataset(
     valid: list[tuple[str, str]],
     joint: bool = True,
     vocab_size: int = 64,
+    spm_extra: list[str] = (),  # type: ignore[assignment]
 ) -> Path:
-    """A binarized dataset directory as `mtkit prepare` lays it out (mtkit.data.binarized)."""
+    """A binarized dataset directory as `mtkit prepare` lays it out (mtkit.data.binarized);
+    ``spm_extra``: more lines the (joint) sentencepiece model learns from, not in the data."""
     import numpy as np
 
     from mtkit.data import binarized
@@ -146,7 +148,8 @@ def write_tiny_dataset(
 
     out.mkdir(parents=True, exist_ok=True)
     if joint:
-        src_model = tgt_model = train_spm([s for p in train for s in p], vocab_size=vocab_size)
+        lines = [s for p in train for s in p] + list(spm_extra)
+        src_model = tgt_model = train_spm(lines, vocab_size=vocab_size)
     else:
         src_model = train_spm([s for s, _ in train], vocab_size=vocab_size)
         tgt_model = train_spm([t for _, t in train], vocab_size=vocab_size)

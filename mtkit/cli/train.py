@@ -8,7 +8,7 @@ from typing import Any
 import click
 
 from mtkit.cli.common import config_option, user_errors
-from mtkit.config import MODEL_PRESETS, TrainConfig
+from mtkit.config import MODEL_PRESETS, TrainConfig, augment_spec
 
 # (flags, TrainConfig field, type, help); every default comes from TrainConfig (or the YAML)
 TRAIN_OPTIONS: list[tuple[tuple[str, ...], str, Any, str]] = [
@@ -63,10 +63,16 @@ def train_options(func: Callable) -> Callable:
     metavar="KEY=VALUE",
     help="Any TrainConfig field, or model.FIELD for the model (repeatable).",
 )
+@click.option(
+    "--augment",
+    metavar="SPEC",
+    help="Training-time augmentation: default (uppercase, titlecase, lowercase, typos and merge "
+    "0.05 each, noise 0.005), none, or NAME=P,... (those named; the rest 0). See docs/train.md.",
+)
 @click.option("-q", "--quiet", is_flag=True, help="No progress bar or log lines on stderr.")
 @click.pass_context
 def train(ctx: click.Context, config_path: str | None, sets: tuple[str, ...], quiet: bool,
-          **options: Any) -> None:  # fmt: skip
+          augment: str | None, **options: Any) -> None:  # fmt: skip
     """Train a Transformer, or continue the run in --run-dir.
 
     Settings: TrainConfig defaults (or the run's saved config when resuming) < --config YAML <
@@ -76,6 +82,8 @@ def train(ctx: click.Context, config_path: str | None, sets: tuple[str, ...], qu
 
     given = {key: value for key, value in options.items() if value is not None}
     with user_errors():
+        if augment is not None:
+            given["augment"] = augment_spec(augment)
         summary, code = run_training(config_path, given, sets, quiet)
     if summary:
         click.echo(summary)

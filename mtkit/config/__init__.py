@@ -7,7 +7,7 @@ One module per stage, every name re-exported here (import from ``mtkit.config``)
 
     model.py     ModelConfig, MODEL_PRESETS
     data.py      SpmConfig, PrepareConfig, ShortlistConfig (`mtkit spm`, `prepare`, `shortlist`)
-    train.py     TrainConfig
+    train.py     TrainConfig, AugmentConfig (its augment section)
     search.py    SearchConfig, TranslateConfig (`mtkit translate`, and every decoder)
     distill.py   DistillConfig (`mtkit distill`)
     serve.py     ServeConfig
@@ -32,9 +32,18 @@ from mtkit.config.search import (
     alignment_layer,
 )
 from mtkit.config.serve import LOG_LEVELS, ServeConfig
-from mtkit.config.train import TrainConfig
+from mtkit.config.train import (
+    AUGMENT_DEFAULT,
+    AUGMENT_MODIFIERS,
+    AugmentConfig,
+    TrainConfig,
+    augment_spec,
+)
 
 __all__ = [
+    "AUGMENT_DEFAULT",
+    "AUGMENT_MODIFIERS",
+    "AugmentConfig",
     "COMPILE_MODES",
     "CPU_MATMULS",
     "DEFAULT_LAYER",
@@ -54,6 +63,7 @@ __all__ = [
     "TrainConfig",
     "TranslateConfig",
     "alignment_layer",
+    "augment_spec",
     "apply_overrides",
     "from_dict",
     "load_yaml",

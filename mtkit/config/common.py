@@ -84,6 +84,9 @@ def apply_overrides(config: C, overrides: dict[str, Any], where: str = "override
     """Return a copy of ``config`` with ``overrides`` (already-typed or string values) applied."""
     data = dataclasses.asdict(config)  # type: ignore[call-overload]
     for key, value in overrides.items():
+        if isinstance(value, dict) and isinstance(data.get(key), dict):  # some of a section
+            parsed = {k: _parse_scalar(v) if isinstance(v, str) else v for k, v in value.items()}
+            value = {**data[key], **parsed}
         data[key] = _parse_scalar(value) if isinstance(value, str) else value
     hints = typing.get_type_hints(type(config))
     for key, value in overrides.items():  # strings stay strings where the field is a str

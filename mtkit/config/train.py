@@ -4,6 +4,67 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from mtkit.errors import MtkitError
+
+
+@dataclass
+class AugmentConfig:
+    """On-the-fly augmentation (:mod:`mtkit.training.augment`): each field the probability that
+    a training pair is changed so in an epoch; all 0: the data as prepared."""
+
+    uppercase: float = 0.0  # both sides in UPPER CASE
+    titlecase: float = 0.0  # both sides in Title Case (every word's first letter upper)
+    lowercase: float = 0.0  # the source in lower case (the target as it is)
+    typos: float = 0.0  # typos in the source: characters dropped, swapped, doubled, or replaced
+    typo_rate: float = 0.15  # share of a chosen source's words (3+ letters) given a typo
+    merge: float = 0.0  # the pair and the next 1-3 joined into one (half without final stops)
+    noise: float = 0.0  # replaced by a line of emoji, symbols and numbers, copied to the target
+
+    def any(self) -> bool:
+        return any(p > 0 for p in self.probabilities().values())
+
+    def probabilities(self) -> dict[str, float]:
+        """Each modifier's probability, by name."""
+        return {name: getattr(self, name) for name in AUGMENT_MODIFIERS}
+
+
+AUGMENT_MODIFIERS = ("uppercase", "titlecase", "lowercase", "typos", "merge", "noise")
+# `--augment default`: Mozilla's translation pipeline trains with OpusTrainer at similar rates
+AUGMENT_DEFAULT = {
+    "uppercase": 0.05,
+    "titlecase": 0.05,
+    "lowercase": 0.05,
+    "typos": 0.05,
+    "merge": 0.05,
+    "noise": 0.005,
+}
+
+
+def augment_spec(text: str) -> dict[str, float]:
+    """``--augment``: ``default`` (:data:`AUGMENT_DEFAULT`), ``none``, or ``NAME=P,...``
+    (the fields of :class:`AugmentConfig` named; the others 0).
+
+    >>> augment_spec("uppercase=0.1, typos=0.05")["typos"], augment_spec("none")["merge"]
+    (0.05, 0.0)
+    """
+    values = dict.fromkeys(AUGMENT_MODIFIERS, 0.0)
+    if text.strip() == "default":
+        return {**values, **AUGMENT_DEFAULT}
+    if text.strip() == "none":
+        return values
+    for item in filter(None, (part.strip() for part in text.split(","))):
+        name, sep, value = item.partition("=")
+        if not sep or name.strip() not in AugmentConfig.__dataclass_fields__:
+            raise MtkitError(
+                f"--augment {text!r}: expected default, none or NAME=P,... with NAME one of "
+                f"{', '.join(AugmentConfig.__dataclass_fields__)}"
+            )
+        try:
+            values[name.strip()] = float(value)
+        except ValueError:
+            raise MtkitError(f"--augment {text!r}: {name.strip()} must be a number") from None
+    return values
+
 
 @dataclass
 class TrainConfig:
@@ -44,3 +105,4 @@ class TrainConfig:
     max_skipped_batches: int = 10
     # multilingual data: sample directions by size ** (1 / T); 1: every pair once per epoch
     pair_temperature: float = 1.0
+    augment: AugmentConfig = field(default_factory=AugmentConfig)

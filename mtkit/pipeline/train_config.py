@@ -80,6 +80,8 @@ def read_settings(
             raise MtkitError(f"--set {item!r}: expected KEY=VALUE or model.KEY=VALUE")
         if key.startswith("model."):
             cli_model[key[len("model.") :]] = value
+        elif key.startswith("augment."):
+            cli_train.setdefault("augment", {})[key[len("augment.") :]] = value
         else:
             cli_train[key] = value
     for key in FROM_DATA:
@@ -121,9 +123,20 @@ def check_train_config(cfg: TrainConfig) -> None:
         ("max_skipped_batches", cfg.max_skipped_batches >= 0, ">= 0"),
         ("pair_temperature", cfg.pair_temperature > 0, "> 0"),
     ]  # fmt: skip
+    augment = cfg.augment
+    rules += [
+        (f"augment.{name}", 0 <= p <= 1, "in [0, 1]") for name, p in augment.probabilities().items()
+    ]
+    rules.append(("augment.typo_rate", 0 < augment.typo_rate <= 1, "in (0, 1]"))
     for name, ok, expected in rules:
         if not ok:
-            raise MtkitError(f"{name} must be {expected}, got {getattr(cfg, name)!r}")
+            value = cfg
+            for part in name.split("."):
+                value = getattr(value, part)
+            raise MtkitError(f"{name} must be {expected}, got {value!r}")
+    case = augment.uppercase + augment.titlecase + augment.lowercase
+    if case > 1:
+        raise MtkitError(f"augment.uppercase + titlecase + lowercase must be <= 1, got {case:g}")
 
 
 def model_config(

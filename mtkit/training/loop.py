@@ -39,6 +39,7 @@ from mtkit.errors import MtkitError
 from mtkit.languages import Languages
 from mtkit.model.transformer import count_parameters
 from mtkit.training import distributed as D
+from mtkit.training.augment import Augmenter
 from mtkit.training.batching import Group, epoch_batches, iterate_groups, sentence_sizes
 from mtkit.training.logs import Meter, RunLog, format_duration
 from mtkit.training.signals import StopSignal
@@ -87,6 +88,11 @@ class Trainer:
         self.where, self.device = self.step.where, self.step.device
         self.state = TrainState(precision=self.step.resolved.name)
         self.sizes = sentence_sizes(data.train.src_lengths, data.train.tgt_lengths)
+        self.augmenter = None
+        if cfg.augment.any():  # a pair's pieces must fit the positions and a batch
+            longest = min(model_cfg.max_positions, cfg.max_tokens) - 1
+            tokenizers = (data.src_tokenizer, data.tgt_tokenizer)
+            self.augmenter = Augmenter(data.train, tokenizers, cfg.augment, cfg.seed, longest)
         self.ckpts = CheckpointDir(cfg.run_dir, cfg.keep_last)
         if self.where.is_main:
             self.ckpts.remove_temporaries()
@@ -206,12 +212,13 @@ class Trainer:
         if reason is None and 0 < self.cfg.patience <= self.state.bad_validations:
             reason = "early_stop"  # an early-stopped run, resumed with the same patience
         while reason is None:
-            batches = epoch_batches(self.sizes, self.cfg.max_tokens, self.cfg.seed,
+            train, sizes = self._epoch_data()
+            batches = epoch_batches(sizes, self.cfg.max_tokens, self.cfg.seed,
                                     self.state.epoch, list(self.data.train.directions.values()),
                                     self.cfg.pair_temperature)  # fmt: skip
             if not batches:
                 raise MtkitError("the training split is empty")
-            groups = iterate_groups(self.data.train, batches, self.state.consumed,
+            groups = iterate_groups(train, batches, self.state.consumed,
                                     self.where.rank, self.where.world_size,
                                     self.cfg.update_freq, self._loader_args(),
                                     self.step.model.special_ids)  # fmt: skip
@@ -222,6 +229,18 @@ class Trainer:
         state = self.state
         return TrainResult(state.update, state.epoch, state.consumed, reason, state.best,
                            self.last_valid, self.signal.signum)  # fmt: skip
+
+    def _epoch_data(self) -> tuple[Any, torch.Tensor]:
+        """The training split as this epoch sees it (augmented, when asked) and its sizes."""
+        if self.augmenter is None:
+            return self.data.train, self.sizes
+        started = time.monotonic()
+        train = self.augmenter.epoch(self.state.epoch)
+        self.log.message(
+            f"augment: epoch {self.state.epoch}: {len(train.replaced):,} of {len(train):,} "
+            f"pairs changed ({time.monotonic() - started:.1f} s)"
+        )
+        return train, sentence_sizes(train.src_lengths, train.tgt_lengths)
 
     def _loader_args(self) -> dict[str, Any]:
         return {
