@@ -32,6 +32,12 @@ def spm() -> None:
     type=int,
     help="Sample this many sentences for training (0: all).",
 )
+@option(
+    "--byte-fallback",
+    is_flag=True,
+    help="Characters outside the vocabulary become their UTF-8 bytes (256 pieces <0x00>..<0xFF>, "
+    "part of --vocab-size), not UNK.",
+)
 @option("--seed", type=int)
 @option("--threads", field="num_threads", type=int)
 @option(

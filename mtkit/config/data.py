@@ -16,6 +16,9 @@ class SpmConfig:
     input_sentence_size: int = 0  # sample this many sentences (0: use all)
     seed: int = 1
     num_threads: int = 2
+    # characters outside the vocabulary -> their UTF-8 bytes (256 pieces <0x00>..<0xFF>, part of
+    # vocab_size), not UNK
+    byte_fallback: bool = False
     # or, instead of inputs, a parallel corpus as `mtkit prepare` reads it (see PrepareConfig)
     train: str = ""
     src_lang: str = ""

@@ -22,6 +22,12 @@ A multilingual model's sentencepiece model holds target-language tags (``>>fr<<`
 :mod:`mtkit.data.tags`) as user-defined symbols, right after the special ids. With tags, a
 line's leading ``>>xx<<`` is encoded as MarianTokenizer does: its id (UNK's for an unknown
 tag), then the pieces of the rest; without tags a line is encoded as it is.
+
+A model trained with ``byte_fallback`` (`mtkit spm train --byte-fallback`) also holds the 256
+byte pieces ``<0x00>``..``<0xFF>`` (after the special ids and tags, counted in its vocabulary
+size): a character outside the vocabulary is encoded as its UTF-8 bytes instead of UNK, and
+decoding joins the bytes back into the character (each byte of a sequence cut short decodes to
+U+FFFD).
 """
 
 from __future__ import annotations
@@ -29,6 +35,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import io
+import re
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -43,6 +50,7 @@ PAD_ID, UNK_ID, BOS_ID, EOS_ID = 0, 1, 2, 3
 MAX_SENTENCE_BYTES = 4192  # sentencepiece's default: training skips longer sentences
 FEW_TEXTS = 64  # texts encoded one by one rather than by sentencepiece's thread pool
 SPECIAL_IDS = {"pad": PAD_ID, "unk": UNK_ID, "bos": BOS_ID, "eos": EOS_ID}
+BYTE_PIECES = 256  # <0x00>..<0xFF>, in a model trained with byte_fallback
 
 
 @dataclass(frozen=True)
@@ -235,11 +243,36 @@ class Tokenizer:
             return list(self.vocab)
         return [self.sp.IdToPiece(i) for i in range(len(self))]
 
+    @functools.cached_property
+    def byte_fallback(self) -> bool:
+        """Whether the model holds byte pieces: characters outside it become bytes, not UNK."""
+        return any(self.sp.IsByte(i) for i in range(self.sp.GetPieceSize()))
+
+    def byte_value(self, piece: str) -> int | None:
+        """The byte a byte piece stands for (``<0xE2>`` -> 226); None for any other piece."""
+        return int(piece[3:5], 16) if self.sp.IsByte(self.sp.PieceToId(piece)) else None
+
     def word_boundaries(self) -> frozenset[int]:
-        """The ids of pieces before which a word ends: those that begin one ("▁dog"), and
-        those that do not continue one (punctuation, symbols, special pieces; not "s")."""
-        return frozenset(i for i, piece in enumerate(self.pieces_by_id())
-                         if not piece or piece[0] == "▁" or not piece[0].isalnum())  # fmt: skip
+        """The ids of pieces before which a word ends (:func:`ends_word_before`)."""
+        value = self.byte_value if self.byte_fallback else lambda piece: None
+        pieces = enumerate(self.pieces_by_id())
+        return frozenset(i for i, piece in pieces if ends_word_before(piece, value(piece)))
+
+
+def ends_word_before(piece: str, byte: int | None = None) -> bool:
+    """Whether a word ends before ``piece``: one that begins a word ("▁dog"), or does not
+    continue one (punctuation, symbols, special pieces; not "s"). A byte piece (``byte``, its
+    value) is read as that byte: an ASCII one as its character, any other (a part of a character
+    outside the vocabulary, whose space, if any, is a "▁" piece of its own) continues the word.
+
+    >>> [ends_word_before(p) for p in ("▁dog", "s", ".", "<unk>")]
+    [True, False, True, True]
+    >>> [ends_word_before(p, b) for p, b in (("<0x21>", 0x21), ("<0x61>", 0x61), ("<0xF0>", 0xF0))]
+    [True, False, False]
+    """
+    if byte is not None:
+        piece = chr(byte) if byte < 0x80 else "x"
+    return not piece or piece[0] == "▁" or not piece[0].isalnum()
 
 
 def train_spm(
@@ -250,12 +283,15 @@ def train_spm(
     seed: int = 1,
     num_threads: int = 2,
     user_defined_symbols: Sequence[str] = (),
+    byte_fallback: bool = False,
 ) -> bytes:
     """Train a BPE model on an iterator of sentences; return the serialized model.
 
     Uses mtkit's fixed special ids. ``input_sentence_size`` > 0 samples that many sentences
     (sentencepiece's reservoir sampling, seeded) so huge corpora train in bounded memory.
     ``user_defined_symbols`` (target-language tags) get the ids after the special ones.
+    ``byte_fallback``: the 256 byte pieces follow them (part of ``vocab_size``), and a
+    character outside the vocabulary is encoded as its UTF-8 bytes rather than UNK.
     """
     model = io.BytesIO()
     spm.set_random_generator_seed(seed)
@@ -281,9 +317,20 @@ def train_spm(
             minloglevel=2,
             hard_vocab_limit=False,
             user_defined_symbols=list(user_defined_symbols),
+            byte_fallback=byte_fallback,
         )
     except RuntimeError as err:
-        raise MtkitError(
-            f"sentencepiece training failed: {str(err).strip().splitlines()[-1]}"
-        ) from None
+        raise MtkitError(training_error(str(err))) from None
     return model.getvalue()
+
+
+def training_error(message: str) -> str:
+    """sentencepiece's training error in one line; a vocabulary too small for the characters
+    said in mtkit's words."""
+    last = message.strip().splitlines()[-1]
+    if found := re.search(r"smaller than required_chars\. (\d+) vs (\d+)", last):
+        return (
+            f"--vocab-size {found[1]} is too small: the text's characters and the fixed pieces "
+            f"(special, tags, bytes) need {found[2]}; raise it or lower --character-coverage"
+        )
+    return f"sentencepiece training failed: {last}"

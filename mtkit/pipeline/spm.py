@@ -7,7 +7,8 @@ source `mtkit prepare` reads: a prefix, a TSV file, a HF dataset) it is one join
 joint model over every side of every corpus, holding each target language's tag ``>>xx<<``
 as a user-defined symbol (:mod:`mtkit.data.tags`). Sentences stream into sentencepiece
 (which samples ``input_sentence_size`` of them when that is > 0); every model gets a ``.vocab``
-listing, and both files are written to a temporary name and renamed.
+listing, and both files are written to a temporary name and renamed. ``byte_fallback`` adds the
+256 byte pieces (:mod:`mtkit.data.tokenizer`), which leaves no character UNK.
 """
 
 from __future__ import annotations
@@ -21,7 +22,13 @@ from mtkit.config import SpmConfig
 from mtkit.data.cleaning import normalize
 from mtkit.data.corpus import Source, open_source, read_lines
 from mtkit.data.tags import parse_pairs, tag
-from mtkit.data.tokenizer import MAX_SENTENCE_BYTES, Tokenizer, train_spm
+from mtkit.data.tokenizer import (
+    BYTE_PIECES,
+    MAX_SENTENCE_BYTES,
+    SPECIAL_IDS,
+    Tokenizer,
+    train_spm,
+)
 from mtkit.errors import MtkitError
 from mtkit.pipeline.textio import atomic_write_bytes, atomic_write_text
 
@@ -102,6 +109,7 @@ def train_one(
             seed=cfg.seed,
             num_threads=cfg.num_threads,
             user_defined_symbols=symbols,
+            byte_fallback=cfg.byte_fallback,
         )
     except MtkitError:
         if guarded.error is None and guarded.too_long == guarded.count:
@@ -124,6 +132,7 @@ def train_one(
         "sentences": guarded.count,
         "sha256": tok.sha256,
         "tags": tok.tags,
+        "byte_fallback": tok.byte_fallback,
     }
 
 
@@ -181,12 +190,30 @@ def train_models(cfg: SpmConfig) -> list[dict[str, Any]]:
             f"--input-sentence-size must be 0 (every sentence) or > 100, "
             f"got {cfg.input_sentence_size}"
         )
-    return [train_one(cfg, prefix, get(), tags) for prefix, get, tags in plan(cfg)]
+    plans = plan(cfg)
+    for _, _, tags in plans:
+        check_byte_room(cfg, len(tags))
+    return [train_one(cfg, prefix, get(), tags) for prefix, get, tags in plans]
+
+
+def check_byte_room(cfg: SpmConfig, tags: int) -> None:
+    """``--byte-fallback`` puts 256 byte pieces beside the special ones and the tags: refuse a
+    vocabulary with no room left for the characters and merges."""
+    fixed = len(SPECIAL_IDS) + tags + BYTE_PIECES
+    if not cfg.byte_fallback or cfg.vocab_size > fixed:
+        return
+    held = [f"{len(SPECIAL_IDS)} special pieces"] + [f"{tags} tag" + "s" * (tags > 1)] * (tags > 0)
+    raise MtkitError(
+        f"--byte-fallback needs --vocab-size above {fixed} ({', '.join(held)} and {BYTE_PIECES} "
+        f"byte pieces), got {cfg.vocab_size}"
+    )
 
 
 def summary(results: list[dict[str, Any]]) -> str:
     return "\n".join(
-        f"wrote {r['model']} and {r['vocab']}: {r['vocab_size']} pieces "
-        f"from {r['sentences']} sentences" + (f", tags {' '.join(r['tags'])}" if r["tags"] else "")
+        f"wrote {r['model']} and {r['vocab']}: {r['vocab_size']} pieces"
+        + (f" ({BYTE_PIECES} of them bytes: byte fallback)" if r["byte_fallback"] else "")
+        + f" from {r['sentences']} sentences"
+        + (f", tags {' '.join(r['tags'])}" if r["tags"] else "")
         for r in results
     )

@@ -17,6 +17,7 @@ import pytest
 from click.testing import CliRunner
 
 from mtkit.cli import cli
+from mtkit.data.tokenizer import UNK_ID, Tokenizer
 
 LANGS = ("en", "de")
 
@@ -283,3 +284,29 @@ def test_pair_errors_are_one_line_and_write_nothing(
         code, output = invoke(*command, *args)
         assert (code, output) == (1, message)
         assert sorted(p.name for p in tmp_path.iterdir()) == before
+
+
+@pytest.mark.parametrize("flag", [[], ["--byte-fallback"]])
+def test_spm_byte_fallback_then_prepare(
+    tmp_path: Path, write_corpus, corpus_pairs, flag: list
+) -> None:
+    """`--byte-fallback` reaches the model (SpmConfig.byte_fallback; off without the flag), and
+    `mtkit prepare` keeps characters the model never saw: bytes in, the same text back."""
+    from mtkit.data.binarized import ParallelData
+
+    train = write_corpus("text", corpus_pairs[:200], "train")
+    odd = [(f"{s} 🐶 ≈", f"{t} 犬 ☃") for s, t in corpus_pairs[200:210]]
+    valid = write_corpus("tsv", odd, "valid")
+    prefix = str(tmp_path / "spm")
+    options = [*flag, "--vocab-size", "300", "--src-lang", "en", "--tgt-lang", "de"]
+    code, output = invoke("spm", "train", *options, "--model-prefix", prefix, "--train", train)
+    assert code == 0, output
+    assert ("300 pieces (256 of them bytes: byte fallback) from 400" in output) == bool(flag)
+    out = str(tmp_path / "bin")
+    code, output = invoke("prepare", "--train", train, "--valid", valid, "--spm", prefix, "-o", out)
+    assert code == 0, output
+    data = ParallelData(tmp_path / "bin", "valid")
+    unk = [UNK_ID in data.side(side, i) for side in ("src", "tgt") for i in range(len(data))]
+    decoded = Tokenizer.from_file(f"{prefix}.model").decode(data.side("tgt", i) for i in range(10))
+    assert (decoded == data.text("tgt") == [t for _, t in odd]) == bool(flag)
+    assert any(unk) != bool(flag)

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from mtkit.config import SpmConfig
-from mtkit.data.tokenizer import SPECIAL_IDS, Tokenizer
+from mtkit.data.tokenizer import SPECIAL_IDS, UNK_ID, Tokenizer
 from mtkit.errors import MtkitError
 from mtkit.pipeline.spm import summary, train_models, vocab_text
 
@@ -100,6 +100,10 @@ def test_vocab_text_lists_every_piece(corpus_spm: Path) -> None:
     assert len(lines) == len(Tokenizer.from_file(corpus_spm))
 
 
+BYTES_TOO_MANY = r"^--byte-fallback needs --vocab-size above 260 \(4 special pieces and 256 byte "
+CHARS_TOO_MANY = "^--vocab-size 262 is too small: .* need 267; "  # 4 + 256 + 7 characters
+
+
 @pytest.mark.parametrize(
     "options, message",
     [
@@ -115,6 +119,9 @@ def test_vocab_text_lists_every_piece(corpus_spm: Path) -> None:
         ({"inputs": ["a.txt"], "character_coverage": 0.0}, "--character-coverage"),
         ({"inputs": ["a.txt"], "input_sentence_size": -1}, "--input-sentence-size"),
         ({"inputs": ["a.txt"], "input_sentence_size": 100}, "0 .every sentence. or > 100"),
+        ({"inputs": ["a.txt"], "byte_fallback": True, "vocab_size": 260}, BYTES_TOO_MANY),
+        ({"inputs": ["a.txt"], "byte_fallback": True, "vocab_size": 262}, CHARS_TOO_MANY),
+        ({"inputs": ["a.txt"], "vocab_size": 6}, "^--vocab-size 6 is too small: .* need 11;"),
     ],
 )
 def test_errors(tmp_path: Path, monkeypatch, options: dict, message: str) -> None:
@@ -144,6 +151,10 @@ def test_pairs_train_one_model_with_the_tags(tmp_path: Path, multi_corpus) -> No
     assert summary([result]).endswith(", tags >>de<< >>fr<< >>cs<<")
 
 
+ONE_TAG = r"above 261 \(4 special pieces, 1 tag and 256 byte pieces\), got 261$"
+TWO_TAGS = r"above 262 \(4 special pieces, 2 tags and 256 byte pieces\), got 262$"
+
+
 @pytest.mark.parametrize(
     "options, message",
     [
@@ -153,6 +164,8 @@ def test_pairs_train_one_model_with_the_tags(tmp_path: Path, multi_corpus) -> No
         ({"pairs": ["en-de=c"], "joint": False}, "--separate is not available"),
         ({"pairs": ["en-de=c"], "train": "c"}, "not both"),
         ({"pairs": ["ende=c"]}, "expected SRC-TGT=SOURCE"),
+        ({"pairs": ["en-de=c"], "byte_fallback": True, "vocab_size": 261}, ONE_TAG),
+        ({"pairs": ["en-de=c", "de-en=c"], "byte_fallback": True, "vocab_size": 262}, TWO_TAGS),
     ],
 )
 def test_pair_errors(tmp_path: Path, monkeypatch, options: dict, message: str) -> None:
@@ -164,3 +177,31 @@ def test_pair_errors(tmp_path: Path, monkeypatch, options: dict, message: str) -
     with pytest.raises(MtkitError, match=message):
         train_models(spm_cfg(tmp_path, **options))
     assert not (tmp_path / "out").exists()
+
+
+# ---------------------------------------------------------------------------------------------
+# Byte fallback (issue 50)
+
+
+@pytest.mark.parametrize("byte_fallback", [False, True])
+def test_byte_fallback(tmp_path: Path, write_corpus, corpus_pairs, byte_fallback: bool) -> None:
+    prefix = write_corpus("text", corpus_pairs)
+    files = [f"{prefix}.en", f"{prefix}.de"]
+    cfg = spm_cfg(tmp_path, inputs=files, vocab_size=300, byte_fallback=byte_fallback)
+    (result,) = train_models(cfg)
+    tok = check_model(Path(result["model"]), max_size=300)
+    vocab = Path(result["vocab"]).read_text("utf-8").splitlines()
+    assert result["byte_fallback"] is tok.byte_fallback is byte_fallback
+    assert (vocab[4:6] == ["<0x00>\t0", "<0x01>\t0"]) is byte_fallback  # the .vocab lists them
+    assert ("(256 of them bytes: byte fallback) from" in summary([result])) is byte_fallback
+    assert (UNK_ID not in tok.encode_one("Ein Hund 🐶 läuft ≈ 犬")) is byte_fallback
+    if byte_fallback:
+        assert len(tok) == 300 and tok.decode(tok.encode(["🐶 ≈ 犬"])) == ["🐶 ≈ 犬"]
+
+
+def test_byte_fallback_with_tags(tmp_path: Path, multi_corpus) -> None:
+    pairs = [f"{name}={prefix}" for name, prefix in multi_corpus(40).items()]
+    (result,) = train_models(spm_cfg(tmp_path, pairs=pairs, vocab_size=320, byte_fallback=True))
+    tok = check_model(Path(result["model"]), max_size=320)
+    assert tok.pieces_by_id()[4:8] == [">>de<<", ">>fr<<", ">>cs<<", "<0x00>"]
+    assert tok.tags == [">>de<<", ">>fr<<", ">>cs<<"] and tok.byte_fallback
