@@ -22,7 +22,8 @@ CONFIGURED: dict[tuple[str, ...], tuple[Any, set[str], bool]] = {
     ("spm", "train"): (SpmConfig, {"model_prefix"}, False),  # required: no default
     ("prepare",): (PrepareConfig, set(), False),
     ("shortlist", "build"): (ShortlistConfig, {"data", "output"}, False),  # required
-    ("train",): (TrainConfig, {"config_path", "sets", "quiet"}, True),  # None = not given
+    # --augment: a spec (default, none, NAME=P,...) that sets the whole augment section
+    ("train",): (TrainConfig, {"config_path", "sets", "quiet", "augment"}, True),  # None: not given
     ("plot",): (plot_runs, set(), False),  # no PlotConfig: plot_runs' keyword defaults
     # None: each option names its own config (SearchConfig or TranslateConfig)
     ("translate",): (None, {"models", "input_path", "output_path", "quiet"}, True),
