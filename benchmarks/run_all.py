@@ -36,6 +36,7 @@ QUICK_ARGS: dict[str, list[list[str]]] = {
     "bench_shortlist": [["--limit", "64"], ["--rounds", "1"], ["--no-eflomal"]],
     "bench_constraints": [["--limit", "60"], ["--rounds", "1"]],
     "bench_students": [["--limit", "64"], ["--single-limit", "8"], ["--rounds", "1"]],
+    "bench_robustness": [["--limit", "100"]],
 }
 DEFAULT_QUICK = [["--quick"]]
 
