@@ -93,6 +93,11 @@ SEARCH_OPTIONS: list[tuple[tuple[str, ...], str, Any, str]] = [
     (("--word-scores",), "word_scores", None,
      "Also write each word's score (implies --scores): SCORE<TAB>TRANSLATION<TAB>WORD_SCORES, "
      "the mean log-probability of each whitespace word's pieces."),
+    (("--guard/--no-guard",), "guard", None,
+     "A line whose translation degenerates (a run of one character or piece far beyond "
+     "anything in its source, or far more pieces than it) is translated again lowercased "
+     "(its case put back), in parts, or as the last resort has those runs cut short; a "
+     "warning names the line."),
     (("--draft",), "draft", click.Path(),
      "Speculative decoding (greedy, --beam 1): this small checkpoint, with the same spm "
      "models, proposes tokens that the models check in one pass; the output is theirs."),

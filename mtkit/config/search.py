@@ -47,6 +47,9 @@ class SearchConfig:
     # or ordered (mtkit.decoding.constrained); a kind of its own, so the server batches alike
     constraints: str = ""
     scores: bool = False  # each hypothesis with its piece/word log-probs (engines.confidence)
+    # a line whose translation degenerates (a run of one character or piece far beyond its
+    # source's, far more pieces) is translated another way (mtkit.engines.guard)
+    guard: bool = True
 
     def __post_init__(self) -> None:
         if self.beam is None:

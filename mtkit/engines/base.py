@@ -35,7 +35,8 @@ class Translation:
     ``tokens``, the target pieces generated (EOS not counted); ``alignment`` (when asked for)
     the Moses word pairs between the line and ``text`` (:mod:`mtkit.engines.alignment`);
     ``confidence`` (when asked for) its piece and word log-probabilities
-    (:mod:`mtkit.engines.confidence`)."""
+    (:mod:`mtkit.engines.confidence`); ``guard``, how the decoding guard translated the line
+    when its translation degenerated (:mod:`mtkit.engines.guard`)."""
 
     text: str
     score: float
@@ -43,6 +44,9 @@ class Translation:
     tokens: int = 0
     alignment: Alignment | None = None  # asked for (SearchConfig.alignment): word pairs
     confidence: Confidence | None = None  # asked for (SearchConfig.scores)
+    # the decoding guard (mtkit.engines.guard) replaced the line's degenerate translation:
+    # "lowercased", "split" or "squeezed"; None where it did not
+    guard: str | None = None
 
 
 @dataclass(frozen=True)
@@ -116,10 +120,18 @@ class Engine(ABC):
                 progress.update(len(rows))
         return found
 
-    def encode(self, lines: Sequence[str], first_number: Numbers = 1) -> list[list[int]]:
+    def encode(
+        self, lines: Sequence[str], first_number: Numbers = 1, quiet: bool = False
+    ) -> list[list[int]]:
         """Piece ids per line, as :func:`encode_sources` gives them for this engine."""
-        return encode_sources(self.src_tokenizer, lines, self.max_source_pieces, first_number,
-                              self.config.tgt_lang)  # fmt: skip
+        return encode_sources(
+            self.src_tokenizer,
+            lines,
+            self.max_source_pieces,
+            first_number,
+            self.config.tgt_lang,
+            quiet,
+        )
 
     def translate(
         self,
@@ -133,10 +145,29 @@ class Engine(ABC):
         nothing to translate. ``first_number`` numbers the lines in warnings (or gives each
         line's number); ``progress`` is told how many lines each batch finished. With
         ``search.constraints``, ``constraints`` are each line's target phrases (none: every
-        line unconstrained), which its translations contain."""
+        line unconstrained), which its translations contain. With ``search.guard`` a line
+        whose translation degenerates is translated another way (:mod:`mtkit.engines.guard`)."""
         search = search or self.config.search
+        sources, results = self.search_lines(lines, search, first_number, progress, constraints)
+        if not search.guard:
+            return results
+        from mtkit.engines.guard import guarded  # it calls back here: imported when used
+
+        return guarded(self, lines, sources, results, search, first_number, constraints)
+
+    def search_lines(
+        self,
+        lines: Sequence[str],
+        search: SearchConfig,
+        first_number: Numbers = 1,
+        progress: Progress | None = None,
+        constraints: Sequence[Sequence[str]] | None = None,
+        quiet: bool = False,
+    ) -> tuple[list[list[int]], list[list[Translation]]]:
+        """:meth:`translate` without the guard: each line's source piece ids, and its
+        translations; ``quiet``: no warning for lines cut to the engine's limit."""
         self.check(search)
-        sources = self.encode(lines, first_number)
+        sources = self.encode(lines, first_number, quiet)
         phrases = (self.encode_constraints(sources, constraints, search, first_number)
                    if search.constraints else None)  # fmt: skip
         if constraints is not None and phrases is None:
@@ -150,7 +181,9 @@ class Engine(ABC):
         if progress is not None:
             progress.update(len(lines) - len(kept))  # lines with nothing to translate
         results = placed(len(lines), kept, [hyps for batch in found for hyps in batch])
-        return results if phrases is None else self._unmet(lines, results, search, first_number)
+        if phrases is not None:
+            results = self._unmet(lines, results, search, first_number)
+        return sources, results
 
     def encode_constraints(
         self, sources: list[list[int]], constraints: Sequence[Sequence[str]] | None,
@@ -191,8 +224,9 @@ class Engine(ABC):
         for i in failed:
             warn(f"line {numbers[i]}: no translation within the length limit meets its "
                  "constraints; translated without them")  # fmt: skip
-        again = self.translate([lines[i] for i in failed], search.replace(constraints=""),
-                               [numbers[i] for i in failed])  # fmt: skip
+        _, again = self.search_lines(
+            [lines[i] for i in failed], search.replace(constraints=""), [numbers[i] for i in failed]
+        )
         for i, hyps in zip(failed, again, strict=True):
             results[i] = hyps
         return results
@@ -227,16 +261,17 @@ def announce_dtype(asked: str, resolved: Resolved) -> None:
 
 def encode_sources(
     tokenizer: Tokenizer, lines: Sequence[str], cap: int, first_number: Numbers = 1,
-    tgt_lang: str = "",
+    tgt_lang: str = "", quiet: bool = False,
 ) -> list[list[int]]:  # fmt: skip
-    """Piece ids per line (no EOS), cut to ``cap`` pieces with a warning naming the line; []
-    for lines with nothing to translate. Unpaired surrogates become U+FFFD first. A
-    multilingual model's lines get their target-language tag (:func:`tag_lines`)."""
+    """Piece ids per line (no EOS), cut to ``cap`` pieces with a warning naming the line
+    (unless ``quiet``); [] for lines with nothing to translate. Unpaired surrogates become
+    U+FFFD first. A multilingual model's lines get their target-language tag
+    (:func:`tag_lines`)."""
     lines = tag_lines(lines, tgt_lang, tokenizer.tags, first_number)
     texts = [line.encode("utf-8", "replace").decode("utf-8") for line in lines]
     ids = tokenizer.encode([text if text.strip() else "" for text in texts])
     for number, row in zip(line_numbers(first_number, len(ids)), ids, strict=True):
-        if len(row) > cap:
+        if len(row) > cap and not quiet:
             warn(f"line {number}: {len(row)} pieces, truncated to the first {cap} "
                  "(--max-input-tokens)")  # fmt: skip
     return [row[:cap] for row in ids]

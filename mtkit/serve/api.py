@@ -33,6 +33,10 @@ finds at least a twentieth as likely as the best (the figures behind the rule ar
 :mod:`mtkit.text.langid`). The identification runs here, on the event loop: 0.3-0.5 ms a
 caption, a text read up to its first 2,000 characters.
 
+A text whose translation degenerated and was made again by the decoding guard
+(:mod:`mtkit.engines.guard`) is named in ``"guard"``, beside ``translatedText``: per text how
+(``"lowercased"``...), null for the others; the field is there only when the guard fired.
+
 Problems raise :class:`ApiError`: an HTTP status and a JSON body that names the field.
 """
 
@@ -353,10 +357,13 @@ def build_response(
     texts: list[str],
     alternatives: list[list[str]],
     confidence: list[float] | None = None,
+    guard: list[str | None] | None = None,
 ) -> dict[str, Any]:
     """LibreTranslate's answer: a translation per text (and its ``alternatives``, per text;
     for ``"source": "auto"`` its ``detectedLanguage``); mtkit's ``confidence`` per text when
-    asked (rounded to 4 digits), and with ``flag_below`` the texts below it (``flagged``)."""
+    asked (rounded to 4 digits), and with ``flag_below`` the texts below it (``flagged``);
+    mtkit's ``guard`` per text (how the decoding guard translated it, or None) only where
+    the guard fired on one of the texts."""
     answer: dict[str, Any] = {"translatedText": texts if request.many else texts[0]}
     if request.alternatives:
         answer["alternatives"] = alternatives if request.many else alternatives[0]
@@ -366,6 +373,8 @@ def build_response(
         if request.flag_below is not None:
             low = [i for i, value in enumerate(confidence) if value < request.flag_below]
             answer["flagged"] = low if request.many else bool(low)
+    if guard is not None and any(guard):
+        answer["guard"] = guard if request.many else guard[0]
     if request.detected is not None:
         detected = [{"confidence": confidence, "language": language}
                     for language, confidence in request.detected]  # fmt: skip

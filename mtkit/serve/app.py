@@ -152,8 +152,11 @@ def create_app(service: Service) -> FastAPI:
             return error_response(err)
         state = request.scope.setdefault("state", {})
         state["lines"], state["tokens"] = answer.units, answer.tokens
-        return JSONResponse(build_response(checked, answer.texts, answer.alternatives,
-                                           answer.confidence))  # fmt: skip
+        return JSONResponse(
+            build_response(
+                checked, answer.texts, answer.alternatives, answer.confidence, answer.guard
+            )
+        )
 
     @app.get("/languages")
     async def languages() -> Any:

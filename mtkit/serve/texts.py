@@ -22,6 +22,7 @@ from mtkit.config import SearchConfig
 from mtkit.data.tokenizer import Tokenizer
 from mtkit.engines.base import Translation
 from mtkit.engines.confidence import Confidence
+from mtkit.engines.guard import joined_ways
 from mtkit.errors import MtkitError
 from mtkit.serve.api import ApiError, TranslateRequest, split_lines
 from mtkit.serve.batcher import Batcher, Closed, QueueFull
@@ -46,6 +47,7 @@ class Answer:
     units: int = 0
     tokens: int = 0
     confidence: list[float] | None = None  # per text, when the request asks for scores
+    guard: list[str | None] | None = None  # per text: how the decoding guard translated it
 
 
 def batcher_units(
@@ -88,7 +90,8 @@ def translate_request(
     if request.scores:  # a text of several lines: over all their pieces
         confidence = [concatenated([t.confidence or Confidence() for t in group]).probability
                       for group in _grouped(found[0], counts)]  # fmt: skip
-    return Answer(by_rank[0], alternatives, counted.lines, counted.tokens, confidence)
+    guard = [joined_ways(t.guard for t in group) for group in _grouped(found[0], counts)]
+    return Answer(by_rank[0], alternatives, counted.lines, counted.tokens, confidence, guard)
 
 
 def _grouped(items: list[TextTranslation], counts: list[int]) -> list[list[TextTranslation]]:

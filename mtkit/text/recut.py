@@ -23,6 +23,7 @@ from collections.abc import Sequence
 
 from mtkit.engines.base import Translation
 from mtkit.engines.confidence import Confidence
+from mtkit.engines.guard import joined_ways
 from mtkit.text.aligned import Piece, joined, located
 from mtkit.text.confidence import joined_confidence
 
@@ -80,7 +81,7 @@ def merged(
 ) -> list[list[Translation]]:
     """``results`` with each unit of ``parts`` replaced by its parts' best translations joined
     with a space (one hypothesis: scores summed; the alignment re-indexed to the unit, the
-    confidence joined)."""
+    confidence joined, how the decoding guard translated any part kept)."""
     out = [list(hyps) for hyps in results]
     at = 0
     for i, pieces in parts.items():
@@ -94,9 +95,18 @@ def merged(
         if kept:
             glue = [""] + [" "] * (len(kept) - 1) + [""]
             text, alignment = joined(units[i], kept, glue)
-            out[i] = [Translation(text, sum(h.score for h in hyps), sum(h.logprob for h in hyps),
-                                  sum(h.tokens for h in hyps), alignment,
-                                  _confidence(kept, hyps, glue))]  # fmt: skip
+            guard = joined_ways(h.guard for h in hyps)
+            out[i] = [
+                Translation(
+                    text,
+                    sum(h.score for h in hyps),
+                    sum(h.logprob for h in hyps),
+                    sum(h.tokens for h in hyps),
+                    alignment,
+                    _confidence(kept, hyps, glue),
+                    guard,
+                )
+            ]
     return out
 
 

@@ -29,6 +29,7 @@ from mtkit.data.tokenizer import Tokenizer
 from mtkit.engines.alignment import Alignment
 from mtkit.engines.base import Engine, Progress, Translation, one_line, warn
 from mtkit.engines.confidence import Confidence
+from mtkit.engines.guard import joined_ways
 from mtkit.errors import MtkitError
 from mtkit.text.aligned import Piece, joined, located
 from mtkit.text.annotated import AnnotatedText
@@ -83,11 +84,14 @@ class TextTranslation:
     """A text's translation, and its word alignment (Moses pairs over the text's and the
     translation's whitespace words; None unless asked for, or where the engine gives none)
     and confidence (over all its units' pieces and per whitespace word of ``text``:
-    :mod:`mtkit.text.confidence`; None unless asked for)."""
+    :mod:`mtkit.text.confidence`; None unless asked for); ``guard``: how the decoding guard
+    translated its units whose translation degenerated (:mod:`mtkit.engines.guard`), each
+    way once, in order, joined with commas (``lowercased,squeezed``); None where it did not."""
 
     text: str
     alignment: Alignment | None = None
     confidence: Confidence | None = None
+    guard: str | None = None
 
 
 @dataclass
@@ -172,7 +176,9 @@ class Segmented:
             if scores:
                 parts = [(p.translation, c) for p, c in zip(whole, scored, strict=True)]
                 confidence = joined_confidence(parts, gaps)
-            out.append(TextTranslation(*found, confidence))
+            units = [results[u] for u in range(at - sum(counts), at)]
+            guard = joined_ways(hyps[min(rank, len(hyps) - 1)].guard for hyps in units if hyps)
+            out.append(TextTranslation(*found, confidence, guard))
         return out
 
 

@@ -197,7 +197,7 @@ def test_model_end_to_end(tmp_path: Path) -> None:
     hyps = translate.translate_lines([str(ckpt)], sentences[:5], config)
     assert out.read_text(encoding="utf-8") == "".join(f"{h}\n" for h in hyps)
     expected = score([h.rstrip() for h in hyps], [sentences[5:10]], EvaluateConfig())
-    assert [item["score"] for item in json.loads(result.output)] == [r.score for r in expected]
+    assert [item["score"] for item in json.loads(result.stdout)] == [r.score for r in expected]
 
 
 def test_evaluate_a_multilingual_model(multi_run: Path, multi_dataset: Path, tmp_path: Path):

@@ -251,3 +251,40 @@ def test_target_language_errors_are_one_line_and_write_nothing(
     result = run(["-m", model, "-o", str(out), "-q", *args], stdin.encode())
     assert (result.exit_code, result.output) == (1, message)
     assert list(tmp_path.iterdir()) == []
+
+
+def caps_garbage(self, rows, search, phrases=None):
+    """NativeEngine.decode_batch as the demo model behaves on case: garbage for a line that
+    holds a character its lowercase vocabulary lacks (" ⁇ "), else one word per word."""
+    from mtkit.engines.base import Translation
+
+    texts = self.src_tokenizer.decode(rows)
+    return [
+        [
+            Translation(
+                "Ein „" + "G" * 12 + "…" if "⁇" in text else " ".join("wort" for _ in text.split()),
+                -1.0,
+                -2.0,
+                3,
+            )
+        ]
+        for text in texts
+    ]
+
+
+def test_a_degenerate_line_is_translated_again_with_a_warning(ckpt: str, monkeypatch) -> None:
+    from mtkit.engines.native import NativeEngine
+
+    monkeypatch.setattr(NativeEngine, "decode_batch", caps_garbage)
+    lines = b"a man\nA MAN RIDES\n\nThe Red Ball\n"
+    result = run(["-m", ckpt, *FAST, "-q"], lines)
+    assert result.exit_code == 0, result.output
+    assert result.stdout == "wort wort\nWORT WORT WORT\n\nWort Wort Wort\n"
+    warning = (
+        "mtkit translate: warning: line {}: a degenerate translation (a run of 12 'G'); "
+        "translated again lowercased, its case put back\n"
+    )
+    assert result.stderr == warning.format(2) + warning.format(4)
+    result = run(["-m", ckpt, *FAST, "-q", "--no-guard"], lines)
+    assert result.exit_code == 0 and result.stderr == ""
+    assert result.stdout.splitlines()[1] == "Ein „" + "G" * 12 + "…"

@@ -1,0 +1,241 @@
+"""The decoding guard: a line whose translation degenerates is translated another way.
+
+With ``SearchConfig.guard`` (the default), :meth:`Engine.translate
+<mtkit.engines.base.Engine.translate>` hands each line's best translation to :func:`guarded`
+after the search. One that is degenerate (:func:`mtkit.decoding.guard.degeneration`: a run of
+one character or one piece far beyond anything in its source, or far more pieces than the
+source has) is replaced by the first of these that is not:
+
+1. ``lowercased``: a source with an upper case letter, translated lowercased, the source's
+   case put back on the translation (:func:`~mtkit.decoding.guard.with_case`: ALL CAPS in,
+   ALL CAPS out; Title Case in, Title Case out; a sentence's first letter);
+2. ``split``: a source of more than ``SPLIT_PIECES`` (64) pieces and without constraints, cut
+   at whitespace into chunks of about equal size, at most 64 pieces each (or the engine's
+   limit), each translated, joined with spaces (an ALL CAPS or Title Case source lowercased
+   first and its case put back). One translation for the line, scores summed;
+3. ``squeezed``: the last translation made (the original, or a retry's), every run of one
+   character that its source does not have cut short (:func:`~mtkit.decoding.guard.squeezed`).
+
+So no translation holds a run of 10 identical characters that its source does not have. The
+line's translations (all of an n-best list) are replaced and carry how
+(:attr:`Translation.guard <mtkit.engines.base.Translation.guard>`), and one warning names
+the line, why and what was done. A clean translation is never touched, so the guard changes
+no output that is not degenerate. The retries run without the guard, each step one batch of
+all the lines it takes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, replace
+
+from mtkit.config import SearchConfig
+from mtkit.data.lines import Numbers, line_numbers
+from mtkit.data.tags import split_tag
+from mtkit.decoding.guard import (
+    SPLIT_PIECES,
+    TITLE,
+    UPPER,
+    case_pattern,
+    chunk_sizes,
+    degeneration,
+    squeezed,
+    with_case,
+)
+from mtkit.engines.base import Engine, Translation, warn
+from mtkit.engines.confidence import Confidence
+from mtkit.errors import MtkitError
+
+LOWERCASED, SPLIT, SQUEEZED = "lowercased", "split", "squeezed"
+
+
+@dataclass
+class _Line:
+    """A line whose translation degenerated, and what the guard has tried on it."""
+
+    index: int  # in the lines given
+    number: int  # in warnings
+    line: str
+    reason: str  # what was wrong with its translation
+    hyps: list[Translation]  # the last translations made
+    how: str = ""  # what gave them ("": the search)
+    done: bool = False  # a retry gave a clean translation
+
+    @property
+    def tag(self) -> str:
+        return split_tag(self.line)[0]
+
+    @property
+    def body(self) -> str:
+        """The line without a multilingual model's leading tag."""
+        return split_tag(self.line)[1]
+
+
+def guarded(
+    engine: Engine,
+    lines: Sequence[str],
+    sources: list[list[int]],
+    results: list[list[Translation]],
+    search: SearchConfig,
+    first_number: Numbers = 1,
+    constraints: Sequence[Sequence[str]] | None = None,
+) -> list[list[Translation]]:
+    """``results`` (each line's translations, ``sources`` its source piece ids) with every
+    line whose best translation degenerated translated again (the module's docstring)."""
+    numbers = line_numbers(first_number, len(lines))
+    reasons = _reasons(
+        engine, list(lines), sources, [hyps[0] if hyps else None for hyps in results]
+    )
+    bad = [_Line(i, numbers[i], lines[i], why, results[i]) for i, why in enumerate(reasons) if why]
+    if not bad:
+        return results
+    plain = search.replace(guard=False)
+    phrases = [[] for _ in lines] if constraints is None else [list(p) for p in constraints]
+    given = None if constraints is None else phrases
+    _lowercased(engine, [b for b in bad if any(c.isupper() for c in b.body)], plain, given)
+    _split(engine, [b for b in bad if not b.done and not phrases[b.index]], plain)
+    out = list(results)
+    for b in bad:
+        if not b.done:
+            b.hyps = [replace(h, text=squeezed(h.text, b.line)) for h in b.hyps]
+            b.how = SQUEEZED
+        out[b.index] = [replace(h, guard=b.how) for h in b.hyps]
+        _warn(b)
+    return out
+
+
+def _reasons(
+    engine: Engine, lines: list[str], sources: list[list[int]], best: list[Translation | None]
+) -> list[str | None]:
+    """Why each line's translation ``best`` is degenerate; None for a clean one (or none)."""
+    src, tgt = engine.src_tokenizer, engine.tgt_tokenizer
+    texts = [h.text for h in best if h is not None]
+    pieces = iter(tgt.encode(texts) if texts else [])
+    found: list[str | None] = []
+    for line, row, hyp in zip(lines, sources, best, strict=True):
+        if hyp is None:
+            found.append(None)
+            continue
+        target = [tgt.id_to_piece(i) for i in next(pieces)]
+        found.append(degeneration(line, [src.id_to_piece(i) for i in row], hyp.text, target))
+    return found
+
+
+def _lowercased(
+    engine: Engine, todo: list[_Line], search: SearchConfig, phrases: list[list[str]] | None
+) -> None:
+    """Step 1: each line translated lowercased, its case put back where that is clean. A
+    retry whose constraints no longer fit the length limit is left to the next step."""
+    if not todo:
+        return
+    lowered = [b.tag + b.body.lower() for b in todo]
+    try:
+        sources, found = engine.search_lines(
+            lowered,
+            search,
+            [b.number for b in todo],
+            quiet=True,
+            constraints=None if phrases is None else [phrases[b.index] for b in todo],
+        )
+    except MtkitError:
+        return
+    reasons = _reasons(engine, lowered, sources, [h[0] if h else None for h in found])
+    for b, hyps, why in zip(todo, found, reasons, strict=True):
+        if not hyps:
+            continue
+        pattern = case_pattern(b.body)
+        b.hyps = [replace(h, text=with_case(h.text, pattern)) for h in hyps]
+        b.how, b.done = LOWERCASED, why is None
+
+
+def _split(engine: Engine, todo: list[_Line], search: SearchConfig) -> None:
+    """Step 2: each long line in chunks, each chunk translated, the chunks' best joined (a
+    chunk leaves room for a multilingual model's tag within the engine's limit)."""
+    limit = max(1, min(SPLIT_PIECES, engine.max_source_pieces - 1))
+    plans = []  # (line, its chunks, its case pattern)
+    for b in todo:
+        pattern = case_pattern(b.body)
+        body = b.body.lower() if pattern in (UPPER, TITLE) else b.body
+        words = body.split()
+        counts = [len(ids) for ids in engine.src_tokenizer.encode(words)] if words else []
+        if sum(counts) <= limit:
+            continue
+        chunks, at = [], 0
+        for size in chunk_sizes(counts, limit):
+            chunks.append(" ".join(words[at : at + size]))
+            at += size
+        plans.append((b, chunks, pattern))
+    if not plans:
+        return
+    lines = [f"{b.tag} {chunk}" if b.tag else chunk for b, chunks, _ in plans for chunk in chunks]
+    numbers = [b.number for b, chunks, _ in plans for _ in chunks]
+    sources, found = engine.search_lines(lines, search, numbers, quiet=True)
+    reasons = iter(_reasons(engine, lines, sources, [h[0] if h else None for h in found]))
+    parts = iter(found)
+    nothing = Translation("", 0.0, 0.0, 0, (), Confidence())  # a chunk with no pieces
+    for b, chunks, pattern in plans:
+        best = [(next(parts) or [nothing])[0] for _ in chunks]
+        clean = all(next(reasons) is None for _ in chunks)
+        joined = joined_translation(best, [len(chunk.split()) for chunk in chunks])
+        b.hyps = [replace(joined, text=with_case(joined.text, pattern))]
+        b.how, b.done = SPLIT, clean
+
+
+def joined_translation(parts: Sequence[Translation], words: Sequence[int]) -> Translation:
+    """Translations of consecutive chunks of a line (of ``words`` source words each), one
+    after the other with a space: the texts joined, scores, log-probabilities and pieces
+    summed, word alignments re-indexed (a chunk's source words after the chunks' before it,
+    its target words after their translations') and confidences concatenated, each where
+    every part has one.
+
+    >>> a = Translation("Ein Hund", -1.0, -2.0, 3, ((0, 0), (1, 1)))
+    >>> b = Translation("rennt.", -0.5, -1.0, 2, ((0, 0),))
+    >>> joined_translation([a, b], [2, 1])
+    Translation(text='Ein Hund rennt.', score=-1.5, logprob=-3.0, tokens=5, \
+alignment=((0, 0), (1, 1), (2, 2)), confidence=None, guard=None)
+    """
+    texts = [p.text.strip() for p in parts]
+    alignment: tuple[tuple[int, int], ...] | None = ()
+    source = target = 0
+    for part, text, count in zip(parts, texts, words, strict=True):
+        if part.alignment is None or alignment is None:
+            alignment = None
+            continue
+        alignment += tuple((i + source, j + target) for i, j in part.alignment)
+        source, target = source + count, target + len(text.split())
+    confidence = None
+    scored = [p.confidence for p in parts if p.confidence is not None]
+    if len(scored) == len(parts):
+        confidence = Confidence(
+            tuple(t for c in scored for t in c.tokens),
+            tuple(w for c in scored for w in c.words),
+            sum((c.logprob for c in scored), 0.0),
+        )
+    return Translation(
+        " ".join(t for t in texts if t),
+        sum(p.score for p in parts),
+        sum(p.logprob for p in parts),
+        sum(p.tokens for p in parts),
+        alignment,
+        confidence,
+    )
+
+
+def joined_ways(ways: Iterable[str | None]) -> str | None:
+    """How the guard translated several units (:attr:`Translation.guard` values, or such
+    values joined already), each way once, in order, joined with commas; None for none.
+
+    >>> joined_ways([None, "lowercased", "split,lowercased", "squeezed"])
+    'lowercased,split,squeezed'
+    """
+    found = [w for way in ways for w in (way or "").split(",") if w]
+    return ",".join(dict.fromkeys(found)) or None
+
+
+def _warn(b: _Line) -> None:
+    what = {
+        LOWERCASED: "translated again lowercased, its case put back",
+        SPLIT: "translated again in parts",
+        SQUEEZED: "no retry helped: runs of one character the source lacks cut short",
+    }
+    warn(f"line {b.number}: a degenerate translation ({b.reason}); {what[b.how]}")

@@ -1,0 +1,179 @@
+"""The decoding guard in the engine skeleton (mtkit.engines.guard): a line whose translation
+degenerates is translated again, lowercased, in parts, or squeezed, with a warning; a clean
+line, or one whose source holds the run itself, is never touched."""
+
+from __future__ import annotations
+
+import doctest
+import re
+
+import pytest
+from guard_helpers import GARBAGE, Scripted, caps_garbage
+
+import mtkit.engines.guard
+from mtkit.config import SearchConfig
+from mtkit.decoding.guard import CHAR_RUN, char_runs
+from mtkit.engines.base import Translation
+from mtkit.engines.confidence import Confidence
+from mtkit.engines.guard import joined_translation
+
+LONG = " ".join(["the red dog runs on the blue street"] * 15)  # 120 words, 120 pieces
+
+
+def copy(source: str) -> str:
+    return f"de: {source}"
+
+
+def test_doctests() -> None:
+    assert doctest.testmod(mtkit.engines.guard).failed == 0
+
+
+def test_clean_lines_are_never_touched(capsys) -> None:
+    lines = ["a man rides", "A Man Rides", "A MAN RIDES.", "", LONG, "AAAAAAAAAAAA", "zzzzzzzzzzzz"]
+    engine = Scripted(copy)
+    found = engine.translate(lines)
+    assert found == engine.translate(lines, SearchConfig(guard=False))
+    assert [h[0].text for h in found if h] == [copy(line) for line in lines if line]
+    assert all(h.guard is None for hyps in found for h in hyps)
+    assert len(engine.seen) == 2 * 6  # no retry
+    assert "warning" not in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("source", "want"),
+    [
+        ("A MAN RIDES A BIKE.", "DE: A MAN RIDES A BIKE."),
+        ("A Man Rides A Bike", "De: A Man Rides A Bike"),
+        ("A man rides a bike.", "De: a man rides a bike."),
+        ("the DOG runs", "de: the dog runs"),
+    ],
+)
+def test_a_cased_line_is_translated_lowercased_its_case_put_back(source, want, capsys) -> None:
+    engine = Scripted(caps_garbage)
+    [[hyp]] = engine.translate([source], first_number=7)
+    assert (hyp.text, hyp.guard) == (want, "lowercased")
+    assert engine.sources() == [source, source.lower()]
+    err = capsys.readouterr().err
+    assert err == (
+        "mtkit translate: warning: line 7: a degenerate translation (a run of 12 'G'); "
+        "translated again lowercased, its case put back\n"
+    )
+
+
+def test_a_source_that_holds_the_run_itself_is_no_degeneration(capsys) -> None:
+    engine = Scripted(lambda source: source.lower())
+    found = engine.translate(["AAAAAAAAAAAA", "zzzzzzzzzzzz now", "Hmmmmmmmmmmmm"])
+    assert [h[0].guard for h in found] == [None, None, None]
+    assert capsys.readouterr().err == ""
+    longer = Scripted(lambda source: source + "zz")  # two more than the source has: fires
+    [[hyp]] = longer.translate(["zzzzzzzzzzzz"])
+    assert hyp.guard == "squeezed" and hyp.text == "zzzzzzzzzzzz"
+
+
+def test_a_long_line_is_translated_in_parts(capsys) -> None:
+    engine = Scripted(lambda s: "Ein verddddbbbbbbbbbb" if len(s.split()) > 64 else copy(s))
+    [[hyp]] = engine.translate([LONG], SearchConfig(scores=True))
+    parts = [s for s in engine.sources()[1:]]
+    assert len(parts) == 2 and " ".join(parts) == LONG  # cut at words, in order
+    assert all(len(engine.src_tokenizer.encode([p])[0]) <= 64 for p in parts)
+    assert hyp.guard == "split"
+    assert hyp.text == " ".join(copy(p) for p in parts)
+    assert hyp.score == -2.0 and hyp.logprob == -4.0  # summed
+    assert hyp.confidence is not None and len(hyp.confidence.words) == len(hyp.text.split())
+    assert "line 1: a degenerate translation (a run of 10 'b'); translated again in parts" in (
+        capsys.readouterr().err
+    )
+
+
+def test_a_long_all_caps_line_is_split_lowercased() -> None:
+    engine = Scripted(lambda s: GARBAGE if len(s.split()) > 64 or s != s.lower() else copy(s))
+    [[hyp]] = engine.translate([LONG.upper()])
+    assert engine.sources()[:2] == [LONG.upper(), LONG]  # lowercased first, then in parts
+    assert hyp.guard == "split" and hyp.text == hyp.text.upper()
+    assert hyp.text.replace("DE: ", "") == LONG.upper()
+
+
+def test_the_last_resort_squeezes_runs_the_source_lacks(capsys) -> None:
+    engine = Scripted(lambda s: "Ein GGGGGGGGGGGGGG und ...")
+    found = engine.translate(["a dog", "A DOG", "Hmmmmm", LONG])
+    assert [h[0].text for h in found] == [
+        "Ein GGG und ...",
+        "EIN GGG UND ...",
+        "Ein GGG und ...",
+        "Ein GGG und ... Ein GGG und ...",
+    ]
+    assert {h[0].guard for h in found} == {"squeezed"}  # the last retry's, squeezed:
+    assert len(engine.seen) == 4 + 2 + 2  # the lines, two lowercased, the long one in two
+    err = capsys.readouterr().err
+    assert err.count("no retry helped: runs of one character the source lacks cut short") == 4
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_no_output_holds_a_run_its_source_lacks(seed: int) -> None:
+    """Whatever the model writes, the guard's output has no run of 10 or more of a character
+    that its source has fewer of."""
+    import random
+
+    rng = random.Random(seed)
+
+    def wild(source: str) -> str:
+        return "".join(rng.choice("aGb ") * rng.randint(1, 25) for _ in range(6))
+
+    lines = ["a dog runs", "A DOG RUNS", "Zzzzzzzzzzzzz!", LONG]
+    for line, hyps in zip(lines, Scripted(wild).translate(lines), strict=True):
+        allowed = char_runs(line)
+        runs = [
+            (m.group(0)[0].casefold(), len(m.group(0)))
+            for m in re.finditer(r"(?i)(.)\1*", hyps[0].text)
+        ]
+        assert all(n < CHAR_RUN or n <= allowed.get(c, 0) for c, n in runs), hyps[0].text
+
+
+def test_every_hypothesis_of_an_nbest_line_is_the_retrys() -> None:
+    engine = Scripted(caps_garbage)
+    [hyps, clean] = engine.translate(["A DOG", "a cat"], SearchConfig(beam=3, nbest=3))
+    assert [h.text for h in hyps] == ["DE: A DOG", "DE: A DOG 1", "DE: A DOG 2"]
+    assert [h.guard for h in hyps] == ["lowercased"] * 3
+    assert [h.guard for h in clean] == [None] * 3
+
+
+def test_without_the_guard_a_degenerate_line_stays(capsys) -> None:
+    engine = Scripted(caps_garbage)
+    [[hyp]] = engine.translate(["A DOG"], SearchConfig(guard=False))
+    assert hyp.text == GARBAGE
+    assert hyp.guard is None and capsys.readouterr().err == ""
+
+
+def test_line_numbers_name_the_lines(capsys) -> None:
+    Scripted(caps_garbage).translate(["a dog", "A DOG", "", "A CAT"], first_number=[4, 9, 10, 12])
+    err = capsys.readouterr().err
+    assert re.findall(r"line (\d+):", err) == ["9", "12"]
+
+
+def test_a_constrained_line_keeps_its_constraints_and_is_not_split() -> None:
+    engine = Scripted(lambda s: GARBAGE if len(s.split()) > 64 or s != s.lower() else copy(s))
+    search = SearchConfig(constraints="unordered", max_len_a=3.0)
+    found = engine.translate(["A DOG", LONG], search, constraints=[["Hund"], ["Straße"]])
+    assert [h[0].guard for h in found] == ["lowercased", "squeezed"]
+    hund = engine.tgt_tokenizer.encode(["Hund"])[0]
+    assert ("a dog", [hund]) in engine.seen
+    assert len(engine.seen) == 3  # the long line: no parts, since its constraints are the line's
+
+
+def test_joined_parts_keep_alignment_and_confidence() -> None:
+    a = Translation(
+        "Ein Hund",
+        -1.0,
+        -2.0,
+        3,
+        ((0, 0), (1, 1)),
+        Confidence((-1.0, -0.5, -0.5), ((-1.0,), (-0.5,)), -2.0),
+    )
+    b = Translation(" läuft ", -0.5, -1.0, 1, ((1, 0),), Confidence((-0.6, -0.4), ((-0.6,),), -1.0))
+    joined = joined_translation([a, b], [3, 2])
+    assert joined.text == "Ein Hund läuft"
+    assert joined.alignment == ((0, 0), (1, 1), (4, 2))  # b's source words come after a's 3
+    assert joined.confidence == Confidence(
+        (-1.0, -0.5, -0.5, -0.6, -0.4), ((-1.0,), (-0.5,), (-0.6,)), -3.0
+    )
+    assert joined_translation([a, Translation("x", 0.0, 0.0)], [2, 1]).alignment is None
