@@ -16,6 +16,7 @@ from torch import Tensor, nn
 from mtkit.allocator import keep_freed_memory
 from mtkit.checkpoint import Checkpoint, load_for_inference
 from mtkit.config import SearchConfig, TranslateConfig, alignment_layer
+from mtkit.cpu import Resolved
 from mtkit.data.shortlist import Shortlist, read_shortlist_for
 from mtkit.data.tags import check_target
 from mtkit.data.tokenizer import Tokenizer
@@ -216,14 +217,14 @@ def check_ensemble(paths: list[str], tokenizers: list[tuple[Tokenizer, Tokenizer
                 )
 
 
-def _settings(config: TranslateConfig, announce: bool) -> tuple[torch.device, str]:
-    """The device and resolved dtype (refused in one line if the device cannot run it)."""
+def _settings(config: TranslateConfig) -> tuple[torch.device, Resolved]:
+    """The device and resolved dtype (refused in one line if the device cannot run it); what
+    ``--dtype auto`` chose is announced once every option is checked, so that a refused
+    option is the only line a user reads."""
     device = torch_device(config.device)
     dtype = resolve_dtype(device.type, config.dtype, config.quantize)
     check_precision(device, dtype.name, config.quantize)
-    if announce:
-        announce_dtype(config.dtype, dtype)
-    return device, dtype.name
+    return device, dtype
 
 
 def _shortlist(config: TranslateConfig, src: Tokenizer, tgt: Tokenizer) -> Shortlist | None:
@@ -236,13 +237,14 @@ def _shortlist(config: TranslateConfig, src: Tokenizer, tgt: Tokenizer) -> Short
 def describe(checkpoints: list[str], config: TranslateConfig) -> ModelInfo:
     """What the engine would know of ``checkpoints`` (tokenizers, limits, languages), checked
     as :func:`load` checks them, without building a model: for a process that only encodes."""
-    _settings(config, announce=True)
+    _, resolved = _settings(config)
     ckpts = [Checkpoint.load(path) for path in checkpoints]
     pairs = [ckpt.tokenizers() for ckpt in ckpts]
     check_ensemble(checkpoints, pairs)
     describe_draft(config, checkpoints[0], pairs[0])
     check_target(config.tgt_lang, pairs[0][0].tags)
     _shortlist(config, *pairs[0])
+    announce_dtype(config.dtype, resolved)
     positions = min(ckpt.model_config.max_positions for ckpt in ckpts)
     return ModelInfo(*pairs[0], positions, ckpts[0].languages)
 
@@ -250,7 +252,8 @@ def describe(checkpoints: list[str], config: TranslateConfig) -> ModelInfo:
 def load(checkpoints: list[str], config: TranslateConfig, announce: bool = True) -> NativeEngine:
     """Load one checkpoint, or several as an ensemble, prepared for ``config``'s device
     (``announce``: say what ``--dtype auto`` chose; workers of a parallel engine do not)."""
-    device, dtype = _settings(config, announce)
+    device, resolved = _settings(config)
+    dtype = resolved.name
     if config.threads > 0:
         torch.set_num_threads(config.threads)
     if device.type == "cpu":
@@ -274,4 +277,6 @@ def load(checkpoints: list[str], config: TranslateConfig, announce: bool = True)
     engine._generator(config.search)
     engine.draft = load_draft(config, checkpoints[0], (first.src_tokenizer, first.tgt_tokenizer),
                               device, dtype)  # fmt: skip
+    if announce:
+        announce_dtype(config.dtype, resolved)
     return engine
