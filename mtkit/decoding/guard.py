@@ -11,7 +11,9 @@ degenerate when it holds
   source's longest run of that character;
 - a run of one target piece longer than ``max(PIECE_FLOOR, s) + PIECE_SLACK`` pieces (3 and
   3: 7 at least; s the source's longest run of one piece), unless the run's text occurs in
-  the source (a number copied, which the target vocabulary cuts into other pieces);
+  the source (a number copied, which the target vocabulary cuts into other pieces); the same
+  for a run of one word (whitespace-separated, case folded) against the source's word runs,
+  a loop of a word made of several pieces (``rennt rennt rennt ...``);
 - more than ``LENGTH_A * p + LENGTH_B`` pieces for a source of p pieces (3 and 10).
 
 Clean text is far from these (Multi30k, 29,000 training pairs, each of en-de, de-en, en-fr,
@@ -96,6 +98,8 @@ def degeneration(
     "a run of 7 pieces '▁der'"
     >>> degeneration("a dog", ["▁a", "▁dog"], "ein Hund", ["▁ein", "▁H", "und"] * 6)
     '18 pieces for 2 source pieces'
+    >>> degeneration("dogs run", ["▁dogs", "▁run"], "Hunde" + " rennt" * 7, ["▁Hu", "▁r", "t"])
+    "a run of 7 words 'rennt'"
     """
     for run in _LONG_RUN.finditer(text):  # the runs of CHAR_RUN or more, case folded
         length, char = len(run.group()), run.group()[0]
@@ -105,6 +109,10 @@ def degeneration(
     for piece, run in piece_runs(pieces):
         if run > limit and not _copied(piece, run, source):
             return f"a run of {run} pieces {piece!r}"
+    words = piece_limit(source.casefold().split())
+    for word, run in piece_runs(text.casefold().split()):
+        if run > words and not _copied(f"{WORD_START}{word}", run, source):
+            return f"a run of {run} words {word!r}"
     if len(pieces) > length_limit(len(source_pieces)):
         return f"{len(pieces)} pieces for {len(source_pieces)} source pieces"
     return None

@@ -13,7 +13,10 @@ source has) is replaced by the first of these that is not:
    at whitespace into chunks of about equal size, at most 64 pieces each (or the engine's
    limit), each translated, joined with spaces (an ALL CAPS or Title Case source lowercased
    first and its case put back). One translation for the line, scores summed;
-3. ``squeezed``: the last translation made (the original, or a retry's), every run of one
+3. ``norepeat``: translated again (as in step 1 or 2: lowercased where cased, in parts where
+   long) with every repeated n-gram of ``NO_REPEAT`` (3) pieces banned (``--no-repeat-ngram
+   3``), which no loop survives; skipped where the search bans repeats already;
+4. ``squeezed``: the last translation made (the original, or a retry's), every run of one
    character that its source does not have cut short (:func:`~mtkit.decoding.guard.squeezed`).
 
 So no translation holds a run of 10 identical characters that its source does not have. The
@@ -46,7 +49,8 @@ from mtkit.engines.base import Engine, Translation, warn
 from mtkit.engines.confidence import Confidence
 from mtkit.errors import MtkitError
 
-LOWERCASED, SPLIT, SQUEEZED = "lowercased", "split", "squeezed"
+LOWERCASED, SPLIT, NO_REPEATS, SQUEEZED = "lowercased", "split", "norepeat", "squeezed"
+NO_REPEAT = 3  # the n-gram size step 3 bans repeats of
 
 
 @dataclass
@@ -92,8 +96,12 @@ def guarded(
     plain = search.replace(guard=False)
     phrases = [[] for _ in lines] if constraints is None else [list(p) for p in constraints]
     given = None if constraints is None else phrases
-    _lowercased(engine, [b for b in bad if any(c.isupper() for c in b.body)], plain, given)
-    _split(engine, [b for b in bad if not b.done and not phrases[b.index]], plain)
+    _again(engine, [b for b in bad if any(c.isupper() for c in b.body)], plain, given, LOWERCASED)
+    _split(engine, [b for b in bad if not b.done and not phrases[b.index]], plain, SPLIT)
+    if not plain.no_repeat_ngram:
+        banned = plain.replace(no_repeat_ngram=NO_REPEAT)
+        _split(engine, [b for b in bad if not b.done and not phrases[b.index]], banned, NO_REPEATS)
+        _again(engine, [b for b in bad if not b.done], banned, given, NO_REPEATS)
     out = list(results)
     for b in bad:
         if not b.done:
@@ -121,11 +129,16 @@ def _reasons(
     return found
 
 
-def _lowercased(
-    engine: Engine, todo: list[_Line], search: SearchConfig, phrases: list[list[str]] | None
+def _again(
+    engine: Engine,
+    todo: list[_Line],
+    search: SearchConfig,
+    phrases: list[list[str]] | None,
+    how: str,
 ) -> None:
-    """Step 1: each line translated lowercased, its case put back where that is clean. A
-    retry whose constraints no longer fit the length limit is left to the next step."""
+    """Steps 1 and 3: each line translated again with ``search``, lowercased where it has an
+    upper case letter, its case put back. A retry whose constraints no longer fit the length
+    limit is left to the next step."""
     if not todo:
         return
     lowered = [b.tag + b.body.lower() for b in todo]
@@ -145,12 +158,13 @@ def _lowercased(
             continue
         pattern = case_pattern(b.body)
         b.hyps = [replace(h, text=with_case(h.text, pattern)) for h in hyps]
-        b.how, b.done = LOWERCASED, why is None
+        b.how, b.done = how, why is None
 
 
-def _split(engine: Engine, todo: list[_Line], search: SearchConfig) -> None:
-    """Step 2: each long line in chunks, each chunk translated, the chunks' best joined (a
-    chunk leaves room for a multilingual model's tag within the engine's limit)."""
+def _split(engine: Engine, todo: list[_Line], search: SearchConfig, how: str) -> None:
+    """Steps 2 and 3: each long line in chunks, each chunk translated with ``search``, the
+    chunks' best joined (a chunk leaves room for a multilingual model's tag within the
+    engine's limit)."""
     limit = max(1, min(SPLIT_PIECES, engine.max_source_pieces - 1))
     plans = []  # (line, its chunks, its case pattern)
     for b in todo:
@@ -178,7 +192,7 @@ def _split(engine: Engine, todo: list[_Line], search: SearchConfig) -> None:
         clean = all(next(reasons) is None for _ in chunks)
         joined = joined_translation(best, [len(chunk.split()) for chunk in chunks])
         b.hyps = [replace(joined, text=with_case(joined.text, pattern))]
-        b.how, b.done = SPLIT, clean
+        b.how, b.done = joined_ways([SPLIT, how]) or SPLIT, clean
 
 
 def joined_translation(parts: Sequence[Translation], words: Sequence[int]) -> Translation:
@@ -236,6 +250,8 @@ def _warn(b: _Line) -> None:
     what = {
         LOWERCASED: "translated again lowercased, its case put back",
         SPLIT: "translated again in parts",
+        f"{SPLIT},{NO_REPEATS}": f"translated again in parts, repeated {NO_REPEAT}-grams banned",
+        NO_REPEATS: f"translated again, repeated {NO_REPEAT}-grams banned",
         SQUEEZED: "no retry helped: runs of one character the source lacks cut short",
     }
     warn(f"line {b.number}: a degenerate translation ({b.reason}); {what[b.how]}")

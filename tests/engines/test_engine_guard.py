@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import doctest
 import re
+from dataclasses import replace
 
 import pytest
 from guard_helpers import GARBAGE, Scripted, caps_garbage
@@ -100,10 +101,11 @@ def test_the_last_resort_squeezes_runs_the_source_lacks(capsys) -> None:
         "Ein GGG und ...",
         "EIN GGG UND ...",
         "Ein GGG und ...",
-        "Ein GGG und ... Ein GGG und ...",
+        "Ein GGG und ...",
     ]
     assert {h[0].guard for h in found} == {"squeezed"}  # the last retry's, squeezed:
-    assert len(engine.seen) == 4 + 2 + 2  # the lines, two lowercased, the long one in two
+    # the lines, two lowercased, the long one in two; repeats banned: in two again, then all
+    assert len(engine.seen) == 4 + 2 + 2 + 2 + 4
     err = capsys.readouterr().err
     assert err.count("no retry helped: runs of one character the source lacks cut short") == 4
 
@@ -157,7 +159,11 @@ def test_a_constrained_line_keeps_its_constraints_and_is_not_split() -> None:
     assert [h[0].guard for h in found] == ["lowercased", "squeezed"]
     hund = engine.tgt_tokenizer.encode(["Hund"])[0]
     assert ("a dog", [hund]) in engine.seen
-    assert len(engine.seen) == 3  # the long line: no parts, since its constraints are the line's
+    # the long line: no parts, since its constraints are the line's; again with repeats banned,
+    # its constraints kept
+    strasse = engine.tgt_tokenizer.encode(["Straße"])[0]
+    assert len(engine.seen) == 4
+    assert [s for s in engine.seen if s[0] == LONG] == [(LONG, [strasse])] * 2
 
 
 def test_joined_parts_keep_alignment_and_confidence() -> None:
@@ -177,3 +183,29 @@ def test_joined_parts_keep_alignment_and_confidence() -> None:
         (-1.0, -0.5, -0.5, -0.6, -0.4), ((-1.0,), (-0.5,), (-0.6,)), -3.0
     )
     assert joined_translation([a, Translation("x", 0.0, 0.0)], [2, 1]).alignment is None
+
+
+class Looping(Scripted):
+    """A model that loops on its own unless the search bans repeated n-grams."""
+
+    def decode_batch(self, rows, search, phrases=None):
+        found = super().decode_batch(rows, search, phrases)
+        if search.no_repeat_ngram:
+            return found
+        return [[replace(h, text="ein Hund " + "rennt " * 9) for h in hyps] for hyps in found]
+
+
+def test_a_loop_no_retry_ends_is_translated_with_repeats_banned(capsys) -> None:
+    engine = Looping(copy)
+    found = engine.translate(["a dog runs", "A DOG RUNS", LONG])
+    assert [h[0].guard for h in found] == ["norepeat", "norepeat", "split,norepeat"]
+    assert [h[0].text for h in found[:2]] == ["de: a dog runs", "DE: A DOG RUNS"]
+    chunks = [s for s in engine.sources() if s in LONG and s != LONG][-2:]  # the banned parts
+    assert " ".join(chunks) == LONG and found[2][0].text == " ".join(map(copy, chunks))
+    err = capsys.readouterr().err
+    assert "line 1: a degenerate translation (a run of 9 words 'rennt')" in err
+    assert err.count("translated again, repeated 3-grams banned") == 2
+    assert "line 3: " in err and "translated again in parts, repeated 3-grams banned" in err
+    loops = Scripted(lambda s: "ein Hund" + " rennt" * 9)
+    [[hyp]] = loops.translate(["a dog runs"], SearchConfig(no_repeat_ngram=4))
+    assert hyp.guard == "squeezed" and len(loops.seen) == 1  # repeats banned already: no retry
