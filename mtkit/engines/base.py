@@ -145,15 +145,15 @@ class Engine(ABC):
         nothing to translate. ``first_number`` numbers the lines in warnings (or gives each
         line's number); ``progress`` is told how many lines each batch finished. With
         ``search.constraints``, ``constraints`` are each line's target phrases (none: every
-        line unconstrained), which its translations contain. With ``search.guard`` a line
-        whose translation degenerates is translated another way (:mod:`mtkit.engines.guard`)."""
+        line unconstrained), which its translations contain. With ``search.guard`` an ALL
+        CAPS or Title Case line is translated lowercased, its case put back, and a line whose
+        translation degenerates is translated another way (:mod:`mtkit.engines.guard`)."""
         search = search or self.config.search
-        sources, results = self.search_lines(lines, search, first_number, progress, constraints)
         if not search.guard:
-            return results
+            return self.search_lines(lines, search, first_number, progress, constraints)[1]
         from mtkit.engines.guard import guarded  # it calls back here: imported when used
 
-        return guarded(self, lines, sources, results, search, first_number, constraints)
+        return guarded(self, lines, search, first_number, progress, constraints)
 
     def search_lines(
         self,

@@ -1,10 +1,15 @@
 """The decoding guard: a line whose translation degenerates is translated another way.
 
 With ``SearchConfig.guard`` (the default), :meth:`Engine.translate
-<mtkit.engines.base.Engine.translate>` hands each line's best translation to :func:`guarded`
-after the search. One that is degenerate (:func:`mtkit.decoding.guard.degeneration`: a run of
-one character or one piece far beyond anything in its source, or far more pieces than the
-source has) is replaced by the first of these that is not:
+<mtkit.engines.base.Engine.translate>` searches through :func:`guarded`. A line in ALL CAPS,
+or in Title Case of three words or more, without constraints, is searched lowercased and its
+case put back on every translation (``recased``): a model learns such text from few
+examples, if any, and one trained on clean text falls into loops on it (the demo model: 0.0
+BLEU on uppercased captions, against 27 for the same captions lowercased). Then each line's
+best translation is checked. One that is degenerate
+(:func:`mtkit.decoding.guard.degeneration`: a run of one character or one piece far beyond
+anything in its source, or far more pieces than the source has) is replaced by the first of
+these that is not:
 
 1. ``lowercased``: a source with an upper case letter, translated lowercased, the source's
    case put back on the translation (:func:`~mtkit.decoding.guard.with_case`: ALL CAPS in,
@@ -45,11 +50,13 @@ from mtkit.decoding.guard import (
     squeezed,
     with_case,
 )
-from mtkit.engines.base import Engine, Translation, warn
+from mtkit.engines.base import Engine, Progress, Translation, warn
 from mtkit.engines.confidence import Confidence
 from mtkit.errors import MtkitError
 
 LOWERCASED, SPLIT, NO_REPEATS, SQUEEZED = "lowercased", "split", "norepeat", "squeezed"
+RECASED = "recased"  # an ALL CAPS or Title Case line, translated lowercased from the start
+RECASE_WORDS = 3  # a Title Case line of fewer words is translated as it is
 NO_REPEAT = 3  # the n-gram size step 3 bans repeats of
 
 
@@ -76,6 +83,49 @@ class _Line:
 
 
 def guarded(
+    engine: Engine,
+    lines: Sequence[str],
+    search: SearchConfig,
+    first_number: Numbers = 1,
+    progress: Progress | None = None,
+    constraints: Sequence[Sequence[str]] | None = None,
+) -> list[list[Translation]]:
+    """:meth:`Engine.search_lines` with the guard: ALL CAPS and Title Case lines searched
+    lowercased, their case put back; then every line whose best translation degenerated
+    translated again (the module's docstring)."""
+    patterns = [
+        _recase(line, constraints is not None and bool(constraints[i]))
+        for i, line in enumerate(lines)
+    ]
+    shown = [
+        line if pattern is None else split_tag(line)[0] + split_tag(line)[1].lower()
+        for line, pattern in zip(lines, patterns, strict=True)
+    ]
+    sources, results = engine.search_lines(shown, search, first_number, progress, constraints)
+    results = _retried(engine, shown, sources, results, search, first_number, constraints)
+    return [
+        hyps
+        if pattern is None
+        else [
+            replace(h, text=with_case(h.text, pattern), guard=joined_ways([RECASED, h.guard]))
+            for h in hyps
+        ]
+        for hyps, pattern in zip(results, patterns, strict=True)
+    ]
+
+
+def _recase(line: str, constrained: bool) -> str | None:
+    """The case to put back on a line translated lowercased: ALL CAPS (two cased letters or
+    more) or Title Case of ``RECASE_WORDS`` words or more, and no constraints (their target
+    phrases would be cased too); None: the line is translated as it is."""
+    body = split_tag(line)[1]
+    pattern = case_pattern(body)
+    if constrained or pattern not in (UPPER, TITLE):
+        return None
+    return pattern if pattern == UPPER or len(body.split()) >= RECASE_WORDS else None
+
+
+def _retried(
     engine: Engine,
     lines: Sequence[str],
     sources: list[list[int]],

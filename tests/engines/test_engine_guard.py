@@ -30,7 +30,7 @@ def test_doctests() -> None:
 
 
 def test_clean_lines_are_never_touched(capsys) -> None:
-    lines = ["a man rides", "A Man Rides", "A MAN RIDES.", "", LONG, "AAAAAAAAAAAA", "zzzzzzzzzzzz"]
+    lines = ["a man rides", "A Man", "A man rides.", "", LONG, "Aaaaaaaaaaaa", "zzzzzzzzzzzz"]
     engine = Scripted(copy)
     found = engine.translate(lines)
     assert found == engine.translate(lines, SearchConfig(guard=False))
@@ -43,8 +43,7 @@ def test_clean_lines_are_never_touched(capsys) -> None:
 @pytest.mark.parametrize(
     ("source", "want"),
     [
-        ("A MAN RIDES A BIKE.", "DE: A MAN RIDES A BIKE."),
-        ("A Man Rides A Bike", "De: A Man Rides A Bike"),
+        ("A Man", "De: A Man"),  # Title Case of two words: not recased from the start
         ("A man rides a bike.", "De: a man rides a bike."),
         ("the DOG runs", "de: the dog runs"),
     ],
@@ -61,9 +60,39 @@ def test_a_cased_line_is_translated_lowercased_its_case_put_back(source, want, c
     )
 
 
+@pytest.mark.parametrize(
+    ("source", "want"),
+    [
+        ("A MAN RIDES A BIKE.", "DE: A MAN RIDES A BIKE."),
+        ("NASA", "DE: NASA"),
+        ("A Man Rides Home", "De: A Man Rides Home"),
+        (">>de<< A MAN RIDES", "DE: >>DE<< A MAN RIDES"),  # the tag kept as it is
+    ],
+)
+def test_all_caps_and_title_case_are_translated_lowercased_from_the_start(
+    source, want, capsys
+) -> None:
+    engine = Scripted(copy)
+    [[hyp]] = engine.translate([source])
+    assert (hyp.text, hyp.guard) == (want, "recased")
+    tag, _, body = source.rpartition("<< ")
+    assert engine.sources() == [f"{tag}<< {body.lower()}" if tag else source.lower()]
+    assert capsys.readouterr().err == ""  # no warning: nothing went wrong
+    plain = Scripted(copy)
+    [[hyp]] = plain.translate([source], SearchConfig(guard=False))
+    assert (hyp.text, hyp.guard, plain.sources()) == (copy(source), None, [source])
+
+
+def test_a_constrained_all_caps_line_is_translated_as_it_is() -> None:
+    engine = Scripted(copy)
+    search = SearchConfig(constraints="unordered")
+    [[hyp]] = engine.translate(["A DOG RUNS"], search, constraints=[["Hund"]])
+    assert hyp.guard is None and engine.sources() == ["A DOG RUNS"]
+
+
 def test_a_source_that_holds_the_run_itself_is_no_degeneration(capsys) -> None:
     engine = Scripted(lambda source: source.lower())
-    found = engine.translate(["AAAAAAAAAAAA", "zzzzzzzzzzzz now", "Hmmmmmmmmmmmm"])
+    found = engine.translate(["Aaaaaaaaaaaa", "zzzzzzzzzzzz now", "Hmmmmmmmmmmmm"])
     assert [h[0].guard for h in found] == [None, None, None]
     assert capsys.readouterr().err == ""
     longer = Scripted(lambda source: source + "zz")  # two more than the source has: fires
@@ -86,11 +115,11 @@ def test_a_long_line_is_translated_in_parts(capsys) -> None:
     )
 
 
-def test_a_long_all_caps_line_is_split_lowercased() -> None:
+def test_a_long_all_caps_line_is_recased_then_split() -> None:
     engine = Scripted(lambda s: GARBAGE if len(s.split()) > 64 or s != s.lower() else copy(s))
     [[hyp]] = engine.translate([LONG.upper()])
-    assert engine.sources()[:2] == [LONG.upper(), LONG]  # lowercased first, then in parts
-    assert hyp.guard == "split" and hyp.text == hyp.text.upper()
+    assert engine.sources()[0] == LONG  # lowercased from the start, then in parts
+    assert hyp.guard == "recased,split" and hyp.text == hyp.text.upper()
     assert hyp.text.replace("DE: ", "") == LONG.upper()
 
 
@@ -103,9 +132,10 @@ def test_the_last_resort_squeezes_runs_the_source_lacks(capsys) -> None:
         "Ein GGG und ...",
         "Ein GGG und ...",
     ]
-    assert {h[0].guard for h in found} == {"squeezed"}  # the last retry's, squeezed:
-    # the lines, two lowercased, the long one in two; repeats banned: in two again, then all
-    assert len(engine.seen) == 4 + 2 + 2 + 2 + 4
+    assert [h[0].guard for h in found] == ["squeezed", "recased,squeezed", "squeezed", "squeezed"]
+    # the lines (A DOG lowercased), Hmmmmm lowercased, the long one in two; repeats banned: in
+    # two again, then all
+    assert len(engine.seen) == 4 + 1 + 2 + 2 + 4
     err = capsys.readouterr().err
     assert err.count("no retry helped: runs of one character the source lacks cut short") == 4
 
@@ -133,8 +163,8 @@ def test_no_output_holds_a_run_its_source_lacks(seed: int) -> None:
 
 def test_every_hypothesis_of_an_nbest_line_is_the_retrys() -> None:
     engine = Scripted(caps_garbage)
-    [hyps, clean] = engine.translate(["A DOG", "a cat"], SearchConfig(beam=3, nbest=3))
-    assert [h.text for h in hyps] == ["DE: A DOG", "DE: A DOG 1", "DE: A DOG 2"]
+    [hyps, clean] = engine.translate(["A dog", "a cat"], SearchConfig(beam=3, nbest=3))
+    assert [h.text for h in hyps] == ["De: a dog", "De: a dog 1", "De: a dog 2"]
     assert [h.guard for h in hyps] == ["lowercased"] * 3
     assert [h.guard for h in clean] == [None] * 3
 
@@ -147,7 +177,7 @@ def test_without_the_guard_a_degenerate_line_stays(capsys) -> None:
 
 
 def test_line_numbers_name_the_lines(capsys) -> None:
-    Scripted(caps_garbage).translate(["a dog", "A DOG", "", "A CAT"], first_number=[4, 9, 10, 12])
+    Scripted(caps_garbage).translate(["a dog", "A dog", "", "A cat"], first_number=[4, 9, 10, 12])
     err = capsys.readouterr().err
     assert re.findall(r"line (\d+):", err) == ["9", "12"]
 
@@ -198,7 +228,7 @@ class Looping(Scripted):
 def test_a_loop_no_retry_ends_is_translated_with_repeats_banned(capsys) -> None:
     engine = Looping(copy)
     found = engine.translate(["a dog runs", "A DOG RUNS", LONG])
-    assert [h[0].guard for h in found] == ["norepeat", "norepeat", "split,norepeat"]
+    assert [h[0].guard for h in found] == ["norepeat", "recased,norepeat", "split,norepeat"]
     assert [h[0].text for h in found[:2]] == ["de: a dog runs", "DE: A DOG RUNS"]
     chunks = [s for s in engine.sources() if s in LONG and s != LONG][-2:]  # the banned parts
     assert " ".join(chunks) == LONG and found[2][0].text == " ".join(map(copy, chunks))

@@ -69,11 +69,11 @@ def post(service: Service, fields: dict[str, Any]) -> tuple[int, dict[str, Any]]
 
 
 def test_a_guarded_text_is_flagged(service: Service) -> None:
-    status, answer = post(service, {"q": ["A DOG RUNS.", "a cat", "", "The Red Ball"]})
+    status, answer = post(service, {"q": ["A DOG RUNS.", "a cat", "", "A dog."]})
     assert status == 200, answer
     assert answer == {
-        "translatedText": ["DE: A DOG RUNS.", "de: a cat", "", "De: The Red Ball"],
-        "guard": ["lowercased", None, None, "lowercased"],
+        "translatedText": ["DE: A DOG RUNS.", "de: a cat", "", "De: a dog."],
+        "guard": ["recased", None, None, "lowercased"],
     }
 
 
@@ -92,7 +92,7 @@ def test_the_flag_goes_beside_the_confidence(service: Service) -> None:
     status, answer = post(service, {"q": "a cat\nA DOG", "split": False, "scores": True})
     assert status == 200, answer
     assert answer["translatedText"] == "de: a cat\nDE: A DOG"
-    assert answer["guard"] == "lowercased" and 0 < answer["confidence"] <= 1
+    assert answer["guard"] == "recased" and 0 < answer["confidence"] <= 1
 
 
 def test_a_server_without_the_guard_answers_what_the_model_wrote() -> None:
