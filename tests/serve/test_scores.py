@@ -2,19 +2,17 @@
 
 from __future__ import annotations
 
-import asyncio
-import json
 from collections.abc import Iterator
-from typing import Any
 
 import pytest
 
 pytest.importorskip("fastapi", reason="needs the 'serve' extra: pip install -e '.[serve]'")
 
+from asgi_helpers import post  # noqa: E402
+
 from mtkit.config import SearchConfig, ServeConfig, TranslateConfig  # noqa: E402
 from mtkit.pipeline.serve import load_model  # noqa: E402
 from mtkit.serve.api import ApiError, parse_request  # noqa: E402
-from mtkit.serve.app import create_app  # noqa: E402
 from mtkit.serve.service import Service  # noqa: E402
 from mtkit.text import TextOptions, translate_texts  # noqa: E402
 from mtkit.text.confidence import concatenated  # noqa: E402
@@ -31,28 +29,6 @@ def service(ckpt: str) -> Iterator[Service]:
     model = load_model([ckpt], config, serve)
     yield Service(serve, model)
     model.batcher.close(10)
-
-
-def post(service: Service, fields: dict[str, Any]) -> tuple[int, dict[str, Any]]:
-    """POST /translate with a JSON body, through the app's ASGI interface."""
-    body = json.dumps({"source": "en", "target": "de", **fields}).encode()
-    scope = {"type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1",
-             "method": "POST", "scheme": "http", "path": "/translate",
-             "raw_path": b"/translate", "query_string": b"", "root_path": "",
-             "headers": [(b"content-type", b"application/json"),
-                         (b"content-length", str(len(body)).encode())],
-             "client": ("127.0.0.1", 9), "server": ("test", 80)}  # fmt: skip
-    incoming = [{"type": "http.request", "body": body, "more_body": False}]
-    sent: list[dict] = []
-
-    async def receive() -> dict:
-        return incoming.pop(0) if incoming else {"type": "http.disconnect"}
-
-    async def send(message: dict) -> None:
-        sent.append(message)
-
-    asyncio.run(create_app(service)(scope, receive, send))
-    return sent[0]["status"], json.loads(b"".join(m.get("body", b"") for m in sent[1:]))
 
 
 @pytest.mark.parametrize("split", [True, False])

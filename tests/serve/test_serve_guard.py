@@ -3,22 +3,19 @@
 
 from __future__ import annotations
 
-import asyncio
-import json
 import sys
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 pytest.importorskip("fastapi", reason="needs the 'serve' extra: pip install -e '.[serve]'")
 
 sys.path.insert(0, str(Path(__file__).parents[1] / "engines"))
+from asgi_helpers import post  # noqa: E402
 from guard_helpers import GARBAGE, Scripted, caps_garbage  # noqa: E402
 
 from mtkit.config import ServeConfig  # noqa: E402
-from mtkit.serve.app import create_app  # noqa: E402
 from mtkit.serve.batcher import Batcher  # noqa: E402
 from mtkit.serve.service import Model, Service  # noqa: E402
 
@@ -33,39 +30,6 @@ def service() -> Iterator[Service]:
     found = service_of(Scripted(caps_garbage))
     yield found
     found.ready().batcher.close(10)
-
-
-def post(service: Service, fields: dict[str, Any]) -> tuple[int, dict[str, Any]]:
-    """POST /translate with a JSON body, through the app's ASGI interface."""
-    body = json.dumps({"source": "en", "target": "de", **fields}).encode()
-    scope = {
-        "type": "http",
-        "asgi": {"version": "3.0"},
-        "http_version": "1.1",
-        "method": "POST",
-        "scheme": "http",
-        "path": "/translate",
-        "raw_path": b"/translate",
-        "query_string": b"",
-        "root_path": "",
-        "headers": [
-            (b"content-type", b"application/json"),
-            (b"content-length", str(len(body)).encode()),
-        ],
-        "client": ("127.0.0.1", 9),
-        "server": ("test", 80),
-    }
-    incoming = [{"type": "http.request", "body": body, "more_body": False}]
-    sent: list[dict] = []
-
-    async def receive() -> dict:
-        return incoming.pop(0) if incoming else {"type": "http.disconnect"}
-
-    async def send(message: dict) -> None:
-        sent.append(message)
-
-    asyncio.run(create_app(service)(scope, receive, send))
-    return sent[0]["status"], json.loads(b"".join(m.get("body", b"") for m in sent[1:]))
 
 
 def test_a_guarded_text_is_flagged(service: Service) -> None:
