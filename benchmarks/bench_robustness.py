@@ -18,9 +18,10 @@ The ablation (``--ablation``) trains the `make demo` configuration (recipes/mult
 fp32) for a fixed number of updates (``--updates``, default 600: about what its 480 s buy on a
 2-core CPU, and the same weights whatever the machine's load) once per augmentation setting and
 seed, then scores each model as above without the guard (the models, not the guard, compared).
-Settings: ``none``, ``all`` (`--augment default`), ``robust`` (lowercase 0.1, typos, merge and
-noise as in default: what the guard's recasing leaves to the model), each modifier alone
-(``uppercase``, ...) and all but one (``-uppercase``, ...). Rows go to
+Settings: ``none``, ``all`` (every modifier: case changes, typos and merges at 0.05, noise at
+0.005), ``robust`` (`--augment default`: lowercase 0.1, typos, merge, noise: what the guard's
+recasing leaves to the model), each modifier alone (``uppercase``, ...) and all but one
+(``-uppercase``, ...). Rows go to
 benchmarks/results/robustness-ablation.jsonl as they finish (a (setting, seed, updates) already
 there is skipped; a run directory left by an interrupted sitting resumes, checkpoints every 100
 updates).
@@ -55,9 +56,16 @@ SETS = ("test_2016_flickr", "val")
 PERTURBATIONS = ("clean", "upper", "title", "lower", "typos", "run-on")
 RUN = re.compile(r"(.)\1{9,}")  # 10 or more identical characters
 JOIN = 4  # sentences per run-on line
-# what the guard's recasing leaves to the model: lower case (ALL CAPS and Title Case arrive
-# lowercased), typos, run-ons, noise; no upper-cased pairs, the costliest in pieces
-ROBUST = "lowercase=0.1,typos=0.05,merge=0.05,noise=0.005"
+# every modifier (the first `--augment default`); "robust" is today's default: what the guard's
+# recasing leaves to the model (lower case, typos, run-ons, noise; no upper-cased pairs)
+ALL = {
+    "uppercase": 0.05,
+    "titlecase": 0.05,
+    "lowercase": 0.05,
+    "typos": 0.05,
+    "merge": 0.05,
+    "noise": 0.005,
+}
 
 
 def longest_runs(text: str) -> dict[str, int]:
@@ -165,13 +173,15 @@ def print_table(table: dict[str, Any]) -> None:
 
 def settings() -> dict[str, str]:
     """Ablation setting -> `--augment` spec."""
-    from mtkit.config import AUGMENT_DEFAULT
-
-    found = {"none": "none", "all": "default", "robust": ROBUST}
-    for name, p in AUGMENT_DEFAULT.items():
+    found = {"none": "none", "all": spec(ALL), "robust": "default"}
+    for name, p in ALL.items():
         found[name] = f"{name}={p}"
-        found[f"-{name}"] = ",".join(f"{k}={v}" for k, v in AUGMENT_DEFAULT.items() if k != name)
+        found[f"-{name}"] = spec({k: v for k, v in ALL.items() if k != name})
     return found
+
+
+def spec(rates: dict[str, float]) -> str:
+    return ",".join(f"{k}={v}" for k, v in rates.items())
 
 
 def mtkit(*args: str) -> None:

@@ -66,8 +66,8 @@ def train_options(func: Callable) -> Callable:
 @click.option(
     "--augment",
     metavar="SPEC",
-    help="Training-time augmentation: default (uppercase, titlecase, lowercase, typos and merge "
-    "0.05 each, noise 0.005), none, or NAME=P,... (those named; the rest 0). See docs/train.md.",
+    help="Training-time augmentation: default (lowercase 0.1, typos and merge 0.05, noise "
+    "0.005), none, or NAME=P,... (those named; the rest 0). See docs/train.md.",
 )
 @click.option("-q", "--quiet", is_flag=True, help="No progress bar or log lines on stderr.")
 @click.pass_context
