@@ -71,8 +71,14 @@ def train_options(func: Callable) -> Callable:
 )
 @click.option("-q", "--quiet", is_flag=True, help="No progress bar or log lines on stderr.")
 @click.pass_context
-def train(ctx: click.Context, config_path: str | None, sets: tuple[str, ...], quiet: bool,
-          augment: str | None, **options: Any) -> None:  # fmt: skip
+def train(
+    ctx: click.Context,
+    config_path: str | None,
+    sets: tuple[str, ...],
+    quiet: bool,
+    augment: str | None,
+    **options: Any,
+) -> None:
     """Train a Transformer, or continue the run in --run-dir.
 
     Settings: TrainConfig defaults (or the run's saved config when resuming) < --config YAML <
