@@ -14,13 +14,19 @@ degenerate when it holds
   the source (a number copied, which the target vocabulary cuts into other pieces); the same
   for a run of one word (whitespace-separated, case folded) against the source's word runs,
   a loop of a word made of several pieces (``rennt rennt rennt ...``);
-- more than ``LENGTH_A * p + LENGTH_B`` pieces for a source of p pieces (3 and 10).
+- more than ``LENGTH_A * p + LENGTH_B`` pieces for a source of p pieces (3 and 10);
+- fewer than ``SHORT * p`` pieces (half) for a long source (p above ``SPLIT_PIECES``, 64): a
+  run-on line the model cut short (the demo model rendered a 269-word line without
+  punctuation in 27 words).
 
 Clean text is far from these (Multi30k, 29,000 training pairs, each of en-de, de-en, en-fr,
 fr-en, en-cs and cs-en with its own 8,000-piece joint sentencepiece model): no German
 reference holds a run of one character longer than 4 or of one piece longer than 3, and the
 longest reference for its source's length has ``2.08 * p + 10`` pieces (en-fr; 1.6 for de), so
-``3 * p + 10`` leaves a margin (2 * p + 10 would have fired on one en-fr pair). The length rule
+``3 * p + 10`` leaves a margin (2 * p + 10 would have fired on one en-fr pair). No Multi30k
+source has more than 64 pieces; of WMT21's news sources that do (221 en-de, 80 de-en, in the
+demo's sentencepiece model), no reference has fewer than 0.74 times their pieces, so half
+leaves a margin too. The length rule
 matters where the search allows that many pieces (``--max-len-a`` above 3, CTranslate2);
 under the default limit (1.2 * p + 10) a loop shows as a run.
 
@@ -42,8 +48,10 @@ PIECE_FLOOR = 3  # a run of one piece longer than max(PIECE_FLOOR, source's) + P
 PIECE_SLACK = 3
 LENGTH_A, LENGTH_B = 3, 10  # more pieces than LENGTH_A * source pieces + LENGTH_B
 SPLIT_PIECES = 64  # a degenerate line of more source pieces is translated in chunks of this
+SHORT = 0.5  # a source of more than SPLIT_PIECES pieces, translated in fewer than SHORT * p
 WORD_START = "\u2581"  # sentencepiece's ▁
 
+CUT_SHORT = "cut short"  # how degeneration() begins the reason for a long line cut short
 UPPER, TITLE, SENTENCE, OTHER = "upper", "title", "sentence", "other"  # case patterns
 _WORDS = re.compile(r"\S+")
 _LONG_RUN = re.compile(rf"(.)\1{{{CHAR_RUN - 1},}}", re.IGNORECASE | re.DOTALL)
@@ -100,6 +108,8 @@ def degeneration(
     '18 pieces for 2 source pieces'
     >>> degeneration("dogs run", ["▁dogs", "▁run"], "Hunde" + " rennt" * 7, ["▁Hu", "▁r", "t"])
     "a run of 7 words 'rennt'"
+    >>> degeneration("a dog " * 40, ["▁a", "▁dog"] * 40, "ein Hund", ["▁ein", "▁Hund"])
+    'cut short: 2 pieces for 80 source pieces'
     """
     for run in _LONG_RUN.finditer(text):  # the runs of CHAR_RUN or more, case folded
         length, char = len(run.group()), run.group()[0]
@@ -115,6 +125,8 @@ def degeneration(
             return f"a run of {run} words {word!r}"
     if len(pieces) > length_limit(len(source_pieces)):
         return f"{len(pieces)} pieces for {len(source_pieces)} source pieces"
+    if len(source_pieces) > SPLIT_PIECES and len(pieces) < SHORT * len(source_pieces):
+        return f"{CUT_SHORT}: {len(pieces)} pieces for {len(source_pieces)} source pieces"
     return None
 
 

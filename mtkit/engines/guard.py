@@ -13,7 +13,8 @@ these that is not:
 
 1. ``lowercased``: a source with an upper case letter, translated lowercased, the source's
    case put back on the translation (:func:`~mtkit.decoding.guard.with_case`: ALL CAPS in,
-   ALL CAPS out; Title Case in, Title Case out; a sentence's first letter);
+   ALL CAPS out; Title Case in, Title Case out; a sentence's first letter); not a long line
+   cut short (a run-on, which its case does not shorten);
 2. ``split``: a source of more than ``SPLIT_PIECES`` (64) pieces and without constraints, cut
    at whitespace into chunks of about equal size, at most 64 pieces each (or the engine's
    limit), each translated, joined with spaces (an ALL CAPS or Title Case source lowercased
@@ -41,6 +42,7 @@ from mtkit.config import SearchConfig
 from mtkit.data.lines import Numbers, line_numbers
 from mtkit.data.tags import split_tag
 from mtkit.decoding.guard import (
+    CUT_SHORT,
     SPLIT_PIECES,
     TITLE,
     UPPER,
@@ -146,7 +148,10 @@ def _retried(
     plain = search.replace(guard=False)
     phrases = [[] for _ in lines] if constraints is None else [list(p) for p in constraints]
     given = None if constraints is None else phrases
-    _again(engine, [b for b in bad if any(c.isupper() for c in b.body)], plain, given, LOWERCASED)
+    cased = [b for b in bad if any(c.isupper() for c in b.body)]
+    _again(
+        engine, [b for b in cased if not b.reason.startswith(CUT_SHORT)], plain, given, LOWERCASED
+    )
     _split(engine, [b for b in bad if not b.done and not phrases[b.index]], plain, SPLIT)
     if not plain.no_repeat_ngram:
         banned = plain.replace(no_repeat_ngram=NO_REPEAT)

@@ -115,6 +115,20 @@ def test_a_long_line_is_translated_in_parts(capsys) -> None:
     )
 
 
+def test_a_long_line_cut_short_is_translated_in_parts_not_lowercased(capsys) -> None:
+    run_on = "The " + LONG  # a capital letter: lowercasing would be tried for a loop
+    engine = Scripted(lambda s: "Ein Hund." if len(s.split()) > 64 else copy(s))
+    [[hyp]] = engine.translate([run_on])
+    parts = engine.sources()[1:]
+    assert len(parts) == 2 and " ".join(parts) == run_on  # no lowercased retry first
+    joined = " ".join(copy(p) for p in parts)
+    assert (hyp.guard, hyp.text) == ("split", joined[0].upper() + joined[1:])  # a sentence's case
+    err = capsys.readouterr().err
+    assert re.search(
+        r"\(cut short: \d pieces for 12\d source pieces\); translated again in parts", err
+    )
+
+
 def test_a_long_all_caps_line_is_recased_then_split() -> None:
     engine = Scripted(lambda s: GARBAGE if len(s.split()) > 64 or s != s.lower() else copy(s))
     [[hyp]] = engine.translate([LONG.upper()])
