@@ -225,8 +225,7 @@ def _split(engine: Engine, todo: list[_Line], search: SearchConfig, how: str) ->
     for b in todo:
         pattern = case_pattern(b.body)
         body = b.body.lower() if pattern in (UPPER, TITLE) else b.body
-        words = body.split()
-        counts = [len(ids) for ids in engine.src_tokenizer.encode(words)] if words else []
+        words, counts = _covered(engine, body.split())
         if sum(counts) <= limit:
             continue
         chunks, at = [], 0
@@ -248,6 +247,26 @@ def _split(engine: Engine, todo: list[_Line], search: SearchConfig, how: str) ->
         joined = joined_translation(best, [len(chunk.split()) for chunk in chunks])
         b.hyps = [replace(joined, text=with_case(joined.text, pattern))]
         b.how, b.done = joined_ways([SPLIT, how]) or SPLIT, clean
+
+
+def _covered(engine: Engine, words: list[str]) -> tuple[list[str], list[int]]:
+    """The first of ``words`` that the search read of their line (up to the engine's
+    ``max_source_pieces``, the word it cut in included) and their piece counts; the rest is
+    left out, as the search truncated it."""
+    cap = engine.max_source_pieces
+    kept: list[str] = []
+    counts: list[int] = []
+    total, at = 0, 0
+    while at < len(words) and total < cap:
+        batch = words[at : at + cap]  # no more words than the cap can take
+        for word, ids in zip(batch, engine.src_tokenizer.encode(batch), strict=True):
+            if total >= cap:
+                break
+            kept.append(word)
+            counts.append(len(ids))
+            total += len(ids)
+        at += len(batch)
+    return kept, counts
 
 
 def joined_translation(parts: Sequence[Translation], words: Sequence[int]) -> Translation:

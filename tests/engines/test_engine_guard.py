@@ -12,7 +12,7 @@ import pytest
 from guard_helpers import GARBAGE, Scripted, caps_garbage
 
 import mtkit.engines.guard
-from mtkit.config import SearchConfig
+from mtkit.config import SearchConfig, TranslateConfig
 from mtkit.decoding.guard import CHAR_RUN, char_runs
 from mtkit.engines.base import Translation
 from mtkit.engines.confidence import Confidence
@@ -127,6 +127,15 @@ def test_a_long_line_cut_short_is_translated_in_parts_not_lowercased(capsys) -> 
     assert re.search(
         r"\(cut short: \d pieces for 12\d source pieces\); translated again in parts", err
     )
+
+
+def test_parts_cover_only_what_the_search_read_of_a_truncated_line(capsys) -> None:
+    words = LONG.split() * 50  # 6,000 words: truncated to the first 100 pieces
+    engine = Scripted(lambda s: "Ein Hund.", config=TranslateConfig(max_input_tokens=100))
+    engine.translate([" ".join(words)])
+    parts = engine.sources()[1:]
+    assert " ".join(parts).split() == words[:100]  # one piece a word: 100 words, no more
+    assert len(parts) == 2  # chunks of at most 64 pieces
 
 
 def test_a_long_all_caps_line_is_recased_then_split() -> None:
