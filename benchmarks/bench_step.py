@@ -36,7 +36,7 @@ from machine import print_machine
 from multi30k import random_checkpoint, read_text
 
 from mtkit.config import SearchConfig, TranslateConfig
-from mtkit.decoding.search import Ensemble
+from mtkit.decoding.ensemble import Ensemble
 from mtkit.engines import load_engine
 from mtkit.model.state import KeyValueCache
 

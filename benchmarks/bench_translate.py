@@ -33,7 +33,7 @@ from multi30k import random_checkpoint, read_text
 
 from mtkit.config import TranslateConfig
 from mtkit.decoding import search as search_module
-from mtkit.decoding.search import Ensemble
+from mtkit.decoding.ensemble import Ensemble
 from mtkit.engines import load_engine
 from mtkit.engines.base import Engine
 from mtkit.model.transformer import EncoderOut

@@ -24,8 +24,10 @@ COMPILE_MODES = ("off", "on", "auto")
 class SearchConfig:
     """What a search computes: beam search, greedy decoding (beam 1) or sampling.
 
-    Validated when built, so every SearchConfig that exists is usable. ``beam`` left unset is 5
-    for beam search and 1 with ``sampling``, which draws ``nbest`` independent samples.
+    Each option is validated when built; which options a search can combine is that search's
+    own check (:func:`mtkit.decoding.search.check`, run when an engine loads and again by the
+    search). ``beam`` left unset is 5 for beam search and 1 with ``sampling``, which draws
+    ``nbest`` independent samples.
     """
 
     beam: int | None = None  # None: 5, or 1 with sampling
@@ -83,8 +85,6 @@ class SearchConfig:
             (0 < self.top_p <= 1, f"--top-p must be in (0, 1], got {self.top_p}"),
             (self.constraints in CONSTRAINT_KINDS, f"constraints must be one of "
              f"{', '.join(repr(k) for k in CONSTRAINT_KINDS)}, got {self.constraints!r}"),
-            (not (self.sampling and self.constraints), "--sampling cannot honour constraints "
-             "(--constraints, --glossary); use beam search"),
         ]  # fmt: skip
 
     def max_target_length(self, source_pieces: int, cap: int) -> int:
@@ -181,13 +181,6 @@ class TranslateConfig:
              f"{self.draft_tokens}"),
             (not self.draft or self.engine == "mtkit",
              f"--draft runs with --engine mtkit only (got --engine {self.engine})"),
-            (not self.draft or self.search.width == 1 and not self.search.sampling,
-             "--draft speeds up greedy decoding: it needs --beam 1 and no --sampling (got "
-             f"--beam {self.search.width}{' --sampling' if self.search.sampling else ''})"),
-            (not self.draft or not self.search.constraints, "--draft cannot be combined with "
-             "--constraints or --glossary (constrained search)"),
-            (not self.draft or not self.search.alignment,
-             "--draft cannot be combined with --alignment"),
             (not (self.draft and self.shortlist), "--draft cannot be combined with --shortlist "
              "(the models check the draft's pieces over the whole vocabulary; "
              "--draft-shortlist restricts the draft)"),

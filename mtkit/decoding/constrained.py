@@ -14,7 +14,7 @@ plain beam search, candidate for candidate.
 
 The constraint bookkeeping is per sentence and in Python (a few lookups per candidate); the
 model, the cache and the candidate scores stay batched tensors, as in
-:func:`mtkit.decoding.search.beam_search`.
+:class:`mtkit.decoding.beam_search.BeamSearch`.
 """
 
 from __future__ import annotations
@@ -28,16 +28,15 @@ from torch import Tensor
 from mtkit.config import SearchConfig
 from mtkit.decoding.beam import beam_candidates
 from mtkit.decoding.constraints import Constraints, State
-from mtkit.decoding.search import (
-    Ensemble,
+from mtkit.decoding.ensemble import Ensemble
+from mtkit.decoding.hypotheses import (
     Hypothesis,
-    _best_first,
-    _constrained,
-    _hypothesis,
-    _model_logprob,
-    _Rows,
-    _start,
+    Rows,
+    finished_hypothesis,
+    model_logprob,
+    search_lprobs,
 )
+from mtkit.decoding.stepper import Stepper
 from mtkit.errors import MtkitError
 
 # one candidate: (beam within its sentence, token, search score)
@@ -69,59 +68,81 @@ def banked(cands: list[Candidate], banks: list[int]) -> list[int]:
     return [by_bank[b][r] for r in range(ranks) for b in order if r < len(by_bank[b])]
 
 
-def constrained_search(
-    ens: Ensemble, src: Tensor, cfg: SearchConfig, constraints: Sequence[Constraints]
-) -> list[list[Hypothesis]]:
+class ConstrainedSearch(Stepper):
     """Beam search of width ``cfg.width`` in which every hypothesis of input i meets
-    ``constraints[i]``; the ``cfg.nbest`` best per input, best first."""
-    k = cfg.width
-    ids = ens.special_ids
-    rows, limits = _start(ens, src, 1, cfg)
-    check_reach(constraints, limits)
-    sents = list(range(len(limits)))
-    states: list[State] = [c.start for c in constraints]  # per row
-    ends = _boundary_mask(constraints, ens.models[0].tgt_vocab_size, src.device)
-    found: list[list[Hypothesis]] = [[] for _ in limits]
-    for step in range(max(limits) + 1):
+    ``constraints[i]`` (the module's docstring)."""
+
+    kind = "constrained"
+
+    def __init__(
+        self, ens: Ensemble, src: Tensor, cfg: SearchConfig, constraints: Sequence[Constraints]
+    ) -> None:
+        if len(constraints) != src.shape[0]:
+            raise MtkitError(f"{len(constraints)} constraint sets for {src.shape[0]} inputs")
+        super().__init__(ens, src, cfg)
+        check_reach(constraints, self.limits)
+        self.constraints = constraints
+        self.sents = list(range(len(self.limits)))
+        self.states: list[State] = [c.start for c in constraints]  # per row
+        self.ends = _boundary_mask(constraints, ens.tgt_vocab_size, src.device)
+
+    @classmethod
+    def check(cls, cfg: SearchConfig) -> None:
+        if cfg.sampling:
+            raise MtkitError(
+                "--sampling cannot honour constraints (--constraints, --glossary); use beam search"
+            )
+
+    @property
+    def inputs(self) -> list[int]:
+        return self.sents
+
+    def step(self) -> None:
+        k, step, rows, cfg = self.cfg.width, self.steps, self.rows, self.cfg
+        ids = self.ens.special_ids
+        self.steps += 1
+        sents, states, constraints = self.sents, self.states, self.constraints
         n, w = len(sents), rows.tokens.shape[0] // len(sents)
-        force_from = min(limits[s] for s in sents)
-        search = _constrained(ens.step(rows.tokens[:, -1]), rows, step, force_from, cfg, ids)
+        force_from = min(self.limits[s] for s in sents)
+        search = search_lprobs(self.ens.step(rows.tokens[:, -1]), rows, step, force_from, cfg, ids)
         owners = [constraints[sents[r // w]] for r in range(n * w)]
-        unmet = [r for r, (c, s) in enumerate(zip(owners, states, strict=True))
-                 if not c.finishes(s)]  # fmt: skip
+        pairs = zip(owners, states, strict=True)
+        unmet = [r for r, (c, s) in enumerate(pairs) if not c.finishes(s)]
         if unmet:
             search[torch.tensor(unmet, device=search.device), ids.eos] = -math.inf
-        cands = _candidates(search, rows.scores, owners, states, n, w, k, ends)
+        cands = _candidates(search, rows.scores, owners, states, n, w, k, self.ends)
         chosen: list[list[tuple[int, int]]] = []  # per live sentence: (beam, token), K of them
         alive: list[int] = []
         for i, s in enumerate(sents):
             rank = _ranked(cands[i], constraints[s], states[i * w : i * w + w])
             finished = [(b, t) for b, t, _ in rank[:k] if t == ids.eos]
-            _finish(finished, i * w, rows, search, found[s], cfg, ids.unk, ids.eos,
-                    ens.attended)  # fmt: skip
+            found = self.found[s]
+            _finish(finished, i * w, rows, search, found, cfg, ids.unk, ids.eos, self.ens.attended)
             going = [(b, t) for b, t, _ in rank if t != ids.eos][:k]
-            if going and len(found[s]) < k and step < limits[s]:
+            if going and len(self.found[s]) < k and step < self.limits[s]:
                 alive.append(i)
                 chosen.append(going + [going[-1]] * (k - len(going)))  # padded: dead copies
         if not alive:
-            break
-        keep = torch.tensor(alive, device=src.device)
-        beams = torch.tensor([b for pairs in chosen for b, _ in pairs], device=src.device)
+            self.sents = []
+            return
+        keep = torch.tensor(alive, device=self.device)
+        beams = torch.tensor([b for pairs in chosen for b, _ in pairs], device=self.device)
         index = keep.repeat_interleave(k) * w + beams  # (N' * K,) old rows
-        tokens = torch.tensor([t for pairs in chosen for _, t in pairs], device=src.device)
+        tokens = torch.tensor([t for pairs in chosen for _, t in pairs], device=self.device)
         lp = search[index, tokens]
         scores = rows.scores.index_select(0, index) + lp
-        padded = [len(set(pairs)) < len(pairs) for pairs in chosen]
-        if any(padded):
-            scores = scores.masked_fill(_copies(chosen, src.device), -math.inf)
-        step_lp = _model_logprob(lp, tokens, cfg, ids.unk)
+        if any(len(set(pairs)) < len(pairs) for pairs in chosen):
+            scores = scores.masked_fill(_copies(chosen, self.device), -math.inf)
+        step_lp = model_logprob(lp, tokens, cfg, ids.unk)
         logprobs = rows.logprobs.index_select(0, index) + step_lp
-        ens.reorder(index, keep if len(alive) < n or k != w else None)
-        states = [constraints[sents[i]].advance(states[i * w + b], t)
-                  for i, pairs in zip(alive, chosen, strict=True) for b, t in pairs]  # fmt: skip
-        sents = [sents[i] for i in alive]
-        rows = rows.select(index, tokens, scores, logprobs, step_lp)
-    return _best_first(found, cfg.nbest)
+        self.ens.reorder(index, keep if len(alive) < n or k != w else None)
+        self.states = [
+            constraints[sents[i]].advance(states[i * w + b], t)
+            for i, pairs in zip(alive, chosen, strict=True)
+            for b, t in pairs
+        ]
+        self.sents = [sents[i] for i in alive]
+        self.rows = rows.select(index, tokens, scores, logprobs, step_lp)
 
 
 def _boundary_mask(constraints: Sequence[Constraints], vocab: int,
@@ -178,7 +199,7 @@ def _ranked(cands: list[Candidate], cons: Constraints, states: list[State]) -> l
 
 
 def _finish(
-    finished: list[tuple[int, int]], first: int, rows: _Rows, search: Tensor,
+    finished: list[tuple[int, int]], first: int, rows: Rows, search: Tensor,
     found: list[Hypothesis], cfg: SearchConfig, unk: int, eos: int,
     attended: Callable[[int], Tensor | None],
 ) -> None:  # fmt: skip
@@ -189,9 +210,9 @@ def _finish(
             return
         row = first + beam
         lp = search[row, eos]
-        step = _model_logprob(lp, torch.tensor(eos), cfg, unk)
+        step = model_logprob(lp, torch.tensor(eos), cfg, unk)
         steps = [*rows.steps[row].tolist(), float(step)]
-        found.append(_hypothesis(rows.tokens[row, 1:], float(rows.scores[row] + lp),
+        found.append(finished_hypothesis(rows.tokens[row, 1:], float(rows.scores[row] + lp),
                                  float(rows.logprobs[row] + step), cfg, steps,
                                  attended(row)))  # fmt: skip
 

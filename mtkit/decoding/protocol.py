@@ -1,8 +1,11 @@
-"""What the search needs from a model, written down: encode, start a state, step, reorder.
+"""What the searches need from a model, written down: encode, start a state, step, and the
+state's row bookkeeping (reorder, truncate, the recorded attention).
 
 Any model with these methods decodes with :func:`mtkit.decoding.search.generate`: mtkit's
 Transformer and its variants, a quantized or packed copy of one, or a scripted stand-in in the
-tests. The decoding state is the model's own business; the search only asks it to keep rows.
+tests. The decoding state is the model's own business; a search only asks it to keep rows, to
+forget positions (speculative decoding) and for a row's cross-attention (word alignments).
+Nothing else is read from a model or a state, by any search.
 """
 
 from __future__ import annotations
@@ -18,6 +21,14 @@ class DecodingState(Protocol):
         """Keep rows ``rows`` (R',), in that order. ``sources`` (N',), when given, selects the
         source rows too, each shared by ``R' / N'`` adjacent rows (one sentence's beams);
         without it rows only move among the beams of their own sentence."""
+
+    def truncate(self, length: int) -> None:
+        """Forget every position from ``length`` on, all rows alike (speculative decoding
+        rolls back to the accepted tokens); the next token goes at ``length``."""
+
+    def attended(self, row: int) -> Tensor | None:
+        """Row ``row``'s cross-attention at each step so far (steps, S), as the state recorded
+        it (``Transformer.start_state``'s alignment layer); None where it records none."""
 
 
 class StepDecoder(Protocol):
@@ -44,6 +55,10 @@ class StepDecoder(Protocol):
 
     def decode_step(self, tokens: Tensor, state: Any) -> Tensor:
         """Feed one token per row (R,); returns next-token logits (R, V); advances ``state``."""
+
+    def decode_steps(self, tokens: Tensor, state: Any) -> Tensor:
+        """Feed n tokens per row (R, n) at once; returns the logits after each (R, n, V)
+        (speculative decoding only: a model without it decodes every other search)."""
 
     def parameters(self, recurse: bool = True) -> Iterator[nn.Parameter]: ...
 

@@ -48,17 +48,10 @@ from torch import Tensor
 
 from mtkit.config import SearchConfig
 from mtkit.decoding.beam import constrain
+from mtkit.decoding.ensemble import Ensemble, special_ids_of
+from mtkit.decoding.hypotheses import Rows, finished_hypothesis, model_logprob
 from mtkit.decoding.sampling import greedy_tokens
-from mtkit.decoding.search import (
-    Ensemble,
-    Hypothesis,
-    _best_first,
-    _hypothesis,
-    _model_logprob,
-    _Rows,
-    _start,
-    special_ids_of,
-)
+from mtkit.decoding.stepper import Stepper
 from mtkit.errors import MtkitError
 
 
@@ -116,10 +109,10 @@ class _Drafter:
         model = draft.model
         if special_ids_of([model]) != ens.special_ids:
             raise MtkitError("the draft model's special ids differ from the models'")
-        if model.tgt_vocab_size != ens.models[0].tgt_vocab_size:
+        if model.tgt_vocab_size != ens.tgt_vocab_size:
             raise MtkitError(
                 f"the draft model's target vocabulary ({model.tgt_vocab_size}) "
-                f"differs from the models' ({ens.models[0].tgt_vocab_size})"
+                f"differs from the models' ({ens.tgt_vocab_size})"
             )
         if model.max_positions < ens.max_positions:
             raise MtkitError(f"the draft model's max_positions ({model.max_positions}) is below "
@@ -172,7 +165,7 @@ def _confident(logits: Tensor, best: Tensor, threshold: float) -> bool:
     return bool(top.max() >= math.log(threshold))
 
 
-def _choices(lprobs: Tensor, rows: _Rows, fed: Tensor, step: int, force_from: int,
+def _choices(lprobs: Tensor, rows: Rows, fed: Tensor, step: int, force_from: int,
              cfg: SearchConfig, ens: Ensemble) -> tuple[Tensor, Tensor]:  # fmt: skip
     """Greedy's choice after each position of ``fed`` (R, n + 1) and its search log-probability,
     both (R, n + 1), from the teacher's log-probabilities (R, n + 1, V): the search rules of
@@ -188,32 +181,55 @@ def _choices(lprobs: Tensor, rows: _Rows, fed: Tensor, step: int, force_from: in
     return torch.stack(picked, 1), torch.stack(chosen, 1)
 
 
-def speculative_search(
-    ens: Ensemble, draft: Draft, src: Tensor, cfg: SearchConfig
-) -> list[list[Hypothesis]]:
-    """Greedy decoding of ``ens`` (beam 1, no sampling), ``draft`` proposing; see the module."""
-    rows, limits = _start(ens, src, 1, cfg)
-    drafter = _Drafter(draft, ens, src, int(max(limits)) + 1)
-    origin = list(range(len(limits)))  # input row of each row
-    found: list[list[Hypothesis]] = [[] for _ in limits]
-    ids, stats = ens.special_ids, draft.stats
-    while True:
+class SpeculativeSearch(Stepper):
+    """Greedy decoding of ``ens`` (beam 1, no sampling), ``draft`` proposing; a step is one pass
+    of the models (the module's docstring)."""
+
+    kind = "speculative"
+
+    def __init__(self, ens: Ensemble, src: Tensor, cfg: SearchConfig, draft: Draft) -> None:
+        super().__init__(ens, src, cfg)
+        self.draft = draft
+        self.drafter = _Drafter(draft, ens, src, int(max(self.limits)) + 1)
+        self.origin = list(range(len(self.limits)))  # input of each row
+
+    @classmethod
+    def check(cls, cfg: SearchConfig) -> None:
+        if cfg.width != 1 or cfg.sampling:
+            raise MtkitError(
+                "--draft speeds up greedy decoding: it needs --beam 1 and no --sampling (got "
+                f"--beam {cfg.width}{' --sampling' if cfg.sampling else ''})"
+            )
+        if cfg.constraints:
+            raise MtkitError(
+                "--draft cannot be combined with --constraints or --glossary (constrained search)"
+            )
+        if cfg.alignment:
+            raise MtkitError("--draft cannot be combined with --alignment")
+
+    @property
+    def inputs(self) -> list[int]:
+        return self.origin
+
+    def step(self) -> None:
+        rows, cfg, ens, draft, origin = self.rows, self.cfg, self.ens, self.draft, self.origin
+        ids, stats, limits = ens.special_ids, draft.stats, self.limits
         step = rows.tokens.shape[1] - 1  # tokens chosen so far; the teacher caches step of them
         n = min(draft.tokens, max(limits[i] for i in origin) - step)
         fed = rows.tokens[:, -1:]
         if n > 0:
-            proposed = drafter.propose(rows.tokens, n, cfg.min_len, draft.confidence)
+            proposed = self.drafter.propose(rows.tokens, n, cfg.min_len, draft.confidence)
             n = proposed.shape[1]
             fed = torch.cat([fed, proposed], 1)  # (R, n + 1)
-        picked, chosen = _choices(ens.steps(fed), rows, fed, step,
-                                  min(limits[i] for i in origin), cfg, ens)  # fmt: skip
+        force_from = min(limits[i] for i in origin)
+        picked, chosen = _choices(ens.steps(fed), rows, fed, step, force_from, cfg, ens)
         agree = picked[:, :n].eq(fed[:, 1:]).long().cumprod(1).sum(1)  # (R,) accepted proposals
-        positions = torch.arange(n + 1, device=src.device)
+        positions = torch.arange(n + 1, device=self.device)
         ends = (picked.eq(ids.eos) | rows.max_lens[:, None].le(step + positions)) & positions.le(
             agree[:, None]
         )  # (R, n + 1) where a row ends, among its greedy tokens
         sums = torch.cat([rows.scores[:, None], chosen], 1).cumsum(1)  # as greedy adds them
-        model_steps = _model_logprob(chosen, picked, cfg, ids.unk)
+        model_steps = model_logprob(chosen, picked, cfg, ids.unk)
         logprobs = torch.cat([rows.logprobs[:, None], model_steps], 1).cumsum(1)
         ended, first_end = ends.any(1).tolist(), ends.long().argmax(1).tolist()
         agreed = agree.tolist()
@@ -224,25 +240,32 @@ def speculative_search(
             e = first_end[r]
             steps = [*rows.steps[r].tolist(), *model_steps[r, : e + 1].tolist()]
             tokens = torch.cat([rows.tokens[r, 1:], picked[r, :e]])
-            found[origin[r]].append(_hypothesis(tokens, float(sums[r, e + 1]),
-                                                float(logprobs[r, e + 1]), cfg, steps))  # fmt: skip
+            hyp = finished_hypothesis(
+                tokens, float(sums[r, e + 1]), float(logprobs[r, e + 1]), cfg, steps
+            )
+            self.found[origin[r]].append(hyp)
             if stats is not None:
                 stats.tokens += e + 1
         going = [r for r in range(len(ended)) if not ended[r]]
+        self.steps = step + 1
         if not going:
-            break
+            self.origin = []
+            return
         m = min(agreed[r] for r in going)  # every row that goes on gains m + 1 tokens
         if stats is not None:
             stats.tokens += (m + 1) * len(going)
         ens.truncate(step + m + 1)
-        rows = _Rows(torch.cat([rows.tokens, picked[:, : m + 1]], 1), sums[:, m + 1],
-                     logprobs[:, m + 1], rows.max_lens,
-                     torch.cat([rows.steps, model_steps[:, : m + 1]], 1))  # fmt: skip
+        self.rows = Rows(
+            torch.cat([rows.tokens, picked[:, : m + 1]], 1),
+            sums[:, m + 1],
+            logprobs[:, m + 1],
+            rows.max_lens,
+            torch.cat([rows.steps, model_steps[:, : m + 1]], 1),
+        )
+        self.steps = step + m + 1
         if len(going) < len(ended):
-            keep = torch.tensor(going, device=src.device)
+            keep = torch.tensor(going, device=self.device)
             ens.reorder(keep, keep)
-            drafter.reorder(keep)
-            rows = _Rows(*(x.index_select(0, keep) for x in (rows.tokens, rows.scores,
-                           rows.logprobs, rows.max_lens, rows.steps)))  # fmt: skip
-            origin = [origin[r] for r in going]
-    return _best_first(found, cfg.nbest)
+            self.drafter.reorder(keep)
+            self.rows = self.rows.kept(keep)
+            self.origin = [origin[r] for r in going]

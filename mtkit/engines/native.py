@@ -23,6 +23,7 @@ from mtkit.data.tokenizer import Tokenizer
 from mtkit.decoding.batching import pad_batch
 from mtkit.decoding.constraints import Constraints
 from mtkit.decoding.search import Hypothesis, generate
+from mtkit.decoding.search import check as check_search
 from mtkit.decoding.speculative import Draft
 from mtkit.devices import torch_device
 from mtkit.engines.alignment import word_alignment
@@ -62,6 +63,10 @@ class NativeEngine(Engine):
     # per model, its output projection's weight before packing (what output_rows needs)
     projection_weights: list[Tensor | None] | None = None
     shortlist_rows: int = ROWS  # decoder rows whose sentences share one shortlist union
+
+    def check(self, search: SearchConfig) -> None:
+        """The search's own check of ``search`` (a server request's options included)."""
+        check_search(search, bool(search.constraints), self.draft is not None)
 
     def decode_batch(
         self, rows: list[list[int]], search: SearchConfig, phrases: list[Phrases] | None = None
@@ -218,9 +223,11 @@ def check_ensemble(paths: list[str], tokenizers: list[tuple[Tokenizer, Tokenizer
 
 
 def _settings(config: TranslateConfig) -> tuple[torch.device, Resolved]:
-    """The device and resolved dtype (refused in one line if the device cannot run it); what
+    """The device and resolved dtype (refused in one line if the device cannot run it), after
+    the search options (:func:`mtkit.decoding.search.check`, a ``--draft`` included); what
     ``--dtype auto`` chose is announced once every option is checked, so that a refused
     option is the only line a user reads."""
+    check_search(config.search, bool(config.search.constraints), bool(config.draft))
     device = torch_device(config.device)
     dtype = resolve_dtype(device.type, config.dtype, config.quantize)
     check_precision(device, dtype.name, config.quantize)

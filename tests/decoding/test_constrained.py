@@ -108,6 +108,12 @@ class Prefix:
                 None if keep is None else keep.index_select(0, sources),
             )
 
+    def truncate(self, length: int) -> None:
+        self.prefix = self.prefix[:, :length]  # the tokens fed at positions 0..length-1
+
+    def attended(self, row: int) -> None:
+        return None  # no cross-attention recorded
+
     def per_row(self) -> EncoderOut:
         copies = self.prefix.shape[0] // self.enc.memory.shape[0]
         keep = self.enc.src_keep

@@ -13,7 +13,9 @@ from mtkit.config import ModelConfig, SearchConfig
 from mtkit.data.tokenizer import BOS_ID, EOS_ID, PAD_ID, UNK_ID
 from mtkit.decoding import Hypothesis, generate
 from mtkit.decoding.beam import length_penalty
-from mtkit.decoding.search import Ensemble, beam_search
+from mtkit.decoding.beam_search import BeamSearch
+from mtkit.decoding.ensemble import Ensemble
+from mtkit.decoding.stepper import run
 from mtkit.errors import MtkitError
 from mtkit.model.transformer import Transformer, build_model
 
@@ -32,6 +34,12 @@ class PrefixCache:
 
     def reorder(self, rows: Tensor, sources: Tensor | None = None) -> None:
         self.prefix = self.prefix.index_select(0, rows)  # the table ignores the source
+
+    def truncate(self, length: int) -> None:
+        self.prefix = self.prefix[:, :length]  # the tokens fed at positions 0..length-1
+
+    def attended(self, row: int) -> None:
+        return None  # no cross-attention to record
 
 
 class ScriptedModel(nn.Module):
@@ -172,7 +180,7 @@ def test_beam_one_equals_greedy(config: dict) -> None:
     cfg = SearchConfig(beam=1, **config)
     greedy = generate([model], src, cfg)
     with torch.inference_mode():
-        beam = beam_search(Ensemble([model]), src, cfg)
+        beam = run(BeamSearch(Ensemble([model]), src, cfg))
     same(greedy, beam)
 
 
@@ -184,7 +192,7 @@ def test_every_variant_beam_one_equals_greedy_and_batches_equal_single(variant: 
     cfg = SearchConfig(beam=1, lenpen=1.0)
     greedy = generate([model], src, cfg)
     with torch.inference_mode():
-        beam = beam_search(Ensemble([model]), src, cfg)
+        beam = run(BeamSearch(Ensemble([model]), src, cfg))
     same(greedy, beam)
     cfg = SearchConfig(beam=3, nbest=3)
     together = generate([model], src, cfg)
