@@ -47,7 +47,7 @@ from mtkit.errors import MtkitError
 from mtkit.export import require
 from mtkit.export.hf import MARIAN_ATTENTIONS, MARIAN_NORMS, MARIAN_PROJECTIONS
 from mtkit.languages import Languages
-from mtkit.model.layers import sinusoidal_positions
+from mtkit.model.positions import sinusoidal_positions
 from mtkit.model.transformer import Transformer, build_model
 from mtkit.model.weights import (
     AttentionWeights,

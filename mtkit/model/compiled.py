@@ -62,7 +62,7 @@ from torch.export import Dim
 from mtkit.cpu import cpu_flags
 from mtkit.errors import MtkitError
 from mtkit.model import linear_kernel
-from mtkit.model.layers import COMPILED_QUERIES
+from mtkit.model.attention import COMPILED_QUERIES
 from mtkit.model.opaque import OpaqueLinear, bind, opaque_layer, running
 from mtkit.model.packed import replace_modules
 from mtkit.model.state import DecoderState, KeyValueCache, LayerState, PointerCache, SourceCache

@@ -1,7 +1,8 @@
-"""Transformer building blocks (Vaswani et al., 2017, "Attention Is All You Need"): attention
-with grouped-query keys/values, and the residual connection with its norm.
+"""Transformer building blocks (Vaswani et al., 2017, "Attention Is All You Need"): self- and
+cross-attention layers with grouped-query keys/values, and the residual connection with its
+norm.
 
-Attention runs through ``torch.nn.functional.scaled_dot_product_attention``. Shapes use
+Attention itself is :func:`mtkit.model.attention.attention` (SDPA). Shapes use
 B batch, S source length, T target length, D model width, H heads, Hkv key/value heads
 (Hkv = H, or a divisor of it), Dh = D / H.
 
@@ -15,107 +16,13 @@ import math
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-import torch
-import torch.nn.functional as F
 from torch import Tensor, nn
 
+from mtkit.model.attention import attention, merge_heads, per_query_head, split_heads
 from mtkit.model.state import KeyValueCache, SourceCache
 
 if TYPE_CHECKING:
     from mtkit.model.positions import AttentionPositions
-
-
-def sinusoidal_positions(max_positions: int, dim: int) -> Tensor:
-    """Sinusoidal position table (max_positions, dim): sines in the first half, cosines in the
-    second (the tensor2tensor/Marian layout, a fixed permutation of the paper's interleaving).
-
-    >>> sinusoidal_positions(4, 4)[1].tolist()  # doctest: +ELLIPSIS
-    [0.841..., 0.0099..., 0.540..., 0.9999...]
-    """
-    half = dim // 2
-    # frequency i is 10000^(-2i/dim), as in the paper
-    freqs = torch.exp(torch.arange(half, dtype=torch.float64) * -(math.log(10000.0) / half))
-    angles = torch.arange(max_positions, dtype=torch.float64)[:, None] * freqs[None, :]
-    table = torch.zeros(max_positions, dim, dtype=torch.float64)
-    table[:, :half] = torch.sin(angles)
-    table[:, half : 2 * half] = torch.cos(angles)
-    return table.float()
-
-
-def split_heads(x: Tensor, heads: int) -> Tensor:
-    """(B, T, heads * Dh) -> (B, heads, T, Dh)."""
-    b, t, d = x.shape
-    return x.view(b, t, heads, d // heads).transpose(1, 2)
-
-
-def merge_heads(x: Tensor) -> Tensor:
-    """(B, H, T, Dh) -> (B, T, D)."""
-    b, h, t, dh = x.shape
-    return x.transpose(1, 2).reshape(b, t, h * dh)
-
-
-def attention(
-    q: Tensor,
-    k: Tensor,
-    v: Tensor,
-    mask: Tensor | None = None,
-    dropout_p: float = 0.0,
-    is_causal: bool = False,
-) -> Tensor:
-    """softmax(q k^T / sqrt(Dh) + mask) v: q (B, H, Tq, Dh), k/v (B, Hkv, Tk, Dh) -> (B, H, Tq, Dh).
-
-    With Hkv < H (grouped-query attention, Ainslie et al. 2023), query head h reads key/value
-    head h // (H / Hkv). Where the mask is the same for every head and query (None, or a
-    (B, 1, 1, Tk) padding mask: cached decoding steps and cross-attention), each group of
-    H / Hkv query heads becomes H / Hkv times as many queries of its key/value head, so keys
-    and values are never copied (measured faster on CPU than SDPA's ``enable_gqa``, which is
-    used for the remaining cases: causal or per-head masks).
-    """
-    if written_out(q, dropout_p, is_causal):
-        return _written_out(q, k, v, mask)
-    h, hkv = q.shape[-3], k.shape[-3]
-    if h == hkv:
-        return F.scaled_dot_product_attention(
-            q, k, v, attn_mask=mask, dropout_p=dropout_p, is_causal=is_causal
-        )
-    same_for_all = mask is None or (mask.dim() == 4 and mask.shape[1] == mask.shape[2] == 1)
-    if same_for_all and not is_causal:
-        b, _, t_q, dh = q.shape
-        folded = q.reshape(b, hkv, (h // hkv) * t_q, dh)  # (B, Hkv, H/Hkv * Tq, Dh)
-        y = F.scaled_dot_product_attention(folded, k, v, attn_mask=mask, dropout_p=dropout_p)
-        return y.view(b, h, t_q, dh)
-    return F.scaled_dot_product_attention(
-        q, k, v, attn_mask=mask, dropout_p=dropout_p, is_causal=is_causal, enable_gqa=True
-    )
-
-
-COMPILED_QUERIES = 16  # at most this many queries: a compiled graph computes attention itself
-
-
-def written_out(q: Tensor, dropout_p: float, is_causal: bool) -> bool:
-    """Whether :func:`attention` is written out instead of calling SDPA: inside a compiled
-    graph (``--compile``'s decoding step: a few queries over a few keys, no dropout), where
-    inductor fuses products and sums into a loop or two instead of calling SDPA's kernel
-    (~0.9 ms a call at 160 rows x 16 keys on one AVX2 core, the loops a fraction of it)."""
-    few = q.shape[-2] <= COMPILED_QUERIES and not dropout_p and not is_causal
-    return few and torch.compiler.is_compiling()
-
-
-def _written_out(q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None) -> Tensor:
-    """softmax(q k^T / sqrt(Dh) + mask) v as broadcast products and sums (SDPA's values to
-    float32 rounding); grouped-query heads by broadcasting over a split head dimension, with
-    no reshape that a graph would have to guard (query head h reads key/value head
-    h // (H / Hkv))."""
-    h, hkv, dh = q.shape[-3], k.shape[-3], q.shape[-1]
-    q = q.unflatten(-3, (hkv, h // hkv))  # (B, Hkv, H/Hkv, Tq, Dh)
-    k, v = k.unsqueeze(-3), v.unsqueeze(-3)  # (B, Hkv, 1, Tk, Dh)
-    scores = (q.unsqueeze(-2) * k.unsqueeze(-3)).sum(-1) * dh**-0.5  # (B, Hkv, H/Hkv, Tq, Tk)
-    if mask is not None:  # (..., 1 or H, 1 or Tq, Tk)
-        per_head = mask.dim() >= 3 and mask.shape[-3] == h
-        mask = mask.unflatten(-3, (hkv, h // hkv)) if per_head else mask.unsqueeze(-3)
-        scores = scores.masked_fill(~mask, -math.inf) if mask.dtype == torch.bool else scores + mask
-    out = (scores.softmax(-1).unsqueeze(-1) * v.unsqueeze(-3)).sum(-2)  # (B, Hkv, H/Hkv, Tq, Dh)
-    return out.flatten(-4, -3)
 
 
 def init_like(linear: nn.Linear, fan_out: int) -> None:
@@ -243,7 +150,7 @@ class CrossAttention(nn.Module):
         return self._probabilities(split_heads(self.q(x), self.heads), k, keep)
 
     def _probabilities(self, q: Tensor, k: Tensor, keep: Tensor | None) -> Tensor:
-        k = k.repeat_interleave(self.heads // self.kv_heads, dim=1)  # grouped-query heads
+        k = per_query_head(k, self.heads)
         scores = (q.float() @ k.float().transpose(-1, -2)) / math.sqrt(q.shape[-1])
         if keep is not None:
             scores = scores.masked_fill(~keep, float("-inf"))

@@ -26,7 +26,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from mtkit.errors import MtkitError
-from mtkit.model.layers import attention, sinusoidal_positions
+from mtkit.model.attention import attention, per_query_head
 
 
 def _check_length(offset: int, length: int, max_positions: int) -> None:
@@ -36,8 +36,25 @@ def _check_length(offset: int, length: int, max_positions: int) -> None:
         )
 
 
+def sinusoidal_positions(max_positions: int, dim: int) -> Tensor:
+    """Sinusoidal position table (max_positions, dim): sines in the first half, cosines in the
+    second (the tensor2tensor/Marian layout, a fixed permutation of the paper's interleaving).
+
+    >>> sinusoidal_positions(4, 4)[1].tolist()  # doctest: +ELLIPSIS
+    [0.841..., 0.0099..., 0.540..., 0.9999...]
+    """
+    half = dim // 2
+    # frequency i is 10000^(-2i/dim), as in the paper
+    freqs = torch.exp(torch.arange(half, dtype=torch.float64) * -(math.log(10000.0) / half))
+    angles = torch.arange(max_positions, dtype=torch.float64)[:, None] * freqs[None, :]
+    table = torch.zeros(max_positions, dim, dtype=torch.float64)
+    table[:, :half] = torch.sin(angles)
+    table[:, half : 2 * half] = torch.cos(angles)
+    return table.float()
+
+
 class SinusoidalPositions(nn.Module):
-    """Fixed sinusoids, the table of ``layers.sinusoidal_positions`` (sines then cosines)."""
+    """Fixed sinusoids, the table of :func:`sinusoidal_positions` (sines then cosines)."""
 
     def __init__(self, max_positions: int, dim: int) -> None:
         super().__init__()
@@ -106,7 +123,7 @@ class AttentionPositions(nn.Module):
         q_offset: int | None = None,
     ) -> Tensor:
         """softmax(q k^T / sqrt(Dh) + mask) v: q (B, H, Tq, Dh), k/v (B, Hkv, Tk, Dh) with Hkv
-        dividing H (:func:`mtkit.model.layers.attention`)."""
+        dividing H (:func:`mtkit.model.attention.attention`)."""
         p = dropout_p if training else 0.0
         t_q, t_k = q.shape[-2], k.shape[-2]
         offset = t_k - t_q if q_offset is None else q_offset
@@ -271,9 +288,7 @@ class ShawRelative(AttentionPositions):
         """softmax((q k^T + q a_K^T) / sqrt(Dh) + mask) (v + a_V): (B, H, Tq, Dh)."""
         t_q, t_k = q.shape[-2], k.shape[-2]
         offset = t_k - t_q if q_offset is None else q_offset
-        if k.shape[-3] != q.shape[-3]:  # grouped-query keys/values: one copy per query head
-            group = q.shape[-3] // k.shape[-3]
-            k, v = k.repeat_interleave(group, dim=-3), v.repeat_interleave(group, dim=-3)
+        k, v = per_query_head(k, q.shape[-3]), per_query_head(v, q.shape[-3])
         buckets = self.relative_buckets(t_q, t_k, offset)
         rel_k, rel_v = self.keys(buckets), self.values(buckets)  # (Tq, Tk, Dh) each
         scores = q @ k.transpose(-1, -2) + torch.einsum("bhqd,qkd->bhqk", q, rel_k.to(q.dtype))

@@ -29,8 +29,8 @@ from mtkit.config import ModelConfig
 from mtkit.errors import MtkitError
 from mtkit.model.average_attention import AverageAttention
 from mtkit.model.feedforward import FeedForward
-from mtkit.model.layers import CrossAttention, SelfAttention, sinusoidal_positions
-from mtkit.model.positions import LearnedPositions, ShawRelative
+from mtkit.model.layers import CrossAttention, SelfAttention
+from mtkit.model.positions import LearnedPositions, ShawRelative, sinusoidal_positions
 from mtkit.model.transformer import DecoderLayer, EncoderLayer, Transformer
 
 

@@ -30,7 +30,7 @@ import sys
 import time
 from collections.abc import Iterable, Iterator
 from contextlib import AbstractContextManager, nullcontext
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from itertools import islice
 from pathlib import Path
 from typing import Any, BinaryIO
@@ -54,7 +54,6 @@ from mtkit.text.glossary import (
 )
 
 STDIO = "-"
-NBEST_HEADER = "LINE\tRANK\tSCORE\tLOGPROB\tTRANSLATION"
 MAX_ENCODING_WARNINGS = 10
 
 
@@ -337,17 +336,6 @@ def _progress_bar() -> Any:
 def translate_lines(checkpoints: list[str], lines: list[str], config: TranslateConfig) -> list[str]:
     """Translate a list of sentences (the best hypothesis each); one output per input."""
     return translate_with(load_engine(checkpoints, config), lines)
-
-
-def align_lines(
-    checkpoints: list[str], lines: list[str], config: TranslateConfig
-) -> list[TextTranslation]:
-    """:func:`translate_lines` with each translation's word alignment (Moses pairs over the
-    line's and the translation's whitespace words)."""
-    config = replace(config, search=config.search.replace(alignment=True))
-    engine, size = load_engine(checkpoints, config), config.chunk_lines
-    return [t for start in range(0, len(lines), size)
-            for t in translated(engine, lines[start : start + size], start + 1)]  # fmt: skip
 
 
 def translate_with(engine: Engine, lines: list[str]) -> list[str]:

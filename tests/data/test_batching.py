@@ -1,12 +1,9 @@
 """Token bucketing: one greedy cut for training, validation and decoding, any order."""
 
-import doctest
-
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import mtkit.data.batching
 from mtkit.data.batching import cut_batches, token_batches
 from mtkit.errors import MtkitError
 
@@ -103,7 +100,3 @@ def test_matches_the_longest_prefix_reference(sizes_order, max_tokens, how) -> N
 )
 def test_token_batches_longest_first(lengths, max_tokens, expected) -> None:
     assert token_batches(lengths, max_tokens) == expected
-
-
-def test_doctests() -> None:
-    assert doctest.testmod(mtkit.data.batching).failed == 0

@@ -3,13 +3,10 @@ source, case patterns and their round trip, squeezing, chunks."""
 
 from __future__ import annotations
 
-import doctest
-
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import mtkit.decoding.guard
 from mtkit.decoding.guard import (
     CHAR_RUN,
     OTHER,
@@ -28,10 +25,6 @@ from mtkit.decoding.guard import (
 def pieces(text: str) -> list[str]:
     """A stand-in tokenizer: one piece per word."""
     return ["\u2581" + word for word in text.split()]
-
-
-def test_doctests() -> None:
-    assert doctest.testmod(mtkit.decoding.guard).failed == 0
 
 
 @pytest.mark.parametrize(

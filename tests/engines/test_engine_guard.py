@@ -4,14 +4,12 @@ line, or one whose source holds the run itself, is never touched."""
 
 from __future__ import annotations
 
-import doctest
 import re
 from dataclasses import replace
 
 import pytest
 from guard_helpers import GARBAGE, Scripted, caps_garbage
 
-import mtkit.engines.guard
 from mtkit.config import SearchConfig, TranslateConfig
 from mtkit.decoding.guard import CHAR_RUN, char_runs
 from mtkit.engines.base import Translation
@@ -23,10 +21,6 @@ LONG = " ".join(["the red dog runs on the blue street"] * 15)  # 120 words, 120 
 
 def copy(source: str) -> str:
     return f"de: {source}"
-
-
-def test_doctests() -> None:
-    assert doctest.testmod(mtkit.engines.guard).failed == 0
 
 
 def test_clean_lines_are_never_touched(capsys) -> None:

@@ -1,14 +1,12 @@
 """The Average Attention Network (Zhang, Xiong & Su 2018): the cumulative average and the gate
 by hand; the O(1) decoding step against the parallel form, across beam reorders."""
 
-import doctest
 import math
 
 import pytest
 import torch
 from torch import nn
 
-from mtkit.model import average_attention
 from mtkit.model.average_attention import AverageAttention, AverageState, cumulative_average
 
 
@@ -102,10 +100,6 @@ def test_state_starts_empty_and_every_weight_is_a_linear() -> None:
     )
     no_bias = AverageAttention(8, 16, bias=False, use_ffn=False)
     assert list(no_bias.state_dict()) == ["gate.weight"]
-
-
-def test_docstring_examples() -> None:
-    assert doctest.testmod(average_attention).failed == 0
 
 
 def test_state_is_a_row_state_of_constant_size() -> None:

@@ -23,9 +23,9 @@ from torch import nn
 from mtkit.config import SearchConfig, TranslateConfig
 from mtkit.decoding.search import generate
 from mtkit.errors import MtkitError
+from mtkit.model.attention import COMPILED_QUERIES
 from mtkit.model.compiled import check_compilable, compile_step
 from mtkit.model.inference import compiles, prepare_for_inference
-from mtkit.model.layers import COMPILED_QUERIES
 from mtkit.model.opaque import OpaqueLinear, opaque_layer
 from mtkit.model.packed import replace_modules
 

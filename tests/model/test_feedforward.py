@@ -1,14 +1,11 @@
 """FeedForward: each activation against a hand computation; the gated width rule; the ReLU
 kind is the FeedForward it replaced (layers.FeedForward until issue 12), state dict and outputs."""
 
-import doctest
-
 import pytest
 import torch
 import torch.nn.functional as F
 from torch import nn
 
-from mtkit.model import feedforward
 from mtkit.model.feedforward import FeedForward, gated_hidden_size
 
 
@@ -121,7 +118,3 @@ def test_bias_false_leaves_no_bias_and_every_weight_is_a_linear(activation: str)
 def test_unknown_activation_names_the_known_ones() -> None:
     with pytest.raises(ValueError, match="known: relu, gelu, silu, swiglu, geglu"):
         FeedForward(8, 32, "tanh")
-
-
-def test_docstring_examples() -> None:
-    assert doctest.testmod(feedforward).failed == 0

@@ -10,15 +10,8 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from mtkit.model.layers import (
-    CrossAttention,
-    PreNormResidual,
-    Residual,
-    SelfAttention,
-    attention,
-    merge_heads,
-    split_heads,
-)
+from mtkit.model.attention import attention, merge_heads, split_heads
+from mtkit.model.layers import CrossAttention, PreNormResidual, Residual, SelfAttention
 from mtkit.model.positions import ALiBi, AttentionPositions, Rotary, ShawRelative
 from mtkit.model.state import KeyValueCache
 
@@ -164,7 +157,7 @@ def test_cross_attention_probabilities_weigh_the_values(kv_heads: int) -> None:
 def test_attention_in_a_compiled_graph_is_sdpa(monkeypatch, kv_heads: int, mask_kind: str):
     """Inside a compiled graph, attention over few queries is written out (products, sums,
     softmax), without SDPA: the same values as SDPA outside one, to float32 rounding."""
-    from mtkit.model import layers
+    from mtkit.model import attention as module
 
     torch.manual_seed(0)
     q = torch.randn(3, 4, 5, 8)
@@ -173,7 +166,7 @@ def test_attention_in_a_compiled_graph_is_sdpa(monkeypatch, kv_heads: int, mask_
             "head_bias": torch.randn(4, 5, 7)}[mask_kind]  # fmt: skip
     if mask is not None and mask.dtype == torch.bool:
         mask[:, ..., 0] = True  # every query keeps a key
-    expected = layers.attention(q, k, v, mask)
+    expected = module.attention(q, k, v, mask)
     monkeypatch.setattr(torch.compiler, "is_compiling", lambda: True)
-    monkeypatch.setattr(layers.F, "scaled_dot_product_attention", None)  # not called
-    torch.testing.assert_close(layers.attention(q, k, v, mask), expected, atol=1e-5, rtol=1e-5)
+    monkeypatch.setattr(module.F, "scaled_dot_product_attention", None)  # not called
+    torch.testing.assert_close(module.attention(q, k, v, mask), expected, atol=1e-5, rtol=1e-5)

@@ -1,7 +1,5 @@
 """build_norm: names to torch's norms; RMSNorm against a hand computation."""
 
-import doctest
-
 import pytest
 import torch
 from torch import nn
@@ -51,9 +49,3 @@ def test_unknown_kind_names_the_known_ones() -> None:
 def test_rmsnorm_refuses_a_bias() -> None:
     with pytest.raises(ValueError, match="no bias"):
         build_norm("rmsnorm", 4, 1e-6, True)
-
-
-def test_docstring_examples() -> None:
-    from mtkit.model import norms
-
-    assert doctest.testmod(norms).failed == 0

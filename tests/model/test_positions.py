@@ -1,7 +1,6 @@
 """Position schemes against the papers' formulas and hand computations, and each one's
 step-wise (cached) form against the full-sequence form."""
 
-import doctest
 import math
 
 import pytest
@@ -9,8 +8,6 @@ import torch
 import torch.nn.functional as F
 
 from mtkit.errors import MtkitError
-from mtkit.model import positions
-from mtkit.model.layers import sinusoidal_positions
 from mtkit.model.positions import (
     ALiBi,
     AttentionPositions,
@@ -20,6 +17,7 @@ from mtkit.model.positions import (
     SinusoidalPositions,
     alibi_slopes,
     causal_keep,
+    sinusoidal_positions,
 )
 
 
@@ -266,7 +264,3 @@ def test_plain_attend_is_sdpa_full_and_stepwise() -> None:
         block = plain.attend(q[:, :, t - 1 : t + 1], k[:, :, : t + 1], v[:, :, : t + 1],
                              causal=True)  # fmt: skip
         torch.testing.assert_close(block, full[:, :, t - 1 : t + 1])
-
-
-def test_docstring_examples() -> None:
-    assert doctest.testmod(positions).failed == 0

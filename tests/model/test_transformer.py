@@ -11,7 +11,7 @@ from mtkit.config import ModelConfig, from_dict
 from mtkit.data.tokenizer import BOS_ID, EOS_ID, PAD_ID
 from mtkit.errors import MtkitError
 from mtkit.model.builders import check_model_config
-from mtkit.model.layers import sinusoidal_positions
+from mtkit.model.positions import sinusoidal_positions
 from mtkit.model.transformer import (
     Transformer,
     build_model,

@@ -12,9 +12,10 @@ from variants import VARIANTS
 
 from mtkit.config import ModelConfig
 from mtkit.errors import MtkitError
+from mtkit.model.attention import split_heads
 from mtkit.model.average_attention import AverageAttention
 from mtkit.model.feedforward import ACTIVATIONS, FeedForward
-from mtkit.model.layers import CrossAttention, SelfAttention, split_heads
+from mtkit.model.layers import CrossAttention, SelfAttention
 from mtkit.model.transformer import Transformer, build_model
 from mtkit.model.weights import (
     AttentionWeights,

@@ -3,7 +3,6 @@ and the rule that decides whether a model translates a text."""
 
 from __future__ import annotations
 
-import doctest
 import gzip
 from functools import cache
 from pathlib import Path
@@ -23,10 +22,6 @@ def captions(lang: str, n: int = 100) -> tuple[str, ...]:
     """The first ``n`` captions of the shipped test_2016_flickr in ``lang``."""
     with gzip.open(DATA / f"test_2016_flickr.{lang}.gz", "rt", encoding="utf-8") as handle:
         return tuple(line.rstrip("\n") for _, line in zip(range(n), handle, strict=False))
-
-
-def test_doctests() -> None:
-    assert doctest.testmod(langid).failed == 0
 
 
 def test_captions_are_identified_among_candidates_and_among_all_languages() -> None:

@@ -2,19 +2,12 @@
 
 from __future__ import annotations
 
-import doctest
-
 import numpy as np
 import pytest
 import torch
 
-from mtkit.training import sampling
 from mtkit.training.batching import epoch_batches, sentence_sizes
 from mtkit.training.sampling import epoch_counts, epoch_indices
-
-
-def test_doctests() -> None:
-    assert doctest.testmod(sampling).failed == 0
 
 
 @pytest.mark.parametrize(
