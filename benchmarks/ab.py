@@ -33,13 +33,20 @@ ROW = re.compile(r"^[ \t]*(?P<name>[^:]*?\S)(?::|[ \t]{2,}).*?(?P<tps>[\d.]+)[ \
 
 def worktree(rev: str) -> Path:
     """A checkout of ``rev`` under .bench/ab (made once, reused)."""
-    sha = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", rev], check=True,
-                         capture_output=True, text=True).stdout.strip()  # fmt: skip
+    sha = subprocess.run(
+        ["git", "-C", str(ROOT), "rev-parse", "--short", rev],
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout.strip()
     path = WORK / sha
     if not path.is_dir():
         WORK.mkdir(parents=True, exist_ok=True)
-        subprocess.run(["git", "-C", str(ROOT), "worktree", "add", "--detach", str(path), sha],
-                       check=True, capture_output=True)  # fmt: skip
+        subprocess.run(
+            ["git", "-C", str(ROOT), "worktree", "add", "--detach", str(path), sha],
+            check=True,
+            capture_output=True,
+        )
     return path
 
 
@@ -73,8 +80,10 @@ def main() -> None:
             for name, tps in run(tree, opts.script, opts.args).items():
                 seen[side].setdefault(name, []).append(tps)
             print(f"round {i + 1} {side} done", file=sys.stderr, flush=True)
-    print(f"{opts.script} {' '.join(opts.args)}: old = {opts.base}, new = working tree; "
-          f"median of {opts.rounds} alternating runs")  # fmt: skip
+    print(
+        f"{opts.script} {' '.join(opts.args)}: old = {opts.base}, new = working tree; "
+        f"median of {opts.rounds} alternating runs"
+    )
     print(f"{'row':<30} {'old tok/s':>10} {'new tok/s':>10} {'new/old':>8}  runs (old | new)")
     for name, old in seen["old"].items():
         new = seen["new"].get(name)

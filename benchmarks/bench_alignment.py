@@ -49,8 +49,9 @@ def eflomal_links(src: list[str], tgt: list[str], work: Path) -> tuple[list[Pair
     (work / "tgt.txt").write_text("".join(t.lower() + "\n" for t in tgt), encoding="utf-8")
     files = ["-s", "src.txt", "-t", "tgt.txt", "-f", "fwd.txt", "-r", "rev.txt"]
     names = [name if name.startswith("-") else str(work / name) for name in files]
-    subprocess.run([str(python), str(VENV / "bin" / "eflomal-align"), "--overwrite", *names],
-                   check=True)  # fmt: skip
+    subprocess.run(
+        [str(python), str(VENV / "bin" / "eflomal-align"), "--overwrite", *names], check=True
+    )
     return [read_links(work / name) for name in ("fwd.txt", "rev.txt")]  # type: ignore[return-value]
 
 
@@ -68,8 +69,13 @@ def scores(ours: list[Pairs], sure: list[Pairs], possible: list[Pairs]) -> dict[
     a_p = sum(len(x & p) for x, p in zip(ours, possible, strict=True))
     s = sum(len(x) for x in sure)
     p = sum(len(x) for x in possible)
-    return {"P(sure)": a_s / a, "R(sure)": a_s / s, "P(poss)": a_p / a, "R(poss)": a_p / p,
-            "AER": 1 - (a_s + a_p) / (a + s)}  # fmt: skip
+    return {
+        "P(sure)": a_s / a,
+        "R(sure)": a_s / s,
+        "P(poss)": a_p / a,
+        "R(poss)": a_p / p,
+        "AER": 1 - (a_s + a_p) / (a + s),
+    }
 
 
 def main() -> None:
@@ -83,8 +89,9 @@ def main() -> None:
     print_machine()
     src = read_text("test_2016_flickr", "en")
     train_src, train_tgt = read_text("train", "en"), read_text("train", "de")
-    config = TranslateConfig.from_flat({"threads": args.threads, "device": "cpu",
-                                        "beam": args.beam, "alignment": True})  # fmt: skip
+    config = TranslateConfig.from_flat(
+        {"threads": args.threads, "device": "cpu", "beam": args.beam, "alignment": True}
+    )
     engine = load_engine([existing(args.checkpoint, "make demo")], config)
     layers = engine.models[0].cfg.decoder_layers
     found, text = {}, []
@@ -95,14 +102,19 @@ def main() -> None:
         seconds = time.perf_counter() - start
         text = [hyps[0].text if hyps else "" for hyps in results]
         found[layer] = [set(hyps[0].alignment or ()) if hyps else set() for hyps in results]
-        print(f"layer {layer}: translated {len(src)} lines with alignments in {seconds:.1f} s",
-              flush=True)  # fmt: skip
+        print(
+            f"layer {layer}: translated {len(src)} lines with alignments in {seconds:.1f} s",
+            flush=True,
+        )
     (args.out / "test.de").write_text("".join(t + "\n" for t in text), encoding="utf-8")
     start = time.perf_counter()
     fwd, rev = eflomal_links(train_src + src, train_tgt + text, args.out)
     fwd, rev = fwd[-len(src) :], rev[-len(src) :]
-    print(f"eflomal: {len(train_src) + len(src)} pairs aligned in "
-          f"{time.perf_counter() - start:.1f} s", flush=True)  # fmt: skip
+    print(
+        f"eflomal: {len(train_src) + len(src)} pairs aligned in "
+        f"{time.perf_counter() - start:.1f} s",
+        flush=True,
+    )
     sure = [f & r for f, r in zip(fwd, rev, strict=True)]
     possible = [f | r for f, r in zip(fwd, rev, strict=True)]
     default = layers - 1

@@ -101,8 +101,10 @@ def scored_set(
     hyps, refs = [t.text for t, _ in kept], [[r for _, r in kept]]
     corpus = sacrebleu.corpus_chrf(hyps, refs).score
     bleu = sacrebleu.corpus_bleu(hyps, refs).score
-    print(f"{name}: {len(kept)} sentences in {seconds:.0f} s, corpus chrF {corpus:.1f}, "
-          f"BLEU {bleu:.1f}")  # fmt: skip
+    print(
+        f"{name}: {len(kept)} sentences in {seconds:.0f} s, corpus chrF {corpus:.1f}, "
+        f"BLEU {bleu:.1f}"
+    )
     return [t.confidence for t, _ in kept if t.confidence], chrf, seconds
 
 
@@ -112,8 +114,10 @@ def flagged(scores: list[float], chrf: list[float]) -> str:
     cut = max(1, round(len(order) * FLAG_SHARE))
     low, rest = [chrf[i] for i in order[:cut]], [chrf[i] for i in order[cut:]]
     threshold = scores[order[cut - 1]]
-    return (f"lowest {FLAG_SHARE:.0%} by probability (<= {threshold:.3f}): mean chrF "
-            f"{sum(low) / len(low):.1f}, the rest {sum(rest) / len(rest):.1f}")  # fmt: skip
+    return (
+        f"lowest {FLAG_SHARE:.0%} by probability (<= {threshold:.3f}): mean chrF "
+        f"{sum(low) / len(low):.1f}, the rest {sum(rest) / len(rest):.1f}"
+    )
 
 
 def main() -> None:
@@ -142,8 +146,13 @@ def main() -> None:
     for key in CANDIDATES:
         cells = " | ".join(f"{table[(s, key)][0]:.3f} | {table[(s, key)][1]:.3f}" for s in sets)
         print(f"| {key} | {cells} |")
-    best = max(CANDIDATES, key=lambda k: (round(sum(table[(s, k)][1] for s in sets), 6),
-                                          sum(table[(s, k)][0] for s in sets)))  # fmt: skip
+    best = max(
+        CANDIDATES,
+        key=lambda k: (
+            round(sum(table[(s, k)][1] for s in sets), 6),
+            sum(table[(s, k)][0] for s in sets),
+        ),
+    )
     print(f"\nbest by mean Spearman over the sets (then Pearson): {best}")
 
 

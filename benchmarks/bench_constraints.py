@@ -61,8 +61,9 @@ def translate(engine: Engine, lines: list[str], terms: list[list[str]] | None) -
     search = engine.config.search.replace(constraints="unordered" if terms is not None else "")
     given = None if terms is None else dict(enumerate(terms, start=1))
     constrain = None if given is None else constraining(None, given)
-    found = translate_texts(engine, lines, TextOptions("en", split=False), search,
-                            constrain=constrain)  # fmt: skip
+    found = translate_texts(
+        engine, lines, TextOptions("en", split=False), search, constrain=constrain
+    )
     return [t.text for t in found]
 
 
@@ -95,18 +96,24 @@ def main() -> None:
     src, refs = read_text(args.set, "en"), read_text(args.set, "de")
     if args.limit:
         src, refs = src[: args.limit], refs[: args.limit]
-    config = TranslateConfig.from_flat({"beam": args.beam, "threads": args.threads,
-                                        "device": "cpu"})  # fmt: skip
+    config = TranslateConfig.from_flat(
+        {"beam": args.beam, "threads": args.threads, "device": "cpu"}
+    )
     engine = load_engine([args.checkpoint], config)
     plain = translate(engine, src, None)
     terms = [pick_terms(r, o, args.terms, args.min_chars) for r, o in zip(refs, plain, strict=True)]
     constrained = translate(engine, src, terms)
     given = sum(len(t) for t in terms)
-    met = sum(bool(re.search(rf"(?<!\w){re.escape(t)}(?!\w)", out))
-              for ts, out in zip(terms, constrained, strict=True) for t in ts)  # fmt: skip
+    met = sum(
+        bool(re.search(rf"(?<!\w){re.escape(t)}(?!\w)", out))
+        for ts, out in zip(terms, constrained, strict=True)
+        for t in ts
+    )
     with_terms = [i for i, t in enumerate(terms) if t]
-    print(f"\n{args.set}, {len(src)} lines, beam {args.beam}, {args.threads} thread(s), "
-          f"{args.checkpoint}")  # fmt: skip
+    print(
+        f"\n{args.set}, {len(src)} lines, beam {args.beam}, {args.threads} thread(s), "
+        f"{args.checkpoint}"
+    )
     print(
         f"terms: {given} on {len(with_terms)} lines (at most {args.terms} a line, >= "
         f"{args.min_chars} characters); met {met} = {100 * met / max(given, 1):.1f} %"
@@ -114,8 +121,10 @@ def main() -> None:
     print(f"all lines         without: {scores(plain, refs)}   with: {scores(constrained, refs)}")
     pick = [plain[i] for i in with_terms], [constrained[i] for i in with_terms]
     sub_refs = [refs[i] for i in with_terms]
-    print(f"lines with terms  without: {scores(pick[0], sub_refs)}   with: "
-          f"{scores(pick[1], sub_refs)}")  # fmt: skip
+    print(
+        f"lines with terms  without: {scores(pick[0], sub_refs)}   with: "
+        f"{scores(pick[1], sub_refs)}"
+    )
     lines = [src[i] for i in with_terms]
     line_terms = [terms[i] for i in with_terms]
     plain_s, cons_s = [], []
@@ -123,9 +132,11 @@ def main() -> None:
         plain_s.append(timed(engine, lines, None))
         cons_s.append(timed(engine, lines, line_terms))
     a, b = statistics.median(plain_s), statistics.median(cons_s)
-    print(f"speed on the {len(lines)} lines with terms (median of {args.rounds}): without "
-          f"{len(lines) / a:.1f} sentences/s, with {len(lines) / b:.1f} sentences/s: "
-          f"{a / b:.2f}x")  # fmt: skip
+    print(
+        f"speed on the {len(lines)} lines with terms (median of {args.rounds}): without "
+        f"{len(lines) / a:.1f} sentences/s, with {len(lines) / b:.1f} sentences/s: "
+        f"{a / b:.2f}x"
+    )
 
 
 if __name__ == "__main__":

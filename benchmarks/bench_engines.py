@@ -78,10 +78,10 @@ def peer_main(args: argparse.Namespace) -> None:
         "mtkit-compiled": lambda: run_mtkit(ckpt, batches, opts, "", "onednn", compile=True),
         "mtkit-bf16-compiled": lambda: run_mtkit(
             ckpt, batches, opts, "", "onednn", "bf16", compile=True
-        ),  # fmt: skip
+        ),
         "mtkit-int8-compiled": lambda: run_mtkit(
             ckpt, batches, opts, "int8", "onednn", compile=True
-        ),  # fmt: skip
+        ),
         "mtkit-ct2": lambda: run_mtkit_ct2(ckpt, Path(model_dir), batches, opts),
     }
     outputs, tokens, seconds = engines[args.peer]()
@@ -130,10 +130,18 @@ def run_peer(python: Path, engine: str, model_dir: Path | None, batches, opts: d
     """One engine in a fresh process: ``python`` runs this file in ``--peer engine`` mode."""
     tag = f"{engine}-{opts['threads']}x{opts.get('inter', 1)}"
     job, result = WORK / f"job-{tag}.json", WORK / f"result-{tag}.json"
-    job.write_text(json.dumps({"model_dir": str(model_dir), "batches": batches, "opts": opts,
-                               "checkpoint": str(ckpt)}))  # fmt: skip
-    env = dict(os.environ, HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1",
-               OMP_NUM_THREADS=str(opts["threads"]), TOKENIZERS_PARALLELISM="false")  # fmt: skip
+    job.write_text(
+        json.dumps(
+            {"model_dir": str(model_dir), "batches": batches, "opts": opts, "checkpoint": str(ckpt)}
+        )
+    )
+    env = dict(
+        os.environ,
+        HF_HUB_OFFLINE="1",
+        TRANSFORMERS_OFFLINE="1",
+        OMP_NUM_THREADS=str(opts["threads"]),
+        TOKENIZERS_PARALLELISM="false",
+    )
     cmd = [str(python), __file__, "--peer", engine, "--job", str(job), "--result", str(result)]
     subprocess.run(cmd, check=True, env=env)
     data = json.loads(result.read_text(encoding="utf-8"))
@@ -161,13 +169,21 @@ def jobs_for(threads: int, python: Path, dirs: dict[str, Path]) -> list[tuple]:
         ("mtkit ct2 int8", ours, "mtkit-ct2", dirs.get("ct2-int8"), 1),
     ]
     if threads > 1:  # the other use of T threads: T batches at once, one thread each
-        jobs += [(f"mtkit {q}", ours, engine, None, threads)
-                 for q, engine in (("fp32", "mtkit"), ("bf16", "mtkit-bf16"),
-                                   ("int8", "mtkit-int8"), ("fp32 compiled", "mtkit-compiled"),
-                                   ("bf16 compiled", "mtkit-bf16-compiled"),
-                                   ("int8 compiled", "mtkit-int8-compiled"))]  # fmt: skip
-        jobs += [(f"CTranslate2 {q}", python, "ct2", dirs.get(f"ct2-{q}"), threads)
-                 for q in ("float32", "int8")]  # fmt: skip
+        jobs += [
+            (f"mtkit {q}", ours, engine, None, threads)
+            for q, engine in (
+                ("fp32", "mtkit"),
+                ("bf16", "mtkit-bf16"),
+                ("int8", "mtkit-int8"),
+                ("fp32 compiled", "mtkit-compiled"),
+                ("bf16 compiled", "mtkit-bf16-compiled"),
+                ("int8 compiled", "mtkit-int8-compiled"),
+            )
+        ]
+        jobs += [
+            (f"CTranslate2 {q}", python, "ct2", dirs.get(f"ct2-{q}"), threads)
+            for q in ("float32", "int8")
+        ]
     # a peer row whose export is missing (export_all said why) is left out
     return [job for job in jobs if job[2] not in EXPORTED or job[3] is not None]
 
@@ -195,8 +211,11 @@ def main(args: argparse.Namespace) -> None:
     dirs = export_all(ckpt)
     python = ensure_venv()
     batches, order = make_batches(lines, ckpt, args.batch)
-    print(f"{ckpt}: {len(lines)} lines, batches of {args.batch}, beam {args.beam}, threads "
-          f"{', '.join(map(str, args.threads))}", flush=True)  # fmt: skip
+    print(
+        f"{ckpt}: {len(lines)} lines, batches of {args.batch}, beam {args.beam}, threads "
+        f"{', '.join(map(str, args.threads))}",
+        flush=True,
+    )
     rows = []
     for threads in args.threads:
         for name, interpreter, engine, model_dir, inter in jobs_for(threads, python, dirs):
@@ -211,12 +230,27 @@ def main(args: argparse.Namespace) -> None:
                 hyps[i] = text
             bleu = sacrebleu.corpus_bleu(hyps, [refs]).score
             setting = f"{threads}" if inter == 1 else f"{inter}x{threads // inter}"
-            rows.append(dict(engine=name, threads=threads, setting=setting, inter=inter,
-                             sent_s=len(lines) / seconds, tok_s=tokens / seconds, bleu=bleu,
-                             seconds=seconds, passes=passes, tokens=tokens, load=load,
-                             hyps=hyps))  # fmt: skip
-            print(f"  {name} [{setting}]: {tokens / seconds:.0f} tok/s, BLEU {bleu:.1f} "
-                  f"(load average {load:.1f} at its start)", flush=True)  # fmt: skip
+            rows.append(
+                dict(
+                    engine=name,
+                    threads=threads,
+                    setting=setting,
+                    inter=inter,
+                    sent_s=len(lines) / seconds,
+                    tok_s=tokens / seconds,
+                    bleu=bleu,
+                    seconds=seconds,
+                    passes=passes,
+                    tokens=tokens,
+                    load=load,
+                    hyps=hyps,
+                )
+            )
+            print(
+                f"  {name} [{setting}]: {tokens / seconds:.0f} tok/s, BLEU {bleu:.1f} "
+                f"(load average {load:.1f} at its start)",
+                flush=True,
+            )
     print(report(rows, random_model))
     for a, b in (
         ("mtkit fp32", "mtkit bf16"),
@@ -230,8 +264,9 @@ def main(args: argparse.Namespace) -> None:
     print(f"load average at the end: {os.getloadavg()[0]:.1f}")
     for r in rows:
         del r["hyps"]
-    (WORK / "results.json").write_text(json.dumps({"checkpoint": str(ckpt), "opts": base,
-                                                   "rows": rows}, indent=2))  # fmt: skip
+    (WORK / "results.json").write_text(
+        json.dumps({"checkpoint": str(ckpt), "opts": base, "rows": rows}, indent=2)
+    )
 
 
 def thread_counts(text: str) -> list[int]:

@@ -37,15 +37,17 @@ FOLD = layers.attention
 
 def sdpa(q, k, v, mask=None, dropout_p=0.0, is_causal=False):  # type: ignore[no-untyped-def]
     gqa = q.shape[-3] != k.shape[-3]
-    return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=dropout_p,
-                                          is_causal=is_causal, enable_gqa=gqa)  # fmt: skip
+    return F.scaled_dot_product_attention(
+        q, k, v, attn_mask=mask, dropout_p=dropout_p, is_causal=is_causal, enable_gqa=gqa
+    )
 
 
 def expand(q, k, v, mask=None, dropout_p=0.0, is_causal=False):  # type: ignore[no-untyped-def]
     group = q.shape[-3] // k.shape[-3]
     k, v = k.repeat_interleave(group, dim=-3), v.repeat_interleave(group, dim=-3)
-    return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=dropout_p,
-                                          is_causal=is_causal)  # fmt: skip
+    return F.scaled_dot_product_attention(
+        q, k, v, attn_mask=mask, dropout_p=dropout_p, is_causal=is_causal
+    )
 
 
 WAYS = {"fold": FOLD, "sdpa": sdpa, "expand": expand}

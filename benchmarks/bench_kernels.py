@@ -60,13 +60,17 @@ def linear_times(rows: int, d_in: int, d_out: int, calls: int) -> list[float]:
 
 def linear_rows(rows: int, calls: int) -> None:
     print(f"linear layers, {rows} rows: microseconds per call")
-    print(f"{'in x out':>12} {'fp32':>8} {'fp32 packed':>12} {'bf16 packed':>12} {'int8':>8}"
-          f" {'bf16 GFLOP/s':>13}")  # fmt: skip
+    print(
+        f"{'in x out':>12} {'fp32':>8} {'fp32 packed':>12} {'bf16 packed':>12} {'int8':>8}"
+        f" {'bf16 GFLOP/s':>13}"
+    )
     for d_in, d_out in [(256, 8000), (256, 768), (256, 1024), (1024, 256), (256, 256)]:
         times = linear_times(rows, d_in, d_out, calls)
         gflops = 2 * rows * d_in * d_out / times[2] / 1e3
-        print(f"{d_in:>5} x {d_out:<5} {times[0]:8.0f} {times[1]:12.0f} {times[2]:12.0f} "
-              f"{times[3]:8.0f} {gflops:13.0f}")  # fmt: skip
+        print(
+            f"{d_in:>5} x {d_out:<5} {times[0]:8.0f} {times[1]:12.0f} {times[2]:12.0f} "
+            f"{times[3]:8.0f} {gflops:13.0f}"
+        )
 
 
 def attention_times(batch: int, queries: int, keys: int, masked: bool, calls: int) -> list[float]:

@@ -116,14 +116,18 @@ def accuracy_rows(data: dict[str, list[str]]) -> list[str]:
                 lines += len(found)
                 cells.append(f"{100 * found.count(lang) / len(found):6.1f}")
             loaded = f"{load:7.2f} {rss_mib() - before:8.0f}" if candidates is None else " " * 16
-            rows.append(f"{name:<10} {label:<4} {' '.join(cells)} {seconds / lines * 1e6:9.0f} "
-                        f"{loaded} {size:>9}")  # fmt: skip
+            rows.append(
+                f"{name:<10} {label:<4} {' '.join(cells)} {seconds / lines * 1e6:9.0f} "
+                f"{loaded} {size:>9}"
+            )
     return rows
 
 
 def rule_rows(data: dict[str, list[str]]) -> list[str]:
-    prefixes = {k: {lang: [" ".join(line.split()[:k]) for line in data[lang]] for lang in LANGS}
-                for k in PREFIXES}  # fmt: skip
+    prefixes = {
+        k: {lang: [" ".join(line.split()[:k]) for line in data[lang]] for lang in LANGS}
+        for k in PREFIXES
+    }
     rows = []
     for source in LANGS:
         for rule, refused in (("mtkit", _refused_by_rule), ("naive", _refused_if_not_first)):
@@ -156,11 +160,15 @@ def main() -> None:
     data = {lang: read_text("test_2016_flickr", lang)[:limit] for lang in LANGS}
     print_machine()
     print(f"\nMulti30k test_2016_flickr, {limit} captions per language: % identified correctly")
-    print(f"{'':<10} {'set':<4} {'  '.join(f'{lang:>5}' for lang in LANGS)}  us/line  load s  "
-          f"RSS MiB  size MiB")  # fmt: skip
+    print(
+        f"{'':<10} {'set':<4} {'  '.join(f'{lang:>5}' for lang in LANGS)}  us/line  load s  "
+        f"RSS MiB  size MiB"
+    )
     print("\n".join(accuracy_rows(data)))
-    print(f"\n\"source\": \"auto\": % refused (MIN_LETTERS {langid.MIN_LETTERS}, ODDS "
-          f"{langid.ODDS}); naive: refused when another language comes first")  # fmt: skip
+    print(
+        f'\n"source": "auto": % refused (MIN_LETTERS {langid.MIN_LETTERS}, ODDS '
+        f"{langid.ODDS}); naive: refused when another language comes first"
+    )
     words = " ".join(f"{k} word{'s' if k > 1 else ''}".rjust(8) for k in PREFIXES)
     print(f"{'source':<7} {'rule':<6} {'foreign':>8} {'own':>8} {words}")
     print("\n".join(rule_rows(data)))

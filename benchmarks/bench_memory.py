@@ -29,10 +29,14 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 WORK = REPO / ".bench" / "memory"
-EN = ("a man woman child dog cat the red blue green big small old young house street park "
-      "runs walks sits plays waits looks at on in near with under behind").split()  # fmt: skip
-DE = ("ein mann frau kind hund katze der rot blau grün groß klein alt jung haus straße park "
-      "läuft geht sitzt spielt wartet schaut an auf in nahe mit unter hinter").split()  # fmt: skip
+EN = (
+    "a man woman child dog cat the red blue green big small old young house street park "
+    "runs walks sits plays waits looks at on in near with under behind"
+).split()
+DE = (
+    "ein mann frau kind hund katze der rot blau grün groß klein alt jung haus straße park "
+    "läuft geht sitzt spielt wartet schaut an auf in nahe mit unter hinter"
+).split()
 # documented bounds (MiB) for the summed RSS of the command's process tree
 TRANSLATE_BOUND_MB = 640
 PREPARE_BOUND_MB = 512
@@ -89,9 +93,18 @@ def make_model(directory: Path) -> None:
         spm_path.write_bytes(train_spm(text, vocab_size=256))
     if not ckpt_path.is_file():
         vocab = len(Tokenizer(spm_path.read_bytes()))
-        cfg = ModelConfig(src_vocab_size=vocab, tgt_vocab_size=vocab, d_model=64, ffn_dim=128,
-                          heads=2, encoder_layers=2, decoder_layers=2, dropout=0.0,
-                          attention_dropout=0.0, share_all_embeddings=True)  # fmt: skip
+        cfg = ModelConfig(
+            src_vocab_size=vocab,
+            tgt_vocab_size=vocab,
+            d_model=64,
+            ffn_dim=128,
+            heads=2,
+            encoder_layers=2,
+            decoder_layers=2,
+            dropout=0.0,
+            attention_dropout=0.0,
+            share_all_embeddings=True,
+        )
         torch.manual_seed(0)
         model = build_model(cfg)
         spm = spm_path.read_bytes()
@@ -124,8 +137,11 @@ def tree_memory(root: int) -> tuple[int, int]:
             status = Path(f"/proc/{pid}/status").read_text()
         except OSError:
             continue
-        kb = {k: int(v.split()[0]) for k, _, v in (line.partition(":") for line in
-              status.splitlines()) if k in ("VmRSS", "VmHWM")}  # fmt: skip
+        kb = {
+            k: int(v.split()[0])
+            for k, _, v in (line.partition(":") for line in status.splitlines())
+            if k in ("VmRSS", "VmHWM")
+        }
         rss += kb.get("VmRSS", 0) * 1024
         hwm = max(hwm, kb.get("VmHWM", 0) * 1024)
     return rss, hwm
@@ -150,9 +166,12 @@ def measure(args: list[str]) -> tuple[float, int, int]:
 def report(name: str, size: str, seconds: float, tree: int, largest: int, bound_mb: int) -> bool:
     mib = 1 << 20
     ok = tree <= bound_mb * mib
-    print(f"{name}: {size} in {seconds:,.0f} s; peak RSS {tree / mib:,.0f} MiB (process tree, "
-          f"bound {bound_mb:,} MiB: {'ok' if ok else 'ABOVE'}), largest process "
-          f"{largest / mib:,.0f} MiB", flush=True)  # fmt: skip
+    print(
+        f"{name}: {size} in {seconds:,.0f} s; peak RSS {tree / mib:,.0f} MiB (process tree, "
+        f"bound {bound_mb:,} MiB: {'ok' if ok else 'ABOVE'}), largest process "
+        f"{largest / mib:,.0f} MiB",
+        flush=True,
+    )
     return ok
 
 
@@ -179,26 +198,54 @@ def main() -> int:
         source = WORK / f"translate-{lines}"
         write_corpus(source, lines, ("en",))
         out = WORK / "translation.txt"
-        seconds, tree, largest = measure([
-            "translate", "-m", str(ckpt), "-i", f"{source}.en", "-o", str(out), "-q",
-            "--beam", str(args.beam), "--max-len-a", "0", "--max-len-b", "8", "--threads", "1",
-        ])  # fmt: skip
+        seconds, tree, largest = measure(
+            [
+                "translate",
+                "-m",
+                str(ckpt),
+                "-i",
+                f"{source}.en",
+                "-o",
+                str(out),
+                "-q",
+                "--beam",
+                str(args.beam),
+                "--max-len-a",
+                "0",
+                "--max-len-b",
+                "8",
+                "--threads",
+                "1",
+            ]
+        )
         out.unlink()
-        ok &= report("mtkit translate", f"{lines:,} lines", seconds, tree, largest,
-                     args.translate_bound_mb)  # fmt: skip
+        ok &= report(
+            "mtkit translate", f"{lines:,} lines", seconds, tree, largest, args.translate_bound_mb
+        )
     if args.only in (None, "prepare"):
         corpus = WORK / f"corpus-{pairs}"
         write_corpus(corpus, pairs, ("en", "de"))
         out = WORK / "prepared"
-        seconds, tree, largest = measure([
-            "prepare", "--train", str(corpus), "--spm", str(spm), "-o", str(out), "--force",
-            "--workers", str(args.workers),
-        ])  # fmt: skip
+        seconds, tree, largest = measure(
+            [
+                "prepare",
+                "--train",
+                str(corpus),
+                "--spm",
+                str(spm),
+                "-o",
+                str(out),
+                "--force",
+                "--workers",
+                str(args.workers),
+            ]
+        )
         import shutil
 
         shutil.rmtree(out)
-        ok &= report("mtkit prepare", f"{pairs:,} pairs", seconds, tree, largest,
-                     args.prepare_bound_mb)  # fmt: skip
+        ok &= report(
+            "mtkit prepare", f"{pairs:,} pairs", seconds, tree, largest, args.prepare_bound_mb
+        )
     return 0 if ok else 1
 
 

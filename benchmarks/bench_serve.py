@@ -77,12 +77,14 @@ def search_values(random_len: int, random_model: bool, beam: int) -> dict[str, f
 
 
 def flags(values: dict[str, float]) -> list[str]:
-    return [part for key, value in values.items()
-            for part in (f"--{key.replace('_', '-')}", str(value))]  # fmt: skip
+    return [
+        part for key, value in values.items() for part in (f"--{key.replace('_', '-')}", str(value))
+    ]
 
 
-def offline(ckpt: str, lines: list[str], search: dict[str, float], threads: int,
-            runtime: dict[str, str]) -> tuple[float, dict[str, str]]:  # fmt: skip
+def offline(
+    ckpt: str, lines: list[str], search: dict[str, float], threads: int, runtime: dict[str, str]
+) -> tuple[float, dict[str, str]]:
     """Sentences/s of batched engine.translate over ``lines`` (after a warm-up batch), and
     each line's translation through the text layer, as the server gives it (``runtime``: the
     engine and its precision, as the server runs)."""
@@ -101,12 +103,31 @@ def offline(ckpt: str, lines: list[str], search: dict[str, float], threads: int,
 
 class Server:
     def __init__(self, ckpt: str, options: list[str], log: Path) -> None:
-        args = [sys.executable, "-m", "mtkit", "serve", "-m", ckpt, "--port", "0",
-                "--source-lang", "en", "--target-lang", "de", "--log-level", "warning",
-                "--queue-size", "1024", "--timeout", "600", *options]  # fmt: skip
+        args = [
+            sys.executable,
+            "-m",
+            "mtkit",
+            "serve",
+            "-m",
+            ckpt,
+            "--port",
+            "0",
+            "--source-lang",
+            "en",
+            "--target-lang",
+            "de",
+            "--log-level",
+            "warning",
+            "--queue-size",
+            "1024",
+            "--timeout",
+            "600",
+            *options,
+        ]
         self.log = log
-        self.proc = subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                                     stderr=log.open("wb"))  # fmt: skip
+        self.proc = subprocess.Popen(
+            args, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=log.open("wb")
+        )
         deadline = time.monotonic() + 120
         while not (found := re.search(r"listening on http://127\.0\.0\.1:(\d+)/", self.text())):
             if self.proc.poll() is not None or time.monotonic() > deadline:
@@ -141,8 +162,10 @@ class Server:
 
 async def post(reader: Any, writer: Any, body: bytes) -> tuple[int, bytes]:
     """One POST /translate on a keep-alive connection: (status, body)."""
-    head = (f"POST /translate HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: "
-            f"application/json\r\nContent-Length: {len(body)}\r\n\r\n")  # fmt: skip
+    head = (
+        f"POST /translate HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: "
+        f"application/json\r\nContent-Length: {len(body)}\r\n\r\n"
+    )
     writer.write(head.encode() + body)
     status = await reader.readline()
     length = 0
@@ -152,8 +175,9 @@ async def post(reader: Any, writer: Any, body: bytes) -> tuple[int, bytes]:
     return int(status.split()[1]), await reader.readexactly(length)
 
 
-async def client(port: int, todo: list[str], latencies: list[float], deadline: float,
-                 answers: dict[str, str]) -> None:  # fmt: skip
+async def client(
+    port: int, todo: list[str], latencies: list[float], deadline: float, answers: dict[str, str]
+) -> None:
     """One keep-alive connection sending one sentence per request until ``todo`` is empty."""
     reader, writer = await asyncio.open_connection("127.0.0.1", port)
     try:
@@ -170,8 +194,11 @@ async def client(port: int, todo: list[str], latencies: list[float], deadline: f
         writer.close()
 
 
-ODD = [b'{"q": "a man", "source": "en"', b'{"q": "\\ud800 a man", "source": "en", "target": "de"}',
-       b'{"q": 7, "source": "en", "target": "de"}']  # fmt: skip
+ODD = [
+    b'{"q": "a man", "source": "en"',
+    b'{"q": "\\ud800 a man", "source": "en", "target": "de"}',
+    b'{"q": 7, "source": "en", "target": "de"}',
+]
 
 
 async def odd_client(port: int, long_text: str, stop: asyncio.Event, seen: dict) -> None:
@@ -195,8 +222,9 @@ async def odd_client(port: int, long_text: str, stop: asyncio.Event, seen: dict)
             await asyncio.sleep(1.0)
 
 
-async def load(port: int, lines: list[str], clients: int, limit: float,
-               long_text: str = "") -> tuple[float, list, dict, dict, float]:  # fmt: skip
+async def load(
+    port: int, lines: list[str], clients: int, limit: float, long_text: str = ""
+) -> tuple[float, list, dict, dict, float]:
     """Sentences/s of the single-sentence clients, their latencies and answers, what the odd
     client saw, and how much of the long texts' work fell while the clients ran (each text
     counted by the share of its time inside that window, as slices progress evenly)."""
@@ -205,21 +233,26 @@ async def load(port: int, lines: list[str], clients: int, limit: float,
     deadline = time.monotonic() + limit
     stop = asyncio.Event()
     odd = asyncio.create_task(odd_client(port, long_text, stop, seen)) if long_text else None
-    await asyncio.gather(*(client(port, todo, latencies, deadline, answers)
-                           for _ in range(clients)))  # fmt: skip
+    await asyncio.gather(
+        *(client(port, todo, latencies, deadline, answers) for _ in range(clients))
+    )
     end = time.perf_counter()
     rate = len(latencies) / (end - start)
     if odd is not None:
         stop.set()
         await odd
-    inside = sum(max(0.0, min(b, end) - max(a, start)) / (b - a)
-                 for a, b in seen.get("long_spans", []))  # fmt: skip
+    inside = sum(
+        max(0.0, min(b, end) - max(a, start)) / (b - a) for a, b in seen.get("long_spans", [])
+    )
     return rate, latencies, answers, seen, inside
 
 
 def percentile(values: list[float], q: float) -> float:
-    return statistics.quantiles(values, n=100, method="inclusive")[q - 1] if len(values) > 1 \
-        else values[0]  # fmt: skip
+    return (
+        statistics.quantiles(values, n=100, method="inclusive")[q - 1]
+        if len(values) > 1
+        else values[0]
+    )
 
 
 def main() -> None:
@@ -230,13 +263,21 @@ def main() -> None:
     parser.add_argument("--time-limit", type=float, default=60.0, help="seconds per level")
     parser.add_argument("--threads", type=int, default=1, help="torch threads (server, offline)")
     parser.add_argument("--beam", type=int, default=5)
-    parser.add_argument("--engine", default="mtkit",
-                        help="server and offline (ctranslate2: CKPT an exported dir)")  # fmt: skip
-    parser.add_argument("--quantize", default="", choices=["", "int8"],
-                        help="server and offline int8 (mtkit engine)")  # fmt: skip
+    parser.add_argument(
+        "--engine", default="mtkit", help="server and offline (ctranslate2: CKPT an exported dir)"
+    )
+    parser.add_argument(
+        "--quantize",
+        default="",
+        choices=["", "int8"],
+        help="server and offline int8 (mtkit engine)",
+    )
     parser.add_argument("--random-len", type=int, default=20, help="forced output length")
-    parser.add_argument("--mixed", action="store_true",
-                        help="a client of long and invalid requests beside each level")  # fmt: skip
+    parser.add_argument(
+        "--mixed",
+        action="store_true",
+        help="a client of long and invalid requests beside each level",
+    )
     parser.add_argument("--long-words", type=int, default=3000)
     parser.add_argument(
         "--server",
@@ -277,8 +318,10 @@ def main() -> None:
             "on one line and "
             f"{len(ODD)} invalid requests, in turn, one a second"
         )
-    print(f"model: {ckpt}; search: {' '.join(flags(search))}; threads {args.threads}; "
-          f"{' '.join(flags(runtime))}")  # fmt: skip
+    print(
+        f"model: {ckpt}; search: {' '.join(flags(search))}; threads {args.threads}; "
+        f"{' '.join(flags(runtime))}"
+    )
     print(f"offline batched engine.translate: {base:.1f} sentences/s ({len(lines)} sentences)\n")
     print(
         "| server | clients | sentences | sentences/s | p50 ms | p95 ms | p99 ms | vs offline "
@@ -298,9 +341,11 @@ def main() -> None:
                 long = " ".join(f"{t:.1f}" for _, t in seen.get("long", [])) or "-"
                 # all work: the long texts' sentences done while the clients ran, too
                 work = rate * (1 + long_share * long_sentences / len(lat))
-                print(f"| {name} | {clients} | {len(lat)} | {rate:.1f} | {p50:.0f} | {p95:.0f} "
-                      f"| {p99:.0f} | {rate / base:.2f}x | {work / base:.2f}x | {long} |",
-                      flush=True)  # fmt: skip
+                print(
+                    f"| {name} | {clients} | {len(lat)} | {rate:.1f} | {p50:.0f} | {p95:.0f} "
+                    f"| {p99:.0f} | {rate / base:.2f}x | {work / base:.2f}x | {long} |",
+                    flush=True,
+                )
                 check(answers, expected, seen, exact)
         finally:
             server.stop()
@@ -315,11 +360,15 @@ def check(answers: dict[str, str], expected: dict[str, str], seen: dict, exact: 
     if wrong and exact:
         raise SystemExit(f"{len(wrong)} answers differ from offline translation, e.g. {wrong[0]!r}")
     if wrong:
-        print(f"({len(wrong)} of {len(answers)} answers differ from offline translation: batches "
-              f"of other sentences, other rounding; e.g. {wrong[0]!r})", flush=True)  # fmt: skip
+        print(
+            f"({len(wrong)} of {len(answers)} answers differ from offline translation: batches "
+            f"of other sentences, other rounding; e.g. {wrong[0]!r})",
+            flush=True,
+        )
     statuses = [status for status, _ in seen.get("long", [])]
-    bad = [s for s in statuses if s != 200] + [s for s, _ in seen.get("odd", [])
-                                                if not 400 <= s < 500]  # fmt: skip
+    bad = [s for s in statuses if s != 200] + [
+        s for s, _ in seen.get("odd", []) if not 400 <= s < 500
+    ]
     if bad:
         raise SystemExit(f"unexpected statuses under mixed load: {bad}")
 

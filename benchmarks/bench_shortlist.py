@@ -59,8 +59,9 @@ def eflomal_python(venv: Path) -> Path:
     """The eflomal venv's python (created and filled once, as bench_alignment.py does)."""
     if not (venv / "bin" / "eflomal-align").exists():
         subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
-        subprocess.run([str(venv / "bin" / "python"), "-m", "pip", "install", "-q", "eflomal"],
-                       check=True)  # fmt: skip
+        subprocess.run(
+            [str(venv / "bin" / "python"), "-m", "pip", "install", "-q", "eflomal"], check=True
+        )
     return venv / "bin" / "python"
 
 
@@ -77,10 +78,23 @@ def eflomal_shortlist(data_dir: Path, venv: Path, top_k: int, frequent: int) -> 
         (work / name).write_text("".join(lines), encoding="utf-8")
     python = eflomal_python(venv)
     start = time.perf_counter()
-    subprocess.run([str(python), str(venv / "bin" / "eflomal-align"), "--overwrite",
-                    "-s", str(work / "src.txt"), "-t", str(work / "tgt.txt"),
-                    "-f", str(work / "fwd.txt"), "-r", str(work / "rev.txt")],
-                   check=True, capture_output=True)  # fmt: skip
+    subprocess.run(
+        [
+            str(python),
+            str(venv / "bin" / "eflomal-align"),
+            "--overwrite",
+            "-s",
+            str(work / "src.txt"),
+            "-t",
+            str(work / "tgt.txt"),
+            "-f",
+            str(work / "fwd.txt"),
+            "-r",
+            str(work / "rev.txt"),
+        ],
+        check=True,
+        capture_output=True,
+    )
     print(f"eflomal: {len(data)} pairs aligned in {time.perf_counter() - start:.1f} s", flush=True)
     vs, vt = len(src_tok), len(tgt_tok)
     counts = np.zeros(vs * vt, dtype=np.int64)
@@ -95,8 +109,16 @@ def eflomal_shortlist(data_dir: Path, venv: Path, top_k: int, frequent: int) -> 
         np.add.at(counts, np.array(keys, dtype=np.int64), 1)
     seen = np.flatnonzero(counts)
     table = ranked(seen // vt, seen % vt, counts[seen].astype(float), vs, top_k)
-    return Shortlist(tuple(table), most_frequent(tgt, vt, frequent), src_tok.sha256,
-                     tgt_tok.sha256, vs, vt, "eflomal", top_k)  # fmt: skip
+    return Shortlist(
+        tuple(table),
+        most_frequent(tgt, vt, frequent),
+        src_tok.sha256,
+        tgt_tok.sha256,
+        vs,
+        vt,
+        "eflomal",
+        top_k,
+    )
 
 
 def write(shortlist: Shortlist, name: str) -> Path:
@@ -161,8 +183,11 @@ def run(setting: Setting, lines: list[str]) -> None:
     setting.seconds.append(time.perf_counter() - start)
     setting.cpu.append(time.process_time() - cpu)
     setting.outputs = [hyps[0].text if hyps else "" for hyps in results]
-    print(f"  {setting.label:<42} {len(lines) / setting.seconds[-1]:7.1f} sent/s "
-          f"({setting.cpu[-1]:.1f} CPU s)", flush=True)  # fmt: skip
+    print(
+        f"  {setting.label:<42} {len(lines) / setting.seconds[-1]:7.1f} sent/s "
+        f"({setting.cpu[-1]:.1f} CPU s)",
+        flush=True,
+    )
 
 
 def mean_size(engine: NativeEngine, lines: list[str], beam: int) -> float:
@@ -172,8 +197,13 @@ def mean_size(engine: NativeEngine, lines: list[str], beam: int) -> float:
     sizes = []
     for batch in source_batches(sources, engine.config.max_tokens):
         rows = [sources[i] for i in batch]
-        plan = group_plan(engine.shortlist, rows, engine.tgt_tokenizer.specials,
-                          torch.device("cpu"), max(1, engine.shortlist_rows // beam))  # fmt: skip
+        plan = group_plan(
+            engine.shortlist,
+            rows,
+            engine.tgt_tokenizer.specials,
+            torch.device("cpu"),
+            max(1, engine.shortlist_rows // beam),
+        )
         sizes += [plan.sizes[g] for g in plan.group_of.tolist()]
     return float(np.mean(sizes))
 
@@ -213,8 +243,13 @@ def main(args: argparse.Namespace) -> None:
         report(settings, engines, lines, refs, r + 1)
 
 
-def report(settings: list[Setting], engines: dict[str, Engine], lines: list[str],
-           refs: list[str], rounds: int) -> None:  # fmt: skip
+def report(
+    settings: list[Setting],
+    engines: dict[str, Engine],
+    lines: list[str],
+    refs: list[str],
+    rounds: int,
+) -> None:
     """The table so far (printed and in .bench/shortlist/results.json)."""
     vocab = engines["full"].tgt_tokenizer.vocab_size
     rows = []
@@ -225,19 +260,35 @@ def report(settings: list[Setting], engines: dict[str, Engine], lines: list[str]
         engine = engines[s.name]
         shortlisted = isinstance(engine, NativeEngine) and engine.shortlist is not None
         size = mean_size(engine, lines, s.beam) if shortlisted else float(vocab)  # type: ignore[arg-type]
-        rows.append({"shortlist": s.name, "beam": s.beam, "threads": s.threads,
-                     "sent_s": len(lines) / statistics.median(s.seconds), "speedup": speedup,
-                     "cpu_speedup": cpu_speedup, "bleu": bleu(s.outputs, refs), "size": size,
-                     "vocab": vocab, "seconds": s.seconds, "cpu": s.cpu})  # fmt: skip
-    print(f"\n{'shortlist':<18} {'beam':>4} {'thr':>3} {'sent/s':>7} {'x full':>6} "
-          f"{'x CPU s':>7} {'BLEU':>6} {'K/group':>8}")  # fmt: skip
+        rows.append(
+            {
+                "shortlist": s.name,
+                "beam": s.beam,
+                "threads": s.threads,
+                "sent_s": len(lines) / statistics.median(s.seconds),
+                "speedup": speedup,
+                "cpu_speedup": cpu_speedup,
+                "bleu": bleu(s.outputs, refs),
+                "size": size,
+                "vocab": vocab,
+                "seconds": s.seconds,
+                "cpu": s.cpu,
+            }
+        )
+    print(
+        f"\n{'shortlist':<18} {'beam':>4} {'thr':>3} {'sent/s':>7} {'x full':>6} "
+        f"{'x CPU s':>7} {'BLEU':>6} {'K/group':>8}"
+    )
     for row in rows:
-        print(f"{row['shortlist']:<18} {row['beam']:>4} {row['threads']:>3} {row['sent_s']:7.1f} "
-              f"{row['speedup']:6.2f} {row['cpu_speedup']:7.2f} {row['bleu']:6.2f} "
-              f"{row['size']:8.0f}")  # fmt: skip
+        print(
+            f"{row['shortlist']:<18} {row['beam']:>4} {row['threads']:>3} {row['sent_s']:7.1f} "
+            f"{row['speedup']:6.2f} {row['cpu_speedup']:7.2f} {row['bleu']:6.2f} "
+            f"{row['size']:8.0f}"
+        )
     (WORK / "results.json").write_text(json.dumps(rows, indent=1), encoding="utf-8")
-    print(f"({rounds} interleaved rounds; per-run seconds in {WORK / 'results.json'})\n",
-          flush=True)  # fmt: skip
+    print(
+        f"({rounds} interleaved rounds; per-run seconds in {WORK / 'results.json'})\n", flush=True
+    )
 
 
 def parse_args() -> argparse.Namespace:
@@ -249,10 +300,14 @@ def parse_args() -> argparse.Namespace:
         help="a trained checkpoint (default: `make demo`'s)",
     )
     parser.add_argument("--data", type=Path, default=DEMO_DATA, help="its dataset directory")
-    parser.add_argument("--sizes", default="50/100,100/200,200/500",
-                        help="ibm1 shortlists: TOP_K/FREQUENT, comma-separated")  # fmt: skip
-    parser.add_argument("--compare", default="50/100",
-                        help="sizes at which ibm1, dice and eflomal are compared")  # fmt: skip
+    parser.add_argument(
+        "--sizes",
+        default="50/100,100/200,200/500",
+        help="ibm1 shortlists: TOP_K/FREQUENT, comma-separated",
+    )
+    parser.add_argument(
+        "--compare", default="50/100", help="sizes at which ibm1, dice and eflomal are compared"
+    )
     parser.add_argument("--main", default="ibm1 50/100", help="also timed greedy")
     parser.add_argument("--groups", default="40,160", help="other rows per group for --main")
     parser.add_argument("--threads", default="1,2", help="thread counts, comma-separated")

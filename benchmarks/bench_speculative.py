@@ -63,10 +63,18 @@ def timed(engine: Engine, lines: list[str], single: bool) -> tuple[float, list[s
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("checkpoint", nargs="*", default=[str(DEMO_CHECKPOINT)],
-                        help="the teacher (several: an ensemble of them)")  # fmt: skip
-    parser.add_argument("--draft", nargs="+", default=[str(RECIPE_STUDENT)],
-                        help="draft checkpoints (several: rows D1, D2, ...)")  # fmt: skip
+    parser.add_argument(
+        "checkpoint",
+        nargs="*",
+        default=[str(DEMO_CHECKPOINT)],
+        help="the teacher (several: an ensemble of them)",
+    )
+    parser.add_argument(
+        "--draft",
+        nargs="+",
+        default=[str(RECIPE_STUDENT)],
+        help="draft checkpoints (several: rows D1, D2, ...)",
+    )
     parser.add_argument("--tokens", type=int, nargs="+", default=[2, 4, 6])
     parser.add_argument("--ensemble", type=int, default=1, help="the teacher N times")
     parser.add_argument("--limit", type=int, default=200)
@@ -74,21 +82,35 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--max-tokens", type=int, default=4096)
     parser.add_argument("--modes", nargs="+", default=["single", "batch"])
-    parser.add_argument("--draft-quantize", nargs="+", default=[""], choices=["", "int8", "bf16"],
-                        help="the draft precisions to compare ('' as the teacher; bf16: "
-                        "--draft-dtype bf16)")  # fmt: skip
-    parser.add_argument("--draft-confidence", type=float, nargs="+", default=[0.0],
-                        help="confidence thresholds to compare (0: always k)")  # fmt: skip
-    parser.add_argument("--draft-shortlist", default="",
-                        help="each k also with the draft within this shortlist")  # fmt: skip
+    parser.add_argument(
+        "--draft-quantize",
+        nargs="+",
+        default=[""],
+        choices=["", "int8", "bf16"],
+        help="the draft precisions to compare ('' as the teacher; bf16: --draft-dtype bf16)",
+    )
+    parser.add_argument(
+        "--draft-confidence",
+        type=float,
+        nargs="+",
+        default=[0.0],
+        help="confidence thresholds to compare (0: always k)",
+    )
+    parser.add_argument(
+        "--draft-shortlist", default="", help="each k also with the draft within this shortlist"
+    )
     parser.add_argument(
         "--compile",
         action="store_true",
         help="every row also with --compile (teacher and draft compiled)",
     )
-    parser.add_argument("--cpu-matmul", nargs="+", default=["onednn"],
-                        choices=["onednn", "default"],
-                        help="every row with each of these --cpu-matmul")  # fmt: skip
+    parser.add_argument(
+        "--cpu-matmul",
+        nargs="+",
+        default=["onednn"],
+        choices=["onednn", "default"],
+        help="every row with each of these --cpu-matmul",
+    )
     args = parser.parse_args()
     for checkpoint in args.checkpoint:
         existing(checkpoint, "make demo")
@@ -97,8 +119,9 @@ def main() -> None:
     torch.set_num_threads(args.threads)
     print_machine()
     lines = read_text("test_2016_flickr", "en")[: args.limit]
-    base = TranslateConfig(search=SearchConfig(beam=1), device="cpu", threads=args.threads,
-                           max_tokens=args.max_tokens)  # fmt: skip
+    base = TranslateConfig(
+        search=SearchConfig(beam=1), device="cpu", threads=args.threads, max_tokens=args.max_tokens
+    )
     models = args.checkpoint * args.ensemble
     engines = {}
     kinds = [(m, c) for m in args.cpu_matmul for c in ((False, True) if args.compile else (False,))]
@@ -114,14 +137,24 @@ def main() -> None:
                         continue  # --compile refuses --draft-shortlist
                     for conf in args.draft_confidence:
                         tail = (f" {quantize}" if quantize else "") + (" +SL" if sl else "")
-                        precision = ({"draft_dtype": "bf16"} if quantize == "bf16"
-                                     else {"draft_quantize": quantize})  # fmt: skip
+                        precision = (
+                            {"draft_dtype": "bf16"}
+                            if quantize == "bf16"
+                            else {"draft_quantize": quantize}
+                        )
                         tail += f" c={conf:g}" if conf else ""
                         for k in args.tokens:
                             engines[f"{label}draft k={k}{tail}{mark}"] = load_engine(
-                                models, replace(run, draft=draft, draft_tokens=k,
-                                                draft_shortlist=sl, draft_confidence=conf,
-                                                **precision))  # fmt: skip
+                                models,
+                                replace(
+                                    run,
+                                    draft=draft,
+                                    draft_tokens=k,
+                                    draft_shortlist=sl,
+                                    draft_confidence=conf,
+                                    **precision,
+                                ),
+                            )
     names = list(engines)
     for engine in engines.values():  # warm-up: batched and one a call (a compiled draft
         engine.translate(lines[:8])  # builds its graph of several positions on first use)
@@ -133,8 +166,10 @@ def main() -> None:
         f"\n{f'D{d + 1}: ' if len(args.draft) > 1 else 'draft: '}{draft}"
         for d, draft in enumerate(args.draft)
     )
-    print(f"{teacher}{drafts}\n{len(lines)} lines, {args.threads} thread(s), "
-          f"{args.rounds} interleaved rounds (medians)")  # fmt: skip
+    print(
+        f"{teacher}{drafts}\n{len(lines)} lines, {args.threads} thread(s), "
+        f"{args.rounds} interleaved rounds (medians)"
+    )
     for mode in args.modes:
         seconds: dict[str, list[float]] = {name: [] for name in names}
         outputs: dict[str, list[str]] = {}
@@ -160,8 +195,10 @@ def main() -> None:
                 extra = f"  acceptance {st.acceptance:.2f}  tokens/pass {st.tokens_per_pass:.2f}"
             if len(greedy) > 1 and name not in greedy:
                 extra += f"  x{greedy[best] / s:.2f} {best}"
-            print(f"  {name:<44} {1000 * s / len(lines):7.2f} ms/sent  {tokens[name] / s:7.0f} "
-                  f"tok/s  x{base_s / s:.2f}  identical {same}/{len(lines)}{extra}")  # fmt: skip
+            print(
+                f"  {name:<44} {1000 * s / len(lines):7.2f} ms/sent  {tokens[name] / s:7.0f} "
+                f"tok/s  x{base_s / s:.2f}  identical {same}/{len(lines)}{extra}"
+            )
 
 
 if __name__ == "__main__":

@@ -41,8 +41,15 @@ from mtkit.engines import load_engine
 from mtkit.model.state import KeyValueCache
 
 WORK = Path(__file__).resolve().parent.parent / ".bench" / "translate"  # bench_translate's model
-PARTS = ("encoder", "linear layers", "attention", "cache", "decoder, other", "log-softmax",
-         "search")  # fmt: skip
+PARTS = (
+    "encoder",
+    "linear layers",
+    "attention",
+    "cache",
+    "decoder, other",
+    "log-softmax",
+    "search",
+)
 
 
 class Stopwatches:
@@ -134,13 +141,20 @@ def main() -> None:
         search = SearchConfig(beam=5, min_len=n, max_len_a=0, max_len_b=n)
     lines = sorted(read_text("test_2016_flickr", "en")[: opts.limit], key=len)
     batches = [lines[i : i + opts.batch] for i in range(0, len(lines), opts.batch)]
-    print(f"{len(lines)} lines of test_2016_flickr in batches of {opts.batch}, beam 5, "
-          f"{opts.threads} thread(s); ms per decoding step (share)")  # fmt: skip
+    print(
+        f"{len(lines)} lines of test_2016_flickr in batches of {opts.batch}, beam 5, "
+        f"{opts.threads} thread(s); ms per decoding step (share)"
+    )
     for dtype in opts.dtypes:
         quantize = "int8" if dtype == "int8" else ""
-        cfg = TranslateConfig(search, device="cpu", threads=opts.threads,
-                              max_tokens=10**9, dtype="fp32" if quantize else dtype,
-                              quantize=quantize)  # fmt: skip
+        cfg = TranslateConfig(
+            search,
+            device="cpu",
+            threads=opts.threads,
+            max_tokens=10**9,
+            dtype="fp32" if quantize else dtype,
+            quantize=quantize,
+        )
         engine = load_engine([str(checkpoint)], cfg)
 
         def run(engine=engine) -> int:
@@ -160,8 +174,10 @@ def main() -> None:
             fn()
         steps = watch.calls["decode_step"]
         shares = parts(watch, total)
-        print(f"\n{dtype}: {tokens / plain:,.0f} tok/s without stopwatches, {total / plain:.3f}x "
-              f"the time with them; {steps} steps, {total / steps * 1e3:.2f} ms each")  # fmt: skip
+        print(
+            f"\n{dtype}: {tokens / plain:,.0f} tok/s without stopwatches, {total / plain:.3f}x "
+            f"the time with them; {steps} steps, {total / steps * 1e3:.2f} ms each"
+        )
         for name in PARTS:
             ms = shares[name] / steps * 1e3
             print(f"  {name:<16} {ms:7.2f} ms  {shares[name] / total:6.1%}")

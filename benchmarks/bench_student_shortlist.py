@@ -78,8 +78,9 @@ def rows_for(args: argparse.Namespace, files: dict[str, Path]) -> list[Row]:
     engines: dict[str, tuple[str, dict]] = {}
     for size, path in {"": None, **files}.items():
         tail = f"-{size.replace('/', '-')}" if size else ""
-        out = export_ct2(args.student, WORK / f"ct2-int8-sl{tail}", "int8", force=True,
-                         shortlist=path or "")  # fmt: skip
+        out = export_ct2(
+            args.student, WORK / f"ct2-int8-sl{tail}", "int8", force=True, shortlist=path or ""
+        )
         engines[f"ct2 int8|{size}"] = (str(out), {"engine": "ctranslate2"})
         if args.native:
             for quant in ("fp32", "int8"):
@@ -98,8 +99,9 @@ def rows_for(args: argparse.Namespace, files: dict[str, Path]) -> list[Row]:
 
 def union_sizes(shortlist: Shortlist, ids: list[list[int]], max_tokens: int) -> float:
     """The mean union of the batches the engines make of ``ids`` at ``max_tokens``."""
-    sizes = [len(shortlist.union([ids[i] for i in batch]))
-             for batch in source_batches(ids, max_tokens)]  # fmt: skip
+    sizes = [
+        len(shortlist.union([ids[i] for i in batch])) for batch in source_batches(ids, max_tokens)
+    ]
     return float(np.mean(sizes))
 
 
@@ -128,19 +130,25 @@ def main(args: argparse.Namespace) -> None:
     ids = src.encode(test)
     read = {size: read_shortlist(path) for size, path in files.items()}
     vocab = next(iter(read.values())).tgt_vocab_size
-    print(f"\n{len(test)} lines, greedy, {args.threads} thread(s), medians of {args.rounds} "
-          f"interleaved rounds; target vocabulary {vocab}\n")  # fmt: skip
-    print("| engine | shortlist | max tokens | sent/s | x same batch | x best plain "
-          "| mean union | BLEU | val BLEU |")  # fmt: skip
+    print(
+        f"\n{len(test)} lines, greedy, {args.threads} thread(s), medians of {args.rounds} "
+        f"interleaved rounds; target vocabulary {vocab}\n"
+    )
+    print(
+        "| engine | shortlist | max tokens | sent/s | x same batch | x best plain "
+        "| mean union | BLEU | val BLEU |"
+    )
     print("|---|---|--:|--:|--:|--:|--:|--:|--:|")
     for row in rows:
         plain = [p for p in rows if p.engine == row.engine and not p.size]
         same = next(p for p in plain if p.max_tokens == row.max_tokens)
         best = max(p.rate for p in plain)
         union = f"{union_sizes(read[row.size], ids, row.max_tokens):,.0f}" if row.size else "-"
-        print(f"| {row.engine} | {row.size or 'none'} | {row.max_tokens} | {row.rate:.1f} "
-              f"| {row.rate / same.rate:.2f}x | {row.rate / best:.2f}x | {union} "
-              f"| {row.bleu:.2f} | {row.val_bleu:.2f} |")  # fmt: skip
+        print(
+            f"| {row.engine} | {row.size or 'none'} | {row.max_tokens} | {row.rate:.1f} "
+            f"| {row.rate / same.rate:.2f}x | {row.rate / best:.2f}x | {union} "
+            f"| {row.bleu:.2f} | {row.val_bleu:.2f} |"
+        )
 
 
 def bleu(hyps: list[str], refs: list[str]) -> float:
@@ -150,12 +158,20 @@ def bleu(hyps: list[str], refs: list[str]) -> float:
 def parse_args() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--student", default=str(RECIPE_STUDENT), help="the student checkpoint")
-    parser.add_argument("--data", type=Path, default=STUDENT_DATA,
-                        help="the student's prepared data: its shortlist")  # fmt: skip
-    parser.add_argument("--sizes", default="50/100,20/100,20/50,10/50",
-                        help="shortlist sizes TOP_K/FREQUENT, comma-separated")  # fmt: skip
-    parser.add_argument("--max-tokens", type=lambda s: [int(x) for x in s.split(",")],
-                        default=[4096, 1024, 512], help="batch sizes, comma-separated")  # fmt: skip
+    parser.add_argument(
+        "--data", type=Path, default=STUDENT_DATA, help="the student's prepared data: its shortlist"
+    )
+    parser.add_argument(
+        "--sizes",
+        default="50/100,20/100,20/50,10/50",
+        help="shortlist sizes TOP_K/FREQUENT, comma-separated",
+    )
+    parser.add_argument(
+        "--max-tokens",
+        type=lambda s: [int(x) for x in s.split(",")],
+        default=[4096, 1024, 512],
+        help="batch sizes, comma-separated",
+    )
     parser.add_argument("--rounds", type=int, default=5, help="interleaved rounds")
     parser.add_argument("--threads", type=int, default=1, help="torch / CTranslate2 threads")
     parser.add_argument("--native", action="store_true", help="also the native engine")

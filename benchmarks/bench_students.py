@@ -117,8 +117,9 @@ def exports(student: str, shortlist: Path) -> dict[str, Path]:
     for quant in ("float32", "int8"):
         for vmap in (False, True):
             name = f"ct2-{quant}" + ("-vmap" if vmap else "")
-            out[name] = export_ct2(student, WORK / name, quant, force=True,
-                                   shortlist=shortlist if vmap else "")  # fmt: skip
+            out[name] = export_ct2(
+                student, WORK / name, quant, force=True, shortlist=shortlist if vmap else ""
+            )
     return out
 
 
@@ -145,8 +146,9 @@ def rows_for(args: argparse.Namespace) -> list[Row]:
         for name, extra in (("bf16", {"dtype": "bf16"}), ("int8", INT8)):
             if name not in args.skip:
                 config = replace(base, compile="on", **extra)
-                rows.append(Row(f"student greedy {name} --compile", student, config, s_file,
-                                s_params))  # fmt: skip
+                rows.append(
+                    Row(f"student greedy {name} --compile", student, config, s_file, s_params)
+                )
     if "ct2" not in args.skip:
         for name, path in exports(args.student, shortlist).items():
             config = replace(base, engine="ctranslate2")
@@ -159,19 +161,54 @@ def rows_for(args: argparse.Namespace) -> list[Row]:
         label = f"teacher x{len(ensemble)}" if len(ensemble) > 1 else "teacher"
         params = sum(parameters(m) for m in ensemble)
         files = [Path(m) for m in ensemble]
-        rows.append(Row(f"{label} greedy + student draft k={args.draft_tokens}", ensemble,
-                        draft, files, params))  # fmt: skip
+        rows.append(
+            Row(
+                f"{label} greedy + student draft k={args.draft_tokens}",
+                ensemble,
+                draft,
+                files,
+                params,
+            )
+        )
         if len(ensemble) > 1:
             rows.append(Row(f"{label} greedy fp32", ensemble, base, files, params))
-        rows.append(Row(f"{label} greedy fp32, one sentence a call", ensemble, base,
-                        files, params, single=True))  # fmt: skip
-        rows.append(Row(f"{label} greedy + draft, one sentence a call", ensemble, draft,
-                        files, params, single=True))  # fmt: skip
-        fast = replace(draft, draft_quantize="int8", draft_shortlist=str(shortlist),
-                       draft_confidence=args.draft_confidence)  # fmt: skip
+        rows.append(
+            Row(
+                f"{label} greedy fp32, one sentence a call",
+                ensemble,
+                base,
+                files,
+                params,
+                single=True,
+            )
+        )
+        rows.append(
+            Row(
+                f"{label} greedy + draft, one sentence a call",
+                ensemble,
+                draft,
+                files,
+                params,
+                single=True,
+            )
+        )
+        fast = replace(
+            draft,
+            draft_quantize="int8",
+            draft_shortlist=str(shortlist),
+            draft_confidence=args.draft_confidence,
+        )
         gate = f" c={args.draft_confidence:g}" if args.draft_confidence else ""
-        rows.append(Row(f"{label} greedy + draft int8 +shortlist{gate}, one sentence a call",
-                        ensemble, fast, files, params, single=True))  # fmt: skip
+        rows.append(
+            Row(
+                f"{label} greedy + draft int8 +shortlist{gate}, one sentence a call",
+                ensemble,
+                fast,
+                files,
+                params,
+                single=True,
+            )
+        )
     return rows
 
 
@@ -186,8 +223,17 @@ def batch_rows(rows: list[Row], sizes: str) -> list[Row]:
     for size in (int(x) for x in sizes.split(",")):
         for row in (rows[0], best):
             config = replace(row.config, max_tokens=size)
-            out.append(replace(row, name=f"{row.name} @{size}", config=config, engines={},
-                               seconds={}, outputs=[], valid=[]))  # fmt: skip
+            out.append(
+                replace(
+                    row,
+                    name=f"{row.name} @{size}",
+                    config=config,
+                    engines={},
+                    seconds={},
+                    outputs=[],
+                    valid=[],
+                )
+            )
     return out
 
 
@@ -195,11 +241,15 @@ def teacher_ensemble(args: argparse.Namespace) -> list[str]:
     """The teacher, or its run's last ``--ensemble`` numbered checkpoints."""
     if args.ensemble <= 1:
         return [args.teacher]
-    numbered = sorted(Path(args.teacher).parent.glob("checkpoint_[0-9]*.pt"),
-                      key=lambda p: int(p.stem.split("_")[1]))  # fmt: skip
+    numbered = sorted(
+        Path(args.teacher).parent.glob("checkpoint_[0-9]*.pt"),
+        key=lambda p: int(p.stem.split("_")[1]),
+    )
     if len(numbered) < args.ensemble:
-        raise SystemExit(f"--ensemble {args.ensemble}: {Path(args.teacher).parent} has "
-                         f"{len(numbered)} numbered checkpoints")  # fmt: skip
+        raise SystemExit(
+            f"--ensemble {args.ensemble}: {Path(args.teacher).parent} has "
+            f"{len(numbered)} numbered checkpoints"
+        )
     return [str(p) for p in numbered[-args.ensemble :]]
 
 
@@ -223,16 +273,27 @@ def score(hyps: list[str], refs: list[str]) -> tuple[float, float]:
     return bleu, sacrebleu.corpus_chrf(hyps, [refs]).score
 
 
-def table(rows: list[Row], threads: list[int], lines: dict[bool, list[str]],
-          refs: dict[bool, list[str]], valid_refs: list[str]) -> list[dict]:  # fmt: skip
+def table(
+    rows: list[Row],
+    threads: list[int],
+    lines: dict[bool, list[str]],
+    refs: dict[bool, list[str]],
+    valid_refs: list[str],
+) -> list[dict]:
     """The rows as dicts, and the table printed (speed ratios to row 0 at equal threads; the
     one-sentence rows to the first one-sentence row)."""
     out = []
     for row in rows:
         bleu, chrf = score(row.outputs, refs[row.single])
-        item = {"row": row.name, "params": row.params, "bytes": size_of(row.files),
-                "bleu": bleu, "chrf": chrf, "lines": len(lines[row.single]),
-                "valid_bleu": score(row.valid, valid_refs)[0] if row.valid else None}  # fmt: skip
+        item = {
+            "row": row.name,
+            "params": row.params,
+            "bytes": size_of(row.files),
+            "bleu": bleu,
+            "chrf": chrf,
+            "lines": len(lines[row.single]),
+            "valid_bleu": score(row.valid, valid_refs)[0] if row.valid else None,
+        }
         for t in threads:
             seconds = statistics.median(row.seconds[t])
             ref = next(r for r in rows if r.single == row.single)
@@ -268,11 +329,17 @@ def markdown(results: dict) -> str:
     for item in results["rows"]:
         cells = [item["row"], f"{item['params'] / 1e6:.2f} M", f"{item['bytes'] / 1e6:.1f}"]
         for t in threads:
-            cells += [f"{item[f'sent_s_{t}']:,.1f}", f"{item[f'tok_s_{t}']:,.0f}",
-                      f"{item[f'ratio_{t}']:.2f}x"]  # fmt: skip
+            cells += [
+                f"{item[f'sent_s_{t}']:,.1f}",
+                f"{item[f'tok_s_{t}']:,.0f}",
+                f"{item[f'ratio_{t}']:.2f}x",
+            ]
         valid = item["valid_bleu"]
-        cells += [f"{item['bleu']:.1f}", f"{item['chrf']:.1f}",
-                  f"{valid:.1f}" if valid is not None else "-"]  # fmt: skip
+        cells += [
+            f"{item['bleu']:.1f}",
+            f"{item['chrf']:.1f}",
+            f"{valid:.1f}" if valid is not None else "-",
+        ]
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
@@ -296,8 +363,11 @@ def main(args: argparse.Namespace) -> None:
             row.engines[t] = load_engine(row.models, replace(row.config, threads=t))
             torch.set_num_threads(t)
             row.engines[t].translate(test[:16])  # warm-up
-    print(f"{len(test)} lines ({args.single_limit} one a call), {args.rounds} interleaved "
-          f"rounds (medians)", flush=True)  # fmt: skip
+    print(
+        f"{len(test)} lines ({args.single_limit} one a call), {args.rounds} interleaved "
+        f"rounds (medians)",
+        flush=True,
+    )
     for r in range(args.rounds):
         print(f"round {r + 1} of {args.rounds}", flush=True)
         for t in threads:
@@ -307,9 +377,14 @@ def main(args: argparse.Namespace) -> None:
         if not row.single:
             found = row.engines[threads[-1]].translate(valid)
             row.valid = [hyps[0].text if hyps else "" for hyps in found]
-    results = {"machine": machine, "threads": threads, "rounds": args.rounds,
-               "teacher": args.teacher, "student": args.student,
-               "rows": table(rows, threads, lines, refs, valid_refs)}  # fmt: skip
+    results = {
+        "machine": machine,
+        "threads": threads,
+        "rounds": args.rounds,
+        "teacher": args.teacher,
+        "student": args.student,
+        "rows": table(rows, threads, lines, refs, valid_refs),
+    }
     if args.json:
         Path(args.json).write_text(json.dumps(results, indent=1) + "\n", encoding="utf-8")
         print(f"\nwritten to {args.json}")
@@ -319,23 +394,36 @@ def parse_args() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--teacher", default=str(TEACHER), help="the teacher checkpoint")
     parser.add_argument("--student", default=str(RECIPE_STUDENT), help="the student checkpoint")
-    parser.add_argument("--data", type=Path, default=STUDENT_DATA,
-                        help="the student's prepared data: its shortlist")  # fmt: skip
+    parser.add_argument(
+        "--data", type=Path, default=STUDENT_DATA, help="the student's prepared data: its shortlist"
+    )
     parser.add_argument("--shortlist-size", default="50/100", help="TOP_K/FREQUENT")
     parser.add_argument("--threads", default="1,2", help="thread counts, comma-separated")
     parser.add_argument("--rounds", type=int, default=2, help="interleaved rounds")
     parser.add_argument("--limit", type=int, default=1000, help="lines of the test set")
-    parser.add_argument("--single-limit", type=int, default=200,
-                        help="lines translated one per call")  # fmt: skip
+    parser.add_argument(
+        "--single-limit", type=int, default=200, help="lines translated one per call"
+    )
     parser.add_argument("--max-tokens", type=int, default=4096, help="source tokens per batch")
-    parser.add_argument("--also-max-tokens", default="",
-                        help="the teacher's beam-5 fp32 row and the fastest student row again "
-                        "at these batch sizes (comma-separated), rows named '... @N'")  # fmt: skip
+    parser.add_argument(
+        "--also-max-tokens",
+        default="",
+        help="the teacher's beam-5 fp32 row and the fastest student row again "
+        "at these batch sizes (comma-separated), rows named '... @N'",
+    )
     parser.add_argument("--draft-tokens", type=int, default=4, help="speculative: k")
-    parser.add_argument("--draft-confidence", type=float, default=0.0,
-                        help="the int8 +shortlist draft's confidence threshold")  # fmt: skip
-    parser.add_argument("--ensemble", type=int, default=1,
-                        help="speculative rows: the teacher run's last N checkpoints")  # fmt: skip
+    parser.add_argument(
+        "--draft-confidence",
+        type=float,
+        default=0.0,
+        help="the int8 +shortlist draft's confidence threshold",
+    )
+    parser.add_argument(
+        "--ensemble",
+        type=int,
+        default=1,
+        help="speculative rows: the teacher run's last N checkpoints",
+    )
     parser.add_argument("--skip", default="", help="rows to leave out: bf16, ct2, draft, compiled")
     parser.add_argument("--json", default="", help="also write the results here")
     parser.add_argument("--markdown", default="", help="print a --json file as a table")

@@ -95,8 +95,9 @@ def main() -> None:
     args.out.mkdir(parents=True, exist_ok=True)
     print_machine()
     src, ref = read_text("test_2016_flickr", "en"), read_text("test_2016_flickr", "de")
-    config = TranslateConfig.from_flat({"threads": args.threads, "device": "cpu",
-                                        "beam": args.beam})  # fmt: skip
+    config = TranslateConfig.from_flat(
+        {"threads": args.threads, "device": "cpu", "beam": args.beam}
+    )
     engine = load_engine([args.checkpoint], config)
     plain = TextOptions(split=False)
     alone, seconds = timed(engine, src, plain)
@@ -141,11 +142,14 @@ def throughput(engine: Engine, src: list[str], n: int, rounds: int) -> None:
         print(f"  {mode:<9} {took:6.1f} s  ({rounds_text})  {median['alone'] / took:5.2f}x")
 
 
-def row(n: int, mode: str, out: list[str], refs: list[str], ceiling: list[str], took: float,
-        base: float) -> str:  # fmt: skip
+def row(
+    n: int, mode: str, out: list[str], refs: list[str], ceiling: list[str], took: float, base: float
+) -> str:
     bleu = sacrebleu.corpus_bleu(out, [refs]).score
-    return (f"{n:>4}  {mode:<9} {len(out):>6}  {bleu:5.1f}  {words(out) / words(refs):9.1%}  "
-            f"{words(out) / words(ceiling):11.1%}  {took:7.1f}  {base / took:10.2f}x")  # fmt: skip
+    return (
+        f"{n:>4}  {mode:<9} {len(out):>6}  {bleu:5.1f}  {words(out) / words(refs):9.1%}  "
+        f"{words(out) / words(ceiling):11.1%}  {took:7.1f}  {base / took:10.2f}x"
+    )
 
 
 if __name__ == "__main__":

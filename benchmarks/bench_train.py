@@ -142,16 +142,22 @@ def main(argv: list[str] | None = None) -> None:
         f" (JoeyNMT {args.joeynmt_max_tokens})" if args.joeynmt_max_tokens else ""
     )
     peak = max(peaks)
-    print(f"\nTraining throughput: Multi30k {SRC}-{TGT} ({VOCAB_SIZE} joint BPE), "
-          f"transformer-small, CPU, {args.threads} torch threads, batch {batch} "
-          f"tokens, updates {args.warmup + 1}-{args.warmup + args.updates} measured")  # fmt: skip
-    print(f"machine: {platform.machine()}, {os.cpu_count()} CPUs, load average "
-          f"{os.getloadavg()[0]:.1f}; torch {torch_version()}; parameters: "
-          + ", ".join(sorted({f"{r.tool} {r.params:,}" for r in results})))  # fmt: skip
+    print(
+        f"\nTraining throughput: Multi30k {SRC}-{TGT} ({VOCAB_SIZE} joint BPE), "
+        f"transformer-small, CPU, {args.threads} torch threads, batch {batch} "
+        f"tokens, updates {args.warmup + 1}-{args.warmup + args.updates} measured"
+    )
+    print(
+        f"machine: {platform.machine()}, {os.cpu_count()} CPUs, load average "
+        f"{os.getloadavg()[0]:.1f}; torch {torch_version()}; parameters: "
+        + ", ".join(sorted({f"{r.tool} {r.params:,}" for r in results}))
+    )
     print(report(results, flops_per_token, peak))
-    print(f"model FLOPs per target token (training): {flops_per_token / 1e6:.1f} M; fp32 matmul "
-          f"peak measured here: {peak / 1e9:.1f} GFLOP/s (best of "
-          f"{', '.join(f'{x / 1e9:.1f}' for x in peaks)}: before and after the runs)")  # fmt: skip
+    print(
+        f"model FLOPs per target token (training): {flops_per_token / 1e6:.1f} M; fp32 matmul "
+        f"peak measured here: {peak / 1e9:.1f} GFLOP/s (best of "
+        f"{', '.join(f'{x / 1e9:.1f}' for x in peaks)}: before and after the runs)"
+    )
     print(NOTES.format(max_tokens=args.max_tokens))
     print(f"command: {shlex.join(['python', *sys.argv])}")
     if args.json:

@@ -45,8 +45,12 @@ def pair_flops(cfg: ModelConfig, src_len: np.ndarray, tgt_len: np.ndarray) -> tu
     # 6 N D: each weight once per token of its side (2 FLOPs forward, 4 backward)
     enc_w = cfg.encoder_layers * (4 * d * d + 2 * d * f)
     dec_w = cfg.decoder_layers * (6 * d * d + 2 * d * f)
-    approx = 6 * (enc_w * s.sum() + dec_w * t.sum() + 2 * cfg.decoder_layers * d * d * s.sum()
-                  + d * v * t.sum())  # fmt: skip
+    approx = 6 * (
+        enc_w * s.sum()
+        + dec_w * t.sum()
+        + 2 * cfg.decoder_layers * d * d * s.sum()
+        + d * v * t.sum()
+    )
     return exact, float(approx)
 
 
@@ -79,8 +83,13 @@ def bench_train_mtkit(
     ``overrides``: ModelConfig fields on top of the preset (a model variant); ``clock``:
     ``time.process_time`` counts this process's CPU seconds instead of wall-clock ones (with
     one thread, robust to other work on the machine)."""
-    cfg = TrainConfig(data=data_dir, device=device, precision=precision, max_tokens=max_tokens,
-                      warmup_updates=4000)  # fmt: skip
+    cfg = TrainConfig(
+        data=data_dir,
+        device=device,
+        precision=precision,
+        max_tokens=max_tokens,
+        warmup_updates=4000,
+    )
     mcfg = model_config(data_dir, preset, overrides)
     step = Stepper(cfg, mcfg)  # nothing is written: the run directory is not used
     train = ParallelData(data_dir, "train")
@@ -111,15 +120,24 @@ def bench_train_mtkit(
     if train_dtype != torch.float32:
         peak_train = matmul_peak(step.device, train_dtype, size, repeats=10)
     return {
-        "device": str(step.device), "precision": step.precision, "threads": torch.get_num_threads(),
-        "params": count_parameters(step.model), "max_tokens": max_tokens, "updates": updates,
-        "seconds": seconds, "tgt_tokens": tgt_tokens, "tgt_padding": 1 - tgt_tokens / padded,
-        "tgt_tokens_per_s": tgt_tokens / seconds, "updates_per_s": updates / seconds,
-        "model_flops_per_s": exact / seconds, "model_flops_6nd_per_s": approx / seconds,
-        "matmul_peak_fp32": peak_fp32, "matmul_peak_train_dtype": peak_train,
+        "device": str(step.device),
+        "precision": step.precision,
+        "threads": torch.get_num_threads(),
+        "params": count_parameters(step.model),
+        "max_tokens": max_tokens,
+        "updates": updates,
+        "seconds": seconds,
+        "tgt_tokens": tgt_tokens,
+        "tgt_padding": 1 - tgt_tokens / padded,
+        "tgt_tokens_per_s": tgt_tokens / seconds,
+        "updates_per_s": updates / seconds,
+        "model_flops_per_s": exact / seconds,
+        "model_flops_6nd_per_s": approx / seconds,
+        "matmul_peak_fp32": peak_fp32,
+        "matmul_peak_train_dtype": peak_train,
         "mfu_vs_fp32_peak": exact / seconds / peak_fp32,
         "mfu_vs_train_dtype_peak": exact / seconds / peak_train,
-    }  # fmt: skip
+    }
 
 
 def write_synthetic(out: Path, pairs: int, vocab: int = 8000, seed: int = 0) -> Path:
@@ -168,8 +186,15 @@ def main() -> None:
         torch.set_num_threads(args.threads)
     with tempfile.TemporaryDirectory() as tmp:
         data = args.data or str(write_synthetic(Path(tmp) / "data", args.synthetic or 20000))
-        result = bench_train_mtkit(data, args.max_tokens, args.updates, args.warmup,
-                                   args.device, args.precision, args.preset)  # fmt: skip
+        result = bench_train_mtkit(
+            data,
+            args.max_tokens,
+            args.updates,
+            args.warmup,
+            args.device,
+            args.precision,
+            args.preset,
+        )
     result["data"] = args.data or f"synthetic ({args.synthetic or 20000} pairs)"
     for key, value in result.items():
         print(f"{key:24s} {value:.4g}" if isinstance(value, float) else f"{key:24s} {value}")

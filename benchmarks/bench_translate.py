@@ -132,8 +132,12 @@ def bleu(hyps: list[str], refs: list[str]) -> float:
 def report(rows: dict[str, Row], refs: list[str], random_model: bool) -> str:
     out = [f"{'setting':<30} {'lines':>5} {'sent/s':>8} {'tok/s':>8}"]
     out += [f"{r.name:<30} {r.sentences:5d} {r.sent_s:8.1f} {r.tok_s:8.0f}" for r in rows.values()]
-    pairs = [("batched beam5", "one-by-one beam5"), ("greedy", "batched beam5"),
-             ("int8 beam5", "batched beam5"), ("batched beam5", "uncached beam5")]  # fmt: skip
+    pairs = [
+        ("batched beam5", "one-by-one beam5"),
+        ("greedy", "batched beam5"),
+        ("int8 beam5", "batched beam5"),
+        ("batched beam5", "uncached beam5"),
+    ]
     out.append("")
     for a, b in pairs:
         if a in rows and b in rows:
@@ -149,8 +153,10 @@ def report(rows: dict[str, Row], refs: list[str], random_model: bool) -> str:
         out.append(f"int8 vs fp32 output agreement: BLEU {agree:.1f}")
         if not random_model:
             n = len(fp32.outputs)
-            out.append(f"BLEU vs reference: fp32 {bleu(fp32.outputs, refs[:n]):.2f}, "
-                       f"int8 {bleu(int8.outputs, refs[:n]):.2f}")  # fmt: skip
+            out.append(
+                f"BLEU vs reference: fp32 {bleu(fp32.outputs, refs[:n]):.2f}, "
+                f"int8 {bleu(int8.outputs, refs[:n]):.2f}"
+            )
     if random_model:
         out.append("random model, outputs forced to equal length: BLEU is meaningless")
     return "\n".join(out)
@@ -165,9 +171,15 @@ def main(args: argparse.Namespace) -> None:
     refs = read_text("test_2016_flickr", "de")
     slow = lines[: args.slow_limit]
     forced = dict(max_len_a=0.0, max_len_b=args.random_len, min_len=args.random_len)
-    base = TranslateConfig.from_flat(dict(beam=5, device="cpu", max_tokens=args.max_tokens,
-                                          threads=args.threads,
-                                          **(forced if random_model else {})))  # fmt: skip
+    base = TranslateConfig.from_flat(
+        dict(
+            beam=5,
+            device="cpu",
+            max_tokens=args.max_tokens,
+            threads=args.threads,
+            **(forced if random_model else {}),
+        )
+    )
     fp32 = load_engine([ckpt], base)
     greedy = load_engine([ckpt], dataclasses.replace(base, search=base.search.replace(beam=1)))
     int8 = load_engine([ckpt], dataclasses.replace(base, quantize="int8"))

@@ -78,8 +78,9 @@ def measure(name: str, data: str, args: argparse.Namespace) -> dict[str, float]:
     model = build_model(cfg).eval()
     params = count_parameters(model)  # before packing: packed layers hold no parameters
     clock = time.process_time if args.threads == 1 else time.perf_counter
-    train = bench_train_mtkit(data, args.max_tokens, args.updates, args.warmup, "cpu", "fp32",
-                              preset, overrides, clock)  # fmt: skip
+    train = bench_train_mtkit(
+        data, args.max_tokens, args.updates, args.warmup, "cpu", "fp32", preset, overrides, clock
+    )
     ready = prepare_for_inference(model, torch.device("cpu"))  # packed fp32, as translate does
     return {
         "params": params,
@@ -93,8 +94,10 @@ def measure(name: str, data: str, args: argparse.Namespace) -> dict[str, float]:
 
 def report(best: dict[str, dict[str, float]]) -> str:
     base = best[BASELINE]
-    head = (f"{'variant':<16} {'params':>10} {'x':>6} {'train tok/s':>12} {'x':>6} "
-            f"{'beam5 tok/s':>12} {'x':>6} {'state KiB/sent':>15} {'x':>6}")  # fmt: skip
+    head = (
+        f"{'variant':<16} {'params':>10} {'x':>6} {'train tok/s':>12} {'x':>6} "
+        f"{'beam5 tok/s':>12} {'x':>6} {'state KiB/sent':>15} {'x':>6}"
+    )
     lines = [head]
     for name, r in best.items():
         lines.append(
@@ -116,8 +119,11 @@ def main() -> None:
     parser.add_argument("--sentences", type=int, default=48)
     parser.add_argument("--length", type=int, default=20)
     parser.add_argument("--only", default="", help="comma-separated variant names")
-    parser.add_argument("--json", type=Path, help="also write the figures here (bench_variants.py "
-                        "--speeds reads them)")  # fmt: skip
+    parser.add_argument(
+        "--json",
+        type=Path,
+        help="also write the figures here (bench_variants.py --speeds reads them)",
+    )
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     # a row that differs in training settings only (the learning rate) has the same speed
@@ -134,12 +140,20 @@ def main() -> None:
             for name in names:
                 r = measure(name, data, args)
                 old = best.get(name)
-                best[name] = r if old is None else {
-                    **r, "train": max(r["train"], old["train"]),
-                    "decode": max(r["decode"], old["decode"]),
-                }  # fmt: skip
-                print(f"  round {round_ + 1} {name}: train {r['train']:,.0f} tok/s, "
-                      f"beam5 {r['decode']:,.0f} tok/s", flush=True)  # fmt: skip
+                best[name] = (
+                    r
+                    if old is None
+                    else {
+                        **r,
+                        "train": max(r["train"], old["train"]),
+                        "decode": max(r["decode"], old["decode"]),
+                    }
+                )
+                print(
+                    f"  round {round_ + 1} {name}: train {r['train']:,.0f} tok/s, "
+                    f"beam5 {r['decode']:,.0f} tok/s",
+                    flush=True,
+                )
     print()
     print(report(best))
     if args.json:

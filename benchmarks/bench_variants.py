@@ -79,8 +79,15 @@ def mtkit(*args: str, **kwargs: Any) -> subprocess.CompletedProcess:
 
 def prepare_data() -> Path:
     """The `make demo` data (the recipe's raw, spm and prepare stages), made once."""
-    make = ["make", "-s", "-C", str(RECIPE), "prepare", f"WORK={PLACE['work'] / 'data'}",
-            f"MTKIT={sys.executable} -m mtkit"]  # fmt: skip
+    make = [
+        "make",
+        "-s",
+        "-C",
+        str(RECIPE),
+        "prepare",
+        f"WORK={PLACE['work'] / 'data'}",
+        f"MTKIT={sys.executable} -m mtkit",
+    ]
     subprocess.run(make, check=True)
     return PLACE["work"] / "data" / "en-de" / "data"
 
@@ -103,11 +110,27 @@ def train(name: str, seed: int, data: Path, run: Path, extra: list[str]) -> floa
     preset, overrides = VARIANTS[name]
     # fp32 unless the variant says otherwise: the rows compare models, not CPU precisions (auto
     # trains in bf16 where the CPU has it, see mtkit/cpu.py; the modern_bf16 row measures that)
-    args = ["train", "--config", str(RECIPE / "demo.yaml"), "--data", str(data),
-            "--run-dir", str(run), "--preset", preset, "--set", f"seed={seed}", "-q",
-            "--set", "precision=fp32",
-            "--set", f"max_time={BUDGET['seconds']}", *set_args(overrides), *extra,
-            *set_args(TRAIN_SETTINGS.get(name, {}), prefix="")]  # fmt: skip
+    args = [
+        "train",
+        "--config",
+        str(RECIPE / "demo.yaml"),
+        "--data",
+        str(data),
+        "--run-dir",
+        str(run),
+        "--preset",
+        preset,
+        "--set",
+        f"seed={seed}",
+        "-q",
+        "--set",
+        "precision=fp32",
+        "--set",
+        f"max_time={BUDGET['seconds']}",
+        *set_args(overrides),
+        *extra,
+        *set_args(TRAIN_SETTINGS.get(name, {}), prefix=""),
+    ]
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     mtkit(*args)
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -150,13 +173,19 @@ def score(ckpt: Path, out: Path, corpus: str = TEST) -> dict[str, Any]:
     tgt = load_for_inference(ckpt).tgt_tokenizer
     lines = out.read_text(encoding="utf-8").splitlines()
     tokens = sum(len(ids) + 1 for ids in tgt.encode(lines))
-    report = json.loads(mtkit("evaluate", "-i", str(out), "-r", str(ref), "--metrics",
-                              "bleu,chrf", "--json").stdout)  # fmt: skip
+    report = json.loads(
+        mtkit("evaluate", "-i", str(out), "-r", str(ref), "--metrics", "bleu,chrf", "--json").stdout
+    )
     by_name = {item["name"]: item for item in report}
     bleu = next(v for k, v in by_name.items() if k.startswith("BLEU"))
     chrf = next(v for k, v in by_name.items() if k.startswith("chrF"))
-    return {"bleu": bleu["score"], "chrf": chrf["score"], "bleu_signature": bleu["signature"],
-            "chrf_signature": chrf["signature"], "decode_tok_s": tokens / seconds}  # fmt: skip
+    return {
+        "bleu": bleu["score"],
+        "chrf": chrf["score"],
+        "bleu_signature": bleu["signature"],
+        "chrf_signature": chrf["signature"],
+        "decode_tok_s": tokens / seconds,
+    }
 
 
 def run_variant(name: str, seed: int, data: Path, base_updates: int | None) -> dict[str, Any]:
@@ -179,8 +208,13 @@ def run_variant(name: str, seed: int, data: Path, base_updates: int | None) -> d
     if not (run / "checkpoint_last.pt").is_file() or not _finished(run, budget):
         cpu = train(name, seed, data, run, extra)
     info = checkpoint_info(run / "checkpoint_last.pt")
-    row: dict[str, Any] = {"variant": name, "seed": seed, "preset": VARIANTS[name][0],
-                           "overrides": VARIANTS[name][1], **info}  # fmt: skip
+    row: dict[str, Any] = {
+        "variant": name,
+        "seed": seed,
+        "preset": VARIANTS[name][0],
+        "overrides": VARIANTS[name][1],
+        **info,
+    }
     if name in TRAIN_SETTINGS:
         row["train_settings"] = TRAIN_SETTINGS[name]
     # CPU seconds of training over (budget x threads): near 1 on a quiet machine, lower when
@@ -244,8 +278,13 @@ def equal_updates(name: str, seed: int, data: Path, run: Path, updates: int, ext
         longer = run.with_name(run.name + "-to-base")
         if not longer.exists():
             subprocess.run(["cp", "-r", str(run), str(longer)], check=True)
-        train(name, seed, data, longer, [*extra, "--set", "max_time=0", "--set",
-                                         f"max_updates={updates}"])  # fmt: skip
+        train(
+            name,
+            seed,
+            data,
+            longer,
+            [*extra, "--set", "max_time=0", "--set", f"max_updates={updates}"],
+        )
         ckpt = longer / "checkpoint_last.pt"
     result = score(ckpt, run / f"{TEST}.hyp-at-{updates}.de")
     return {"updates": updates, "bleu": result["bleu"], "chrf": result["chrf"]}
@@ -316,8 +355,10 @@ def main() -> None:
         raise SystemExit(f"unknown variant(s) {', '.join(unknown)} (known: {', '.join(VARIANTS)})")
     unmeasured = [n for n in names if SPEEDS and n not in SPEEDS]
     if unmeasured:
-        raise SystemExit(f"--speeds {args.speeds} has no speed for {', '.join(unmeasured)}: "
-                         "train it on the clock (without --speeds)")  # fmt: skip
+        raise SystemExit(
+            f"--speeds {args.speeds} has no speed for {', '.join(unmeasured)}: "
+            "train it on the clock (without --speeds)"
+        )
     os.environ.setdefault("OMP_NUM_THREADS", "2")
     print("\n".join(machine_lines()), flush=True)
     data = prepare_data()
@@ -336,8 +377,9 @@ def main() -> None:
             args.results.parent.mkdir(parents=True, exist_ok=True)
             with args.results.open("a", encoding="utf-8") as handle:
                 handle.write(json.dumps(row) + "\n")
-            print(f"{name} seed {seed}: {row['update']} updates, BLEU {row['bleu']:.1f}",
-                  flush=True)  # fmt: skip
+            print(
+                f"{name} seed {seed}: {row['update']} updates, BLEU {row['bleu']:.1f}", flush=True
+            )
     print(report(rows))
 
 

@@ -35,5 +35,9 @@ def installed_versions() -> dict[str, str]:
 def ensure_venv() -> Path:
     """Create .bench/venv-engines once (a stamp records what it holds); return its python."""
     wanted = installed_versions()
-    return ensure_peer_venv(VENV, wanted, f"torch=={wanted['torch']}",
-                            [f"{name}=={wanted[name]}" for name in PEER_PACKAGES])  # fmt: skip
+    return ensure_peer_venv(
+        VENV,
+        wanted,
+        f"torch=={wanted['torch']}",
+        [f"{name}=={wanted[name]}" for name in PEER_PACKAGES],
+    )

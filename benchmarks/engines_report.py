@@ -9,12 +9,16 @@ PEERS = ("CTranslate2 float32", "CTranslate2 int8", "HF transformers")
 
 
 def _table(rows: list[dict]) -> list[str]:
-    lines = [f"{'engine':<24} {'threads':<8} {'sent/s':>8} {'tok/s':>8} {'BLEU':>6}  "
-             f"{'seconds':>7}  passes"]  # fmt: skip
+    lines = [
+        f"{'engine':<24} {'threads':<8} {'sent/s':>8} {'tok/s':>8} {'BLEU':>6}  "
+        f"{'seconds':>7}  passes"
+    ]
     for r in rows:
         passes = " ".join(f"{s:.1f}" for s in r["passes"])
-        lines.append(f"{r['engine']:<24} {r['setting']:<8} {r['sent_s']:8.1f} {r['tok_s']:8.0f} "
-                     f"{r['bleu']:6.1f}  {r['seconds']:7.1f}  {passes}")  # fmt: skip
+        lines.append(
+            f"{r['engine']:<24} {r['setting']:<8} {r['sent_s']:8.1f} {r['tok_s']:8.0f} "
+            f"{r['bleu']:6.1f}  {r['seconds']:7.1f}  {passes}"
+        )
     return lines
 
 

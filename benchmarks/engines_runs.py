@@ -53,9 +53,15 @@ def peer_hf(model_dir: str, batches: list[list[str]], opts: dict) -> tuple[list,
         )  # as mtkit: pieces + EOS fit the positions
         bound = _bound((enc["attention_mask"].sum(1) - 1).tolist(), opts)  # pieces, no EOS
         with torch.inference_mode():
-            out = model.generate(**enc, num_beams=opts["beam"], length_penalty=opts["lenpen"],
-                                 early_stopping=True, max_length=bound + 2,
-                                 min_new_tokens=opts["min_len"], do_sample=False)  # fmt: skip
+            out = model.generate(
+                **enc,
+                num_beams=opts["beam"],
+                length_penalty=opts["lenpen"],
+                early_stopping=True,
+                max_length=bound + 2,
+                min_new_tokens=opts["min_len"],
+                do_sample=False,
+            )
         tokens = sum(_generated_length(row) for row in out[:, 1:].tolist())
         return tok.batch_decode(out, skip_special_tokens=True), tokens
 
@@ -69,19 +75,28 @@ def peer_ct2(model_dir: str, batches: list[list[str]], opts: dict) -> tuple[list
     src = spm.SentencePieceProcessor(model_file=f"{model_dir}/source.spm")
     tgt = spm.SentencePieceProcessor(model_file=f"{model_dir}/target.spm")
     inter = opts.get("inter", 1)  # batches decoded at once, intra_threads each
-    translator = ctranslate2.Translator(model_dir, device="cpu", compute_type="default",
-                                        inter_threads=inter,
-                                        intra_threads=opts["threads"] // inter)  # fmt: skip
+    translator = ctranslate2.Translator(
+        model_dir,
+        device="cpu",
+        compute_type="default",
+        inter_threads=inter,
+        intra_threads=opts["threads"] // inter,
+    )
 
     def submit(batch: list[str]):
         pieces = [p[: opts["max_positions"] - 1] for p in src.encode(batch, out_type=str)]
         bound = _bound([len(p) for p in pieces], opts)
         return translator.translate_batch(
-            pieces, beam_size=opts["beam"], length_penalty=opts["lenpen"],
-            max_decoding_length=bound + 1, min_decoding_length=opts["min_len"],
-            return_end_token=True, max_input_length=0, suppress_sequences=[["<pad>"], ["<s>"]],
+            pieces,
+            beam_size=opts["beam"],
+            length_penalty=opts["lenpen"],
+            max_decoding_length=bound + 1,
+            min_decoding_length=opts["min_len"],
+            return_end_token=True,
+            max_input_length=0,
+            suppress_sequences=[["<pad>"], ["<s>"]],
             asynchronous=inter > 1,
-        )  # fmt: skip
+        )
 
     def texts_tokens(results) -> tuple[list[str], int]:
         hyps = [r.hypotheses[0] for r in results]
@@ -134,11 +149,22 @@ def engine_config(opts: dict, **runtime) -> TranslateConfig:
     an equal share of the threads."""
     from mtkit.config import SearchConfig, TranslateConfig
 
-    search = SearchConfig(beam=opts["beam"], lenpen=opts["lenpen"], max_len_a=opts["max_len_a"],
-                          max_len_b=opts["max_len_b"], min_len=opts["min_len"])  # fmt: skip
+    search = SearchConfig(
+        beam=opts["beam"],
+        lenpen=opts["lenpen"],
+        max_len_a=opts["max_len_a"],
+        max_len_b=opts["max_len_b"],
+        min_len=opts["min_len"],
+    )
     inter = opts.get("inter", 1)
-    return TranslateConfig(search, device="cpu", threads=opts["threads"] // inter,
-                           workers=inter, max_tokens=10**9, **runtime)  # fmt: skip
+    return TranslateConfig(
+        search,
+        device="cpu",
+        threads=opts["threads"] // inter,
+        workers=inter,
+        max_tokens=10**9,
+        **runtime,
+    )
 
 
 def run_engine(engine, batches: list[list[str]], opts: dict):
@@ -159,9 +185,14 @@ def run_engine(engine, batches: list[list[str]], opts: dict):
 
 
 def run_mtkit(
-    ckpt: Path, batches: list[list[str]], opts: dict, quantize: str, matmul: str, dtype="fp32",
+    ckpt: Path,
+    batches: list[list[str]],
+    opts: dict,
+    quantize: str,
+    matmul: str,
+    dtype="fp32",
     compile: bool = False,
-):  # fmt: skip
+):
     from mtkit.engines import load_engine
 
     cfg = engine_config(opts, quantize=quantize, cpu_matmul=matmul, dtype=dtype, compile=compile)

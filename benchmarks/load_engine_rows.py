@@ -30,9 +30,11 @@ def main() -> None:
     print_machine()
     with open(args.source, encoding="utf-8") as handle:
         lines = handle.read().splitlines()[: args.limit]
-    rows = [("ct2 engine beam5", args.ct2_dir, {"engine": "ctranslate2"}),
-            ("ct2 engine greedy", args.ct2_dir, {"engine": "ctranslate2", "beam": 1}),
-            ("mtkit engine greedy", args.checkpoint, {"beam": 1})]  # fmt: skip
+    rows = [
+        ("ct2 engine beam5", args.ct2_dir, {"engine": "ctranslate2"}),
+        ("ct2 engine greedy", args.ct2_dir, {"engine": "ctranslate2", "beam": 1}),
+        ("mtkit engine greedy", args.checkpoint, {"beam": 1}),
+    ]
     for name, model, flat in rows:
         config = TranslateConfig.from_flat({"threads": 1, "device": "cpu", **flat})
         engine = load_engine([model], config)

@@ -32,8 +32,9 @@ from mtkit.model.transformer import Transformer
 CPU = torch.device("cpu")
 
 
-def state_at(model: Transformer, src: torch.Tensor, tokens: torch.Tensor, beam: int,
-             position: int) -> DecoderState:  # fmt: skip
+def state_at(
+    model: Transformer, src: torch.Tensor, tokens: torch.Tensor, beam: int, position: int
+) -> DecoderState:
     """A beam search's state after ``position`` steps of feeding ``tokens`` (eagerly), as the
     model starts its states (a compiled one: pointer caches)."""
     state = model.start_state(model.encode(src), position + 8)
@@ -44,8 +45,9 @@ def state_at(model: Transformer, src: torch.Tensor, tokens: torch.Tensor, beam: 
     return state
 
 
-def median_ms(step: Callable, tokens: torch.Tensor, state: DecoderState, position: int,
-              repeat: int = 60) -> float:  # fmt: skip
+def median_ms(
+    step: Callable, tokens: torch.Tensor, state: DecoderState, position: int, repeat: int = 60
+) -> float:
     """Median time of ``step`` at ``position``, the state rewound before each call."""
     times = []
     for _ in range(repeat + 5):
@@ -81,12 +83,14 @@ def main(args: argparse.Namespace) -> None:
         for name, dynamic in (("dynamic", True), ("static", False)):
             step.graph = torch.compile(_Step(model), dynamic=dynamic)
             graphs[name] = median_ms(step, tokens, state, t)
-    print(f"{args.quantize or args.dtype} ({args.cpu_matmul}), {len(lines)} sentences x beam "
-          f"{args.beam}, step {t}, 1 thread: eager {eager_ms:.2f} ms, --compile's library "
-          f"{aoti_ms:.2f} ms "
-          f"({eager_ms / aoti_ms:.2f}x); the graph by torch.compile: dynamic "
-          f"{graphs['dynamic']:.2f} ms ({eager_ms / graphs['dynamic']:.2f}x), static "
-          f"{graphs['static']:.2f} ms ({eager_ms / graphs['static']:.2f}x)")  # fmt: skip
+    print(
+        f"{args.quantize or args.dtype} ({args.cpu_matmul}), {len(lines)} sentences x beam "
+        f"{args.beam}, step {t}, 1 thread: eager {eager_ms:.2f} ms, --compile's library "
+        f"{aoti_ms:.2f} ms "
+        f"({eager_ms / aoti_ms:.2f}x); the graph by torch.compile: dynamic "
+        f"{graphs['dynamic']:.2f} ms ({eager_ms / graphs['dynamic']:.2f}x), static "
+        f"{graphs['static']:.2f} ms ({eager_ms / graphs['static']:.2f}x)"
+    )
 
 
 def parse_args() -> argparse.Namespace:

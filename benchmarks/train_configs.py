@@ -82,13 +82,30 @@ def mtkit_config(args: argparse.Namespace, precision: str = "fp32") -> dict:
     """TrainConfig fields plus a model mapping, matched to the JoeyNMT config (fp32; mtkit's
     bf16 rows differ in ``precision`` only)."""
     return {
-        "preset": "transformer-small", "device": "cpu", "precision": precision, "seed": 1,
-        "max_tokens": args.max_tokens, "update_freq": 1, "lr": LR, "warmup_updates": WARMUP,
-        "warmup_init_lr": 1e-7, "adam_betas": BETAS, "weight_decay": 0.0, "clip_norm": CLIP,
-        "label_smoothing": LABEL_SMOOTHING, "max_updates": args.warmup + args.updates,
-        "validate_every": 0, "save_every": 0, "keep_last": 1, "log_every": args.log_every,
+        "preset": "transformer-small",
+        "device": "cpu",
+        "precision": precision,
+        "seed": 1,
+        "max_tokens": args.max_tokens,
+        "update_freq": 1,
+        "lr": LR,
+        "warmup_updates": WARMUP,
+        "warmup_init_lr": 1e-7,
+        "adam_betas": BETAS,
+        "weight_decay": 0.0,
+        "clip_norm": CLIP,
+        "label_smoothing": LABEL_SMOOTHING,
+        "max_updates": args.warmup + args.updates,
+        "validate_every": 0,
+        "save_every": 0,
+        "keep_last": 1,
+        "log_every": args.log_every,
         "num_workers": 0,
         # JoeyNMT drops out after the FFN's ReLU too, at the same rate
-        "model": {"dropout": DROPOUT, "attention_dropout": DROPOUT,
-                  "activation_dropout": DROPOUT, "pre_norm": False},
-    }  # fmt: skip
+        "model": {
+            "dropout": DROPOUT,
+            "attention_dropout": DROPOUT,
+            "activation_dropout": DROPOUT,
+            "pre_norm": False,
+        },
+    }

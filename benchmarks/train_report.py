@@ -8,8 +8,17 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from train_runs import Result
 
-HEADER = ("round", "tool", "updates", "tgt tok/update", "tgt padding", "tgt tok/s", "tool's own",
-          "vs JoeyNMT", "MFU")  # fmt: skip
+HEADER = (
+    "round",
+    "tool",
+    "updates",
+    "tgt tok/update",
+    "tgt padding",
+    "tgt tok/s",
+    "tool's own",
+    "vs JoeyNMT",
+    "MFU",
+)
 
 
 def table(rows: list[tuple[str, ...]]) -> str:
@@ -32,8 +41,19 @@ def report(results: list[Result], flops_per_token: float, peak: float) -> str:
         mfu = r.tok_s * flops_per_token / peak
         per_update = f"{r.tgt_tokens / len(r.tokens):,.0f}"
         padding = f"{1 - r.tgt_tokens / r.padded:.0%}"
-        rows.append((str(r.round), r.tool, str(len(r.tokens)), per_update, padding,
-                     f"{r.tok_s:,.0f}", own, ratio, f"{mfu:.1%}"))  # fmt: skip
+        rows.append(
+            (
+                str(r.round),
+                r.tool,
+                str(len(r.tokens)),
+                per_update,
+                padding,
+                f"{r.tok_s:,.0f}",
+                own,
+                ratio,
+                f"{mfu:.1%}",
+            )
+        )
     mtkit = [r.tok_s for r in results if r.tool == "mtkit"]
     if joey and mtkit:
         total = sum(mtkit) / sum(joey.values())

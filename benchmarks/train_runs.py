@@ -57,8 +57,15 @@ def run_logged(cmd: list[str], log: Path, args: argparse.Namespace, what: str) -
     """Run a training command with the benchmark's thread settings; return its output."""
     print(f"  $ {shlex.join(cmd)}", flush=True)
     with open(log, "w") as out:
-        proc = subprocess.run(cmd, stdout=out, stderr=subprocess.STDOUT, cwd=ROOT, check=False,
-                              env=thread_env(args.threads), timeout=args.timeout)  # fmt: skip
+        proc = subprocess.run(
+            cmd,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            cwd=ROOT,
+            check=False,
+            env=thread_env(args.threads),
+            timeout=args.timeout,
+        )
     text = log.read_text(encoding="utf-8", errors="replace")
     if proc.returncode:
         raise RuntimeError(f"{what} failed (see {log}):\n" + "\n".join(text.splitlines()[-30:]))
@@ -122,9 +129,16 @@ def mtkit_cmd(*args: str) -> list[str]:
 
 def prepare_mtkit(out: Path, data: Path, spm_model: Path) -> Path:
     """Binarize the stripped corpus with the same spm model, unfiltered (as JoeyNMT reads it)."""
-    options = {"--src-lang": SRC, "--tgt-lang": TGT, "--train": data / "train",
-               "--valid": data / "valid", "--spm": spm_model, "--out-dir": out,
-               "--max-tokens": 0, "--max-ratio": 0}  # fmt: skip
+    options = {
+        "--src-lang": SRC,
+        "--tgt-lang": TGT,
+        "--train": data / "train",
+        "--valid": data / "valid",
+        "--spm": spm_model,
+        "--out-dir": out,
+        "--max-tokens": 0,
+        "--max-ratio": 0,
+    }
     cmd = mtkit_cmd("prepare", *(str(x) for item in options.items() for x in item), "--force")
     print(f"  $ {shlex.join(cmd)}", flush=True)
     subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, cwd=ROOT)

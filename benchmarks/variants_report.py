@@ -15,9 +15,11 @@ def _ratio(row: dict[str, Any], base: dict[str, Any], key: str) -> float:
 
 def report(rows: dict[tuple[str, int], dict[str, Any]]) -> str:
     """One line per (variant, seed): the figures and their ratios to the same seed's baseline."""
-    head = (f"{'variant':<16}{'seed':>5}{'params':>11}{'updates':>8}{'train tok/s':>12}{'x':>6}"
-            f"{'beam5 tok/s':>12}{'x':>6}{'state KiB':>10}{'BLEU':>7}{'chrF':>7}"
-            f"{'BLEU@base':>10}{'cpu':>6}{'val BLEU':>9}")  # fmt: skip
+    head = (
+        f"{'variant':<16}{'seed':>5}{'params':>11}{'updates':>8}{'train tok/s':>12}{'x':>6}"
+        f"{'beam5 tok/s':>12}{'x':>6}{'state KiB':>10}{'BLEU':>7}{'chrF':>7}"
+        f"{'BLEU@base':>10}{'cpu':>6}{'val BLEU':>9}"
+    )
     lines = [head]
     for (name, seed), r in sorted(rows.items(), key=lambda kv: (kv[0][1], kv[0][0] != BASELINE)):
         base = rows.get((BASELINE, seed), r)
@@ -52,9 +54,20 @@ def markdown(rows: dict[tuple[str, int], dict[str, Any]]) -> str:
         by_name.setdefault(name, []).append(row)
     base = by_name[BASELINE][0]
     valid = all("valid" in r for r in rows.values())  # the --updates rows: val BLEU as well
-    heads = ["variant", "setting", "params", "updates", "train tok/s", "beam-5 tok/s",
-             "state/sent.", "BLEU", "chrF", "BLEU at the baseline's updates",
-             *(["val BLEU"] if valid else []), "seeds"]  # fmt: skip
+    heads = [
+        "variant",
+        "setting",
+        "params",
+        "updates",
+        "train tok/s",
+        "beam-5 tok/s",
+        "state/sent.",
+        "BLEU",
+        "chrF",
+        "BLEU at the baseline's updates",
+        *(["val BLEU"] if valid else []),
+        "seeds",
+    ]
     lines = ["| " + " | ".join(heads) + " |", "|---|---|" + "--:|" * (len(heads) - 2)]
     order = [BASELINE] + [n for n in VARIANTS if n != BASELINE and n in by_name]
     for name in order:

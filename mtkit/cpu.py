@@ -101,18 +101,22 @@ def choose_bf16(
     if verdict is None:
         return Choice(False, f"{hardware} present, but no {use} ablation on such a CPU yet")
     if not verdict.bf16_ok:
-        return Choice(False, f"{hardware} present, but bf16 lost quality in the ablation "
-                             f"({verdict.finding})")  # fmt: skip
-    return Choice(True, f"{hardware} present and bf16 matched fp32 in the ablation "
-                        f"({verdict.finding})")  # fmt: skip
+        return Choice(
+            False, f"{hardware} present, but bf16 lost quality in the ablation ({verdict.finding})"
+        )
+    return Choice(
+        True, f"{hardware} present and bf16 matched fp32 in the ablation ({verdict.finding})"
+    )
 
 
 def emulation_warning(flags: Iterable[str]) -> str | None:
     """The one-line warning for an explicit bf16 request on a CPU without bf16 hardware."""
     if bf16_hardware(flags) is not None:
         return None
-    return ("bf16 on a CPU without bf16 hardware (no avx512_bf16 or amx_bf16): emulated in "
-            "software, slower than fp32")  # fmt: skip
+    return (
+        "bf16 on a CPU without bf16 hardware (no avx512_bf16 or amx_bf16): emulated in "
+        "software, slower than fp32"
+    )
 
 
 class Resolved(NamedTuple):
@@ -167,8 +171,9 @@ def _torch_flags() -> frozenset[str]:
         "avx512_bf16": "_is_avx512_bf16_supported",
         "amx_bf16": "_is_amx_tile_supported",
     }
-    return frozenset(flag for flag, probe in probes.items()
-                     if getattr(torch.cpu, probe, lambda: False)())  # fmt: skip
+    return frozenset(
+        flag for flag, probe in probes.items() if getattr(torch.cpu, probe, lambda: False)()
+    )
 
 
 @functools.cache

@@ -20,13 +20,33 @@ from typing import Any
 # Names of the common codes, for what shows them (LibreTranslate's /languages, an Argos package's
 # metadata); other codes show as themselves
 NAMES = {
-    "ar": "Arabic", "cs": "Czech", "da": "Danish", "de": "German", "el": "Greek",
-    "en": "English", "es": "Spanish", "et": "Estonian", "fi": "Finnish", "fr": "French",
-    "hi": "Hindi", "hu": "Hungarian", "it": "Italian", "ja": "Japanese", "ko": "Korean",
-    "lt": "Lithuanian", "lv": "Latvian", "nl": "Dutch", "pl": "Polish", "pt": "Portuguese",
-    "ro": "Romanian", "ru": "Russian", "sv": "Swedish", "tr": "Turkish", "uk": "Ukrainian",
+    "ar": "Arabic",
+    "cs": "Czech",
+    "da": "Danish",
+    "de": "German",
+    "el": "Greek",
+    "en": "English",
+    "es": "Spanish",
+    "et": "Estonian",
+    "fi": "Finnish",
+    "fr": "French",
+    "hi": "Hindi",
+    "hu": "Hungarian",
+    "it": "Italian",
+    "ja": "Japanese",
+    "ko": "Korean",
+    "lt": "Lithuanian",
+    "lv": "Latvian",
+    "nl": "Dutch",
+    "pl": "Polish",
+    "pt": "Portuguese",
+    "ro": "Romanian",
+    "ru": "Russian",
+    "sv": "Swedish",
+    "tr": "Turkish",
+    "uk": "Ukrainian",
     "zh": "Chinese",
-}  # fmt: skip
+}
 
 
 def language_name(code: str) -> str:

@@ -178,8 +178,11 @@ def _details(result: Score) -> dict[str, Any]:
             "ref_len": int(result.ref_len),
         }
     if isinstance(result, CHRFScore):
-        return {"char_order": result.char_order, "word_order": result.word_order,
-                "beta": result.beta}  # fmt: skip
+        return {
+            "char_order": result.char_order,
+            "word_order": result.word_order,
+            "beta": result.beta,
+        }
     if isinstance(result, TERScore):
         return {"num_edits": int(result.num_edits), "ref_length": float(result.ref_length)}
     return {}
@@ -203,8 +206,9 @@ def score(
         result = metric.corpus_score(hyps, None)
         signature = metric.get_signature().format()
         text = result.format(width=config.width, signature=signature)
-        results.append(MetricResult(result.name, float(result.score), signature, text,
-                                    _details(result)))  # fmt: skip
+        results.append(
+            MetricResult(result.name, float(result.score), signature, text, _details(result))
+        )
     return results
 
 
@@ -269,8 +273,15 @@ def paired_test(
     confidence = -1 if test == "bs" else config.paired_bs_n
     named = [(name, list(hyps)) for name, hyps in systems]
     with _sacrebleu_seed(config.seed):
-        tester = PairedTest(named, metrics, references=None, test_type=test, n_samples=n,
-                            n_ar_confidence=confidence, n_jobs=1)  # fmt: skip
+        tester = PairedTest(
+            named,
+            metrics,
+            references=None,
+            test_type=test,
+            n_samples=n,
+            n_ar_confidence=confidence,
+            n_jobs=1,
+        )
         signatures, columns = tester()
     baseline = named[0][1]
     results = []

@@ -37,8 +37,9 @@ def translated_with_warning(count: int, warning: str) -> Check:
 
 def spm_like_lf(w: World, t: Path, r: Outcome) -> None:
     (t / "lf.txt").write_bytes(EN + DE)
-    again = invoke(["spm", "train", "--model-prefix", str(t / "lf"), "--vocab-size", "40",
-                    str(t / "lf.txt")])  # fmt: skip
+    again = invoke(
+        ["spm", "train", "--model-prefix", str(t / "lf"), "--vocab-size", "40", str(t / "lf.txt")]
+    )
     assert again.code == 0 and (t / "m.model").read_bytes() == (t / "lf.model").read_bytes()
 
 
@@ -53,8 +54,21 @@ def spm_written(pattern: str) -> Check:
 def prepared_like_lf(w: World, t: Path, r: Outcome) -> None:
     for lang, text in (("en", EN), ("de", DE)):
         (t / f"lf.{lang}").write_bytes(text)
-    again = invoke(["prepare", "--spm", str(w.spm), "--workers", "0", "--train", str(t / "lf"),
-                    "--valid", str(t / "lf"), "-o", str(t / "lf-bin")])  # fmt: skip
+    again = invoke(
+        [
+            "prepare",
+            "--spm",
+            str(w.spm),
+            "--workers",
+            "0",
+            "--train",
+            str(t / "lf"),
+            "--valid",
+            str(t / "lf"),
+            "-o",
+            str(t / "lf-bin"),
+        ]
+    )
     assert again.code == 0
     names = ["train.src.bin", "train.tgt.idx", "valid.src.txt", "valid.tgt.txt"]
     assert all((t / "bin" / n).read_bytes() == (t / "lf-bin" / n).read_bytes() for n in names)

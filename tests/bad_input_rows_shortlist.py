@@ -35,8 +35,16 @@ def shortlist_of(frequent_all: bool, sha: str = "") -> Make:
     def make(w: World, path: Path) -> None:
         src, tgt = Checkpoint.load(w.ckpt).tokenizers()
         frequent = tuple(range(len(tgt))) if frequent_all else ()
-        found = Shortlist(tuple(() for _ in range(len(src))), frequent, sha or src.sha256,
-                          tgt.sha256, len(src), len(tgt), "ibm1", 1)  # fmt: skip
+        found = Shortlist(
+            tuple(() for _ in range(len(src))),
+            frequent,
+            sha or src.sha256,
+            tgt.sha256,
+            len(src),
+            len(tgt),
+            "ibm1",
+            1,
+        )
         with path.open("wb") as handle:
             found.write(handle)
 
@@ -52,26 +60,54 @@ def built_for_the_run(w: World, t: Path, r: Outcome) -> None:
 
 SHORTLIST_ROWS = [
     Row("shortlist-build", BUILD, check=built_for_the_run),
-    Row("shortlist-missing-data", [*BUILD[:3], "{t}/nope", *BUILD[4:]],
-        error=r"nope: not an mtkit dataset"),
-    Row("shortlist-empty-train-split", [*BUILD[:3], "{t}/d", *BUILD[4:]],
-        {"d": empty_train_split}, r"d: the train split is empty"),
-    Row("shortlist-output-directory", [*BUILD[:5], "{t}/out"], {"out": directory},
-        r"-o .*out: is a directory"),
+    Row(
+        "shortlist-missing-data",
+        [*BUILD[:3], "{t}/nope", *BUILD[4:]],
+        error=r"nope: not an mtkit dataset",
+    ),
+    Row(
+        "shortlist-empty-train-split",
+        [*BUILD[:3], "{t}/d", *BUILD[4:]],
+        {"d": empty_train_split},
+        r"d: the train split is empty",
+    ),
+    Row(
+        "shortlist-output-directory",
+        [*BUILD[:5], "{t}/out"],
+        {"out": directory},
+        r"-o .*out: is a directory",
+    ),
     Row("shortlist-top-k-zero", [*BUILD, "--top-k", "0"], error=r"--top-k"),
     Row("shortlist-no-output", BUILD[:4], error=r"-o/--output: the shortlist file to write is"),
     Row("translate-shortlist-missing", WITH, {"in.txt": EN}, r"s\.gz: no such shortlist file"),
-    Row("translate-shortlist-not-gzip", WITH, {"in.txt": EN, "s.gz": b"hello"},
-        r"s\.gz: not a shortlist file"),
-    Row("translate-shortlist-other-vocabulary", WITH,
+    Row(
+        "translate-shortlist-not-gzip",
+        WITH,
+        {"in.txt": EN, "s.gz": b"hello"},
+        r"s\.gz: not a shortlist file",
+    ),
+    Row(
+        "translate-shortlist-other-vocabulary",
+        WITH,
         {"in.txt": EN, "s.gz": shortlist_of(True, "0" * 64)},
-        r"--shortlist .*s\.gz: built for another source vocabulary"),
-    Row("translate-shortlist-full", WITH, {"in.txt": EN, "s.gz": shortlist_of(True)},
-        check=translated_as(*EN_TEXT)),
-    Row("export-shortlist-hf", ["export", "-m", "{ckpt}", "--format", "hf", "--shortlist",
-                                "{t}/s.gz", "{t}/hf"], {"s.gz": shortlist_of(True)},
-        r"--shortlist applies to --format ctranslate2 only"),
-    Row("export-shortlist-other-vocabulary", [*EXPORT, "-m", "{ckpt}", "--shortlist",
-                                              "{t}/s.gz", "{t}/ct2"],
-        {"s.gz": shortlist_of(False, "0" * 64)}, r"built for another source vocabulary"),
-]  # fmt: skip
+        r"--shortlist .*s\.gz: built for another source vocabulary",
+    ),
+    Row(
+        "translate-shortlist-full",
+        WITH,
+        {"in.txt": EN, "s.gz": shortlist_of(True)},
+        check=translated_as(*EN_TEXT),
+    ),
+    Row(
+        "export-shortlist-hf",
+        ["export", "-m", "{ckpt}", "--format", "hf", "--shortlist", "{t}/s.gz", "{t}/hf"],
+        {"s.gz": shortlist_of(True)},
+        r"--shortlist applies to --format ctranslate2 only",
+    ),
+    Row(
+        "export-shortlist-other-vocabulary",
+        [*EXPORT, "-m", "{ckpt}", "--shortlist", "{t}/s.gz", "{t}/ct2"],
+        {"s.gz": shortlist_of(False, "0" * 64)},
+        r"built for another source vocabulary",
+    ),
+]

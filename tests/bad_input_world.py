@@ -186,8 +186,10 @@ def metrics(*records: dict) -> bytes:
     return "".join(json.dumps(r) + "\n" for r in records).encode()
 
 
-VALID = [{"update": 2, "valid_bleu": 1.5, "elapsed": 60.0},
-         {"update": 4, "valid_bleu": 3.0, "elapsed": 120.0}]  # fmt: skip
+VALID = [
+    {"update": 2, "valid_bleu": 1.5, "elapsed": 60.0},
+    {"update": 4, "valid_bleu": 3.0, "elapsed": 120.0},
+]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -273,9 +275,14 @@ def tiny_train(*extra: str) -> list[str]:
 
 
 def run_real(args: list[str], stdin: bytes | None, cwd: Path) -> Outcome:
-    done = subprocess.run([sys.executable, "-m", "mtkit", *args], input=stdin, cwd=cwd,
-                          capture_output=True, env={**os.environ, "OMP_NUM_THREADS": "1"},
-                          timeout=120)  # fmt: skip
+    done = subprocess.run(
+        [sys.executable, "-m", "mtkit", *args],
+        input=stdin,
+        cwd=cwd,
+        capture_output=True,
+        env={**os.environ, "OMP_NUM_THREADS": "1"},
+        timeout=120,
+    )
     return Outcome(done.returncode, done.stdout.decode(), done.stderr.decode())
 
 

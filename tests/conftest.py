@@ -32,14 +32,26 @@ def one_thread() -> Iterator[None]:
 # ---------------------------------------------------------------------------------------------
 # A small generated en-de corpus in every format `mtkit prepare` reads (data/, pipeline/, cli/)
 
-_SUBJECTS = [("A man", "Ein Mann"), ("A woman", "Eine Frau"), ("Two dogs", "Zwei Hunde"),
-             ("The child", "Das Kind"), ("A little girl", "Ein kleines Mädchen"),
-             ("Three boys", "Drei Jungen")]  # fmt: skip
-_VERBS = [("is running", "läuft"), ("is sitting", "sitzt"), ("plays", "spielt"),
-          ("is waiting", "wartet")]  # fmt: skip
-_PLACES = [("in the park.", "im Park."), ("on the street.", "auf der Straße."),
-           ("near the lake.", "am See."),
-           ("in front of a white fence.", "vor einem weißen Zaun.")]  # fmt: skip
+_SUBJECTS = [
+    ("A man", "Ein Mann"),
+    ("A woman", "Eine Frau"),
+    ("Two dogs", "Zwei Hunde"),
+    ("The child", "Das Kind"),
+    ("A little girl", "Ein kleines Mädchen"),
+    ("Three boys", "Drei Jungen"),
+]
+_VERBS = [
+    ("is running", "läuft"),
+    ("is sitting", "sitzt"),
+    ("plays", "spielt"),
+    ("is waiting", "wartet"),
+]
+_PLACES = [
+    ("in the park.", "im Park."),
+    ("on the street.", "auf der Straße."),
+    ("near the lake.", "am See."),
+    ("in front of a white fence.", "vor einem weißen Zaun."),
+]
 
 CorpusWriter = Callable[..., str]
 
@@ -169,8 +181,14 @@ def write_tiny_dataset(
             for i, side in enumerate(binarized.SIDES):
                 text = "".join(f"{pair[i]}\n" for pair in pairs)
                 (out / f"{split}.{side}.txt").write_text(text, encoding="utf-8")
-    manifest = {"format_version": binarized.FORMAT_VERSION, "dtype": dtype.name,
-                "splits": splits, "src_lang": "en", "tgt_lang": "de", "joint": joint}  # fmt: skip
+    manifest = {
+        "format_version": binarized.FORMAT_VERSION,
+        "dtype": dtype.name,
+        "splits": splits,
+        "src_lang": "en",
+        "tgt_lang": "de",
+        "joint": joint,
+    }
     (out / binarized.MANIFEST).write_text(json.dumps(manifest), encoding="utf-8")
     return out
 
@@ -250,8 +268,16 @@ def prepare_multi_dataset(directory: Path, n: int = 60, n_valid: int = 8) -> Pat
     prefix = str(directory / "spm")
     train_models(SpmConfig(model_prefix=prefix, vocab_size=120, pairs=train))
     out = directory / "bin"
-    prepare(PrepareConfig(src_spm=f"{prefix}.model", out_dir=str(out), pairs=train,
-                          valid_pairs=valid, max_ratio=0, workers=0))  # fmt: skip
+    prepare(
+        PrepareConfig(
+            src_spm=f"{prefix}.model",
+            out_dir=str(out),
+            pairs=train,
+            valid_pairs=valid,
+            max_ratio=0,
+            workers=0,
+        )
+    )
     return out
 
 
@@ -261,13 +287,41 @@ def multi_dataset(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return prepare_multi_dataset(tmp_path_factory.mktemp("multi"))
 
 
-MULTI_TRAIN = ["--device", "cpu", "--max-tokens", "512", "--lr", "5e-3", "--warmup-updates", "10",
-               "--max-updates", "400", "--validate-every", "200", "--save-every", "0",
-               "--label-smoothing", "0", "-q", "--set", "model.d_model=32",
-               "--set", "model.ffn_dim=64", "--set", "model.heads=2",
-               "--set", "model.encoder_layers=2", "--set", "model.decoder_layers=2",
-               "--set", "model.dropout=0", "--set", "model.attention_dropout=0",
-               "--set", "pair_temperature=2"]  # fmt: skip
+MULTI_TRAIN = [
+    "--device",
+    "cpu",
+    "--max-tokens",
+    "512",
+    "--lr",
+    "5e-3",
+    "--warmup-updates",
+    "10",
+    "--max-updates",
+    "400",
+    "--validate-every",
+    "200",
+    "--save-every",
+    "0",
+    "--label-smoothing",
+    "0",
+    "-q",
+    "--set",
+    "model.d_model=32",
+    "--set",
+    "model.ffn_dim=64",
+    "--set",
+    "model.heads=2",
+    "--set",
+    "model.encoder_layers=2",
+    "--set",
+    "model.decoder_layers=2",
+    "--set",
+    "model.dropout=0",
+    "--set",
+    "model.attention_dropout=0",
+    "--set",
+    "pair_temperature=2",
+]
 
 
 @pytest.fixture(scope="session")
@@ -283,8 +337,9 @@ def multi_run(multi_dataset: Path) -> Path:
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
     try:
-        result = CliRunner().invoke(cli, ["train", "--data", str(multi_dataset), "--run-dir",
-                                          str(run), *MULTI_TRAIN])  # fmt: skip
+        result = CliRunner().invoke(
+            cli, ["train", "--data", str(multi_dataset), "--run-dir", str(run), *MULTI_TRAIN]
+        )
     finally:
         torch.set_num_threads(threads)
     assert result.exit_code == 0, result.output

@@ -37,8 +37,9 @@ print(resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before)
 
 
 def faults(mode: str) -> int:
-    out = subprocess.run([sys.executable, "-c", PROBE, mode], check=True, capture_output=True,
-                         text=True)  # fmt: skip
+    out = subprocess.run(
+        [sys.executable, "-c", PROBE, mode], check=True, capture_output=True, text=True
+    )
     return int(out.stdout)
 
 
@@ -66,8 +67,15 @@ def test_cpu_training_and_decoding_apply_it(monkeypatch: pytest.MonkeyPatch, tmp
     calls: list[str] = []
     monkeypatch.setattr(step, "keep_freed_memory", lambda: calls.append("train") or True)
     monkeypatch.setattr(native, "keep_freed_memory", lambda: calls.append("decode") or True)
-    mcfg = ModelConfig(src_vocab_size=20, tgt_vocab_size=20, d_model=16, ffn_dim=32, heads=2,
-                       encoder_layers=1, decoder_layers=1)  # fmt: skip
+    mcfg = ModelConfig(
+        src_vocab_size=20,
+        tgt_vocab_size=20,
+        d_model=16,
+        ffn_dim=32,
+        heads=2,
+        encoder_layers=1,
+        decoder_layers=1,
+    )
     step.Stepper(TrainConfig(device="cpu", run_dir=str(tmp_path)), mcfg)
     assert calls == ["train"]
     cfg = TranslateConfig(SearchConfig(beam=1), device="cpu")

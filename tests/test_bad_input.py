@@ -43,8 +43,18 @@ from mtkit.cli import cli
 def world(tmp_path_factory: pytest.TempPathFactory, tiny_dataset: Path, corpus_spm: Path):
     base = tmp_path_factory.mktemp("bad-input")
     run = base / "run"
-    args = train_args(tiny_dataset, run, "--max-updates", "4", "--save-every", "2",
-                      "--validate-every", "2", "--set", "validate_bleu=false")  # fmt: skip
+    args = train_args(
+        tiny_dataset,
+        run,
+        "--max-updates",
+        "4",
+        "--save-every",
+        "2",
+        "--validate-every",
+        "2",
+        "--set",
+        "validate_bleu=false",
+    )
     with torch_threads(1):
         result = CliRunner().invoke(cli, args)
     assert result.exit_code == 0, result.output
@@ -58,11 +68,21 @@ def world(tmp_path_factory: pytest.TempPathFactory, tiny_dataset: Path, corpus_s
     torch.save({"format": "mtkit-checkpoint", "format_version": 1, "model": Crafted()}, buffer)
     model = io.BytesIO()
     sentencepiece.SentencePieceTrainer.Train(
-        sentence_iterator=iter((EN + DE).decode().splitlines() * 20), model_writer=model,
-        vocab_size=40, hard_vocab_limit=False, minloglevel=2,
-    )  # fmt: skip
-    return World(run, run / "checkpoint_last.pt", tiny_dataset, corpus_spm, marker,
-                 buffer.getvalue(), model.getvalue())  # fmt: skip
+        sentence_iterator=iter((EN + DE).decode().splitlines() * 20),
+        model_writer=model,
+        vocab_size=40,
+        hard_vocab_limit=False,
+        minloglevel=2,
+    )
+    return World(
+        run,
+        run / "checkpoint_last.pt",
+        tiny_dataset,
+        corpus_spm,
+        marker,
+        buffer.getvalue(),
+        model.getvalue(),
+    )
 
 
 @pytest.mark.parametrize("row", ROWS, ids=[row.id for row in ROWS])
@@ -75,8 +95,13 @@ def test_bad_input(row: Row, world: World, tmp_path: Path, monkeypatch) -> None:
             content(world, path)
         else:
             path.write_bytes(content)
-    places = {"t": tmp_path, "run": world.run, "ckpt": world.ckpt, "data": world.data,
-              "spm": world.spm}  # fmt: skip
+    places = {
+        "t": tmp_path,
+        "run": world.run,
+        "ckpt": world.ckpt,
+        "data": world.data,
+        "spm": world.spm,
+    }
     args = [re.sub(r"\{(\w+)\}", lambda m: str(places[m.group(1)]), a) for a in row.args]
     before = tree(tmp_path)
     if row.patch is not None:
@@ -100,7 +125,16 @@ def test_bad_input(row: Row, world: World, tmp_path: Path, monkeypatch) -> None:
 
 def test_the_matrix_is_broad() -> None:
     commands = {row.args[0] for row in ROWS}
-    assert commands == {"spm", "prepare", "train", "average", "translate", "evaluate",
-                        "export", "plot", "shortlist"}  # fmt: skip
+    assert commands == {
+        "spm",
+        "prepare",
+        "train",
+        "average",
+        "translate",
+        "evaluate",
+        "export",
+        "plot",
+        "shortlist",
+    }
     assert len(ROWS) >= 60 and len({row.id for row in ROWS}) == len(ROWS)
     assert sum(row.real for row in ROWS) >= 4 and sum(not row.error for row in ROWS) >= 20

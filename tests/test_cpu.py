@@ -60,9 +60,11 @@ def test_explicit_bf16_warns_only_without_hardware() -> None:
 
 
 def test_parse_cpuinfo_and_describe() -> None:
-    text = ("processor\t: 0\nmodel name\t: Intel(R) Xeon(R) Platinum 8480+\n"
-            "flags\t\t: fpu avx2 avx512f avx512_bf16 amx_bf16 amx_tile amx_int8\n\n"
-            "processor\t: 1\nmodel name\t: other\nflags\t\t: fpu\n")  # fmt: skip
+    text = (
+        "processor\t: 0\nmodel name\t: Intel(R) Xeon(R) Platinum 8480+\n"
+        "flags\t\t: fpu avx2 avx512f avx512_bf16 amx_bf16 amx_tile amx_int8\n\n"
+        "processor\t: 1\nmodel name\t: other\nflags\t\t: fpu\n"
+    )
     model, flags = parse_cpuinfo(text)
     assert model == "Intel(R) Xeon(R) Platinum 8480+" and bf16_hardware(flags) == "amx_bf16"
     line = cpu.describe(AVX2, "AMD EPYC 7B13")

@@ -102,8 +102,11 @@ def imported_modules(path: Path) -> set[str]:
     return {name for name in found if name.startswith("mtkit.")}
 
 
-@pytest.mark.parametrize("path", sorted(p for p in PACKAGE.rglob("*.py") if part_of(p) == "serve"),
-                         ids=lambda p: str(p.relative_to(PACKAGE)))  # fmt: skip
+@pytest.mark.parametrize(
+    "path",
+    sorted(p for p in PACKAGE.rglob("*.py") if part_of(p) == "serve"),
+    ids=lambda p: str(p.relative_to(PACKAGE)),
+)
 def test_serve_reads_no_dataset_directory(path: Path) -> None:
     wrong = imported_modules(path) & FORBIDDEN_MODULES["serve"]
     assert not wrong, f"{path.relative_to(PACKAGE)} imports {sorted(wrong)}"

@@ -22,8 +22,10 @@ def corpus(n: int = 60, seed: int = 0) -> list[str]:
 def corrupt(lines: list[str], rate: float, seed: int) -> list[str]:
     """Replace about ``rate`` of the words with a random word."""
     rng = random.Random(seed)
-    return [" ".join(rng.choice(WORDS) if rng.random() < rate else w for w in line.split())
-            for line in lines]  # fmt: skip
+    return [
+        " ".join(rng.choice(WORDS) if rng.random() < rate else w for w in line.split())
+        for line in lines
+    ]
 
 
 REFS = corpus()

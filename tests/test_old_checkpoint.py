@@ -33,8 +33,9 @@ def test_default_model_initializes_as_before() -> None:
     assert sums == pytest.approx(EXPECTED["init_sums_seed0"], rel=1e-12, abs=1e-12)
 
 
-@pytest.mark.parametrize("name, options", [("greedy", dict(beam=1)),
-                                           ("beam2", dict(beam=2, nbest=2))])  # fmt: skip
+@pytest.mark.parametrize(
+    "name, options", [("greedy", dict(beam=1)), ("beam2", dict(beam=2, nbest=2))]
+)
 def test_old_checkpoint_translates_as_before(name: str, options: dict) -> None:
     # the search as it was; the guard (newer) would translate the looping line 4 again
     flat = {"device": "cpu", "guard": False, **options}
@@ -43,5 +44,6 @@ def test_old_checkpoint_translates_as_before(name: str, options: dict) -> None:
     for hyps, expected in zip(got, EXPECTED[name], strict=True):
         assert [h.text for h in hyps] == [e["text"] for e in expected]
         assert [h.score for h in hyps] == pytest.approx([e["score"] for e in expected], abs=1e-5)
-        assert [h.logprob for h in hyps] == pytest.approx([e["logprob"] for e in expected],
-                                                          abs=1e-5)  # fmt: skip
+        assert [h.logprob for h in hyps] == pytest.approx(
+            [e["logprob"] for e in expected], abs=1e-5
+        )

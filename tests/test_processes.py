@@ -37,8 +37,12 @@ def test_stop_now_with_half_a_result_in_the_pipe(tmp_path: Path) -> None:
     script = tmp_path / "half.py"
     script.write_text(HALF_A_RESULT)
     try:
-        done = subprocess.run([sys.executable, str(script), str(tmp_path / "written")],
-                              capture_output=True, text=True, timeout=30)  # fmt: skip
+        done = subprocess.run(
+            [sys.executable, str(script), str(tmp_path / "written")],
+            capture_output=True,
+            text=True,
+            timeout=30,
+        )
     except subprocess.TimeoutExpired:
         pytest.fail("the process did not exit after stop_now (its pool waits for a whole result)")
     assert (done.returncode, done.stderr) == (0, ""), done.stderr

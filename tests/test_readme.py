@@ -273,9 +273,25 @@ def test_a_broken_link_is_reported() -> None:
 # ---------------------------------------------------------------------------------------------
 # The tour, run: its commands on a tiny stand-in for `make demo`'s work/demo
 
-TINY = ["--max-updates", "2", "--validate-every", "1", "--device", "cpu", "-q",
-        "--set", "model.d_model=32", "--set", "model.ffn_dim=64", "--set", "model.heads=2",
-        "--set", "model.encoder_layers=1", "--set", "model.decoder_layers=1"]  # fmt: skip
+TINY = [
+    "--max-updates",
+    "2",
+    "--validate-every",
+    "1",
+    "--device",
+    "cpu",
+    "-q",
+    "--set",
+    "model.d_model=32",
+    "--set",
+    "model.ffn_dim=64",
+    "--set",
+    "model.heads=2",
+    "--set",
+    "model.encoder_layers=1",
+    "--set",
+    "model.decoder_layers=1",
+]
 
 
 def tour_commands() -> list[list[str]]:

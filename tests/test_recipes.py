@@ -69,8 +69,16 @@ def test_multi30k_recipe_every_target(tmp_path: Path) -> None:
     config = tmp_path / "tiny.yaml"
     config.write_text(TINY_CONFIG)
     recipe = ROOT / "recipes" / "multi30k" / "Makefile"
-    common = dict(MTKIT=MTKIT, CORPUS=str(corpus), WORK=str(tmp_path / "work"), VOCAB="60",
-                  CONFIG=str(config), DEMO_CONFIG=str(config), AVG="2", BEAM="2")  # fmt: skip
+    common = dict(
+        MTKIT=MTKIT,
+        CORPUS=str(corpus),
+        WORK=str(tmp_path / "work"),
+        VOCAB="60",
+        CONFIG=str(config),
+        DEMO_CONFIG=str(config),
+        AVG="2",
+        BEAM="2",
+    )
     make(recipe, ["spm", "prepare", "train", "average", "evaluate", "plot"], **common)
     exp = tmp_path / "work" / "en-de"
     assert len((exp / "test_2016_flickr.hyp.de").read_text().splitlines()) == 10
@@ -100,9 +108,17 @@ def test_multi30k_multi_recipe_every_target(tmp_path: Path) -> None:
     config = tmp_path / "tiny.yaml"
     config.write_text(TINY_CONFIG)
     recipe = ROOT / "recipes" / "multi30k-multi" / "Makefile"
-    common = dict(MTKIT=MTKIT, CORPUS=str(corpus), WORK=str(tmp_path / "work"), VOCAB="80",
-                  CONFIG=str(config), COMPARE_CONFIG=str(config), AVG="2", BEAM="2",
-                  UPDATES="2")  # fmt: skip
+    common = dict(
+        MTKIT=MTKIT,
+        CORPUS=str(corpus),
+        WORK=str(tmp_path / "work"),
+        VOCAB="80",
+        CONFIG=str(config),
+        COMPARE_CONFIG=str(config),
+        AVG="2",
+        BEAM="2",
+        UPDATES="2",
+    )
     out = make(recipe, ["all"], **common).stdout
     for tgt in ("de", "fr", "cs"):
         assert f"en-{tgt}:" in out
@@ -115,8 +131,11 @@ def test_multi30k_multi_recipe_every_target(tmp_path: Path) -> None:
         assert f"bilingual en-{tgt}:" in compare
     import torch
 
-    multi = torch.load(tmp_path / "work" / "multi" / "compare-run" / "checkpoint_last.pt",
-                       weights_only=True, map_location="cpu")  # fmt: skip
+    multi = torch.load(
+        tmp_path / "work" / "multi" / "compare-run" / "checkpoint_last.pt",
+        weights_only=True,
+        map_location="cpu",
+    )
     assert multi["update"] == 6  # UPDATES x 3 directions
 
 
@@ -140,12 +159,20 @@ def test_wmt_recipe_every_target_offline(tmp_path: Path, recipe: str, src: str, 
     config.write_text(TINY_CONFIG)
     makefile = ROOT / "recipes" / recipe / "Makefile"
     result = make(
-        makefile, ["spm", "prepare", "testset", "train", "average", "evaluate"],
-        MTKIT=MTKIT, WORK=str(tmp_path / "work"), TRAIN=str(tmp_path / "train.parquet"),
-        VALID=str(tmp_path / "valid.parquet"), TEST_SRC=str(tmp_path / f"test.{src}"),
-        TEST_REF=str(tmp_path / f"test.{tgt}"), VOCAB="60", SPM_SAMPLE="1000",
-        CONFIG=str(config), AVG="2", GPUS="0",
-    )  # fmt: skip
+        makefile,
+        ["spm", "prepare", "testset", "train", "average", "evaluate"],
+        MTKIT=MTKIT,
+        WORK=str(tmp_path / "work"),
+        TRAIN=str(tmp_path / "train.parquet"),
+        VALID=str(tmp_path / "valid.parquet"),
+        TEST_SRC=str(tmp_path / f"test.{src}"),
+        TEST_REF=str(tmp_path / f"test.{tgt}"),
+        VOCAB="60",
+        SPM_SAMPLE="1000",
+        CONFIG=str(config),
+        AVG="2",
+        GPUS="0",
+    )
     assert "BLEU|nrefs:1" in result.stdout and "TER|nrefs:1" in result.stdout
     hyp = tmp_path / "work" / f"{src}-{tgt}" / f"test.hyp.{tgt}"
     assert len(hyp.read_text().splitlines()) == 10
@@ -214,8 +241,14 @@ def test_multi30k_student_on_the_original_corpus(tmp_path: Path) -> None:
     recipe = ROOT / "recipes" / "multi30k" / "Makefile"
     work = tmp_path / "work"
     exp = f"{work}/en-de"
-    out = make(recipe, ["-n", "student-train"], MTKIT="mtkit", WORK=str(work),
-               STUDENT_NAME="plain", STUDENT_DATA=f"{exp}/data").stdout  # fmt: skip
+    out = make(
+        recipe,
+        ["-n", "student-train"],
+        MTKIT="mtkit",
+        WORK=str(work),
+        STUDENT_NAME="plain",
+        STUDENT_DATA=f"{exp}/data",
+    ).stdout
     assert f"--data {exp}/data --run-dir {exp}/plain" in out
     assert f"mtkit average --last 5 {exp}/plain -o {exp}/plain/checkpoint_avg.pt" in out
     assert "distill" not in out

@@ -40,18 +40,24 @@ VARIANTS: dict[str, dict[str, Any]] = {
     "average": dict(decoder_self_attention="average"),
     "shared_layers": dict(share_layers=True),
     # combinations
-    "llama_like": dict(pre_norm=True, norm="rmsnorm", positions="rope", ffn_activation="swiglu",
-                       kv_heads=2, bias=False),
+    "llama_like": dict(
+        pre_norm=True,
+        norm="rmsnorm",
+        positions="rope",
+        ffn_activation="swiglu",
+        kv_heads=2,
+        bias=False,
+    ),
     "modern_mqa": dict(pre_norm=True, positions="rope", kv_heads=1),  # a preset
     "alibi_mqa_geglu": dict(positions="alibi", kv_heads=1, ffn_activation="geglu"),
-    "relative_gqa_shared": dict(positions="relative", kv_heads=2, share_layers=True,
-                                pre_norm=True),
-    "average_learned_no_bias": dict(decoder_self_attention="average", positions="learned",
-                                    bias=False, norm="rmsnorm"),
+    "relative_gqa_shared": dict(positions="relative", kv_heads=2, share_layers=True, pre_norm=True),
+    "average_learned_no_bias": dict(
+        decoder_self_attention="average", positions="learned", bias=False, norm="rmsnorm"
+    ),
     # presets (their full shapes: tests/model/test_presets.py)
     "tiny_student": switches("transformer-tiny-student"),
     "tiny_student_aan": switches("transformer-tiny-student-aan"),
-}  # fmt: skip
+}
 
 
 def variant_params() -> list[Any]:

@@ -64,9 +64,15 @@ class ResumeState:
         return int(self.state.get("epoch", 1))
 
     def to_payload(self) -> dict[str, Any]:
-        return {"optimizer": self.optimizer, "scheduler": self.scheduler, "scaler": self.scaler,
-                "rng": self.rng, "state": self.state,
-                "update": self.update, "epoch": self.epoch}  # fmt: skip
+        return {
+            "optimizer": self.optimizer,
+            "scheduler": self.scheduler,
+            "scaler": self.scaler,
+            "rng": self.rng,
+            "state": self.state,
+            "update": self.update,
+            "epoch": self.epoch,
+        }
 
 
 @dataclass(eq=False)
@@ -89,8 +95,13 @@ class Checkpoint:
     @classmethod
     def of(cls, model: Transformer, src: Tokenizer, tgt: Tokenizer, **fields: Any) -> Checkpoint:
         """The checkpoint of ``model`` with its tokenizers (their vocabularies and tags)."""
-        return cls(model_config=model.cfg, model=model.state_dict(), **vocabularies(src, tgt),
-                   tag_ids=src.tag_ids, **fields)  # fmt: skip
+        return cls(
+            model_config=model.cfg,
+            model=model.state_dict(),
+            **vocabularies(src, tgt),
+            tag_ids=src.tag_ids,
+            **fields,
+        )
 
     # -- the file ------------------------------------------------------------------------------
 
@@ -114,9 +125,13 @@ class Checkpoint:
             "imported_from": self.imported_from,
             **(self.resume.to_payload() if self.resume else {}),
         }
-        return {"model_config": asdict(self.model_config), "train_config": self.train_config,
-                "spm": self.spm, "model": self.model,
-                **{k: v for k, v in optional.items() if v is not None}}  # fmt: skip
+        return {
+            "model_config": asdict(self.model_config),
+            "train_config": self.train_config,
+            "spm": self.spm,
+            "model": self.model,
+            **{k: v for k, v in optional.items() if v is not None},
+        }
 
     @classmethod
     def from_payload(cls, payload: dict[str, Any], where: str = "checkpoint") -> Checkpoint:
@@ -141,8 +156,9 @@ class Checkpoint:
             where=where,
         )
         ckpt.languages = Languages.from_dict(payload) or _trained_languages(train_config)
-        ckpt.tag_ids = _tag_ids(payload, where) if "tag_ids" in payload else (
-            ckpt.tokenizers()[0].tag_ids)  # fmt: skip
+        ckpt.tag_ids = (
+            _tag_ids(payload, where) if "tag_ids" in payload else (ckpt.tokenizers()[0].tag_ids)
+        )
         return ckpt
 
     # -- what it holds -------------------------------------------------------------------------
@@ -192,8 +208,10 @@ def vocabularies(src: Tokenizer, tgt: Tokenizer) -> dict[str, Any]:
 
 def _vocab(payload: dict[str, Any], where: str) -> dict[str, list[str]] | None:
     vocab = payload.get("vocab") or None
-    if vocab is not None and not (isinstance(vocab, dict) and all(
-            isinstance(vocab.get(side), list) for side in ("src", "tgt"))):  # fmt: skip
+    if vocab is not None and not (
+        isinstance(vocab, dict)
+        and all(isinstance(vocab.get(side), list) for side in ("src", "tgt"))
+    ):
         raise MtkitError(f"{where}: vocab must hold 'src' and 'tgt' lists of pieces")
     return vocab
 

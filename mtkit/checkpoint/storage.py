@@ -25,8 +25,12 @@ REQUIRED = ("model_config", "model", "spm")
 
 def save_checkpoint(payload: dict[str, Any], path: str | Path) -> None:
     """Write ``payload`` whole or not at all (:func:`mtkit.staging.staged_file`)."""
-    payload = {"format": FORMAT, "format_version": CHECKPOINT_VERSION,
-               "mtkit_version": __version__, **payload}  # fmt: skip
+    payload = {
+        "format": FORMAT,
+        "format_version": CHECKPOINT_VERSION,
+        "mtkit_version": __version__,
+        **payload,
+    }
     try:
         with staged_file(path) as handle:
             torch.save(payload, handle)

@@ -32,8 +32,11 @@ COMMANDS: dict[str, tuple[str, str]] = {
 
 
 # `mtkit` alone prints the help through an exception (click >= 8.2): leave that one alone
-_HELP_ERRORS = tuple(getattr(click.exceptions, name) for name in ("NoArgsIsHelpError",)
-                     if hasattr(click.exceptions, name))  # fmt: skip
+_HELP_ERRORS = tuple(
+    getattr(click.exceptions, name)
+    for name in ("NoArgsIsHelpError",)
+    if hasattr(click.exceptions, name)
+)
 
 
 class OneLineUsageError(click.UsageError):
@@ -57,9 +60,12 @@ def one_line_usage_errors() -> Iterator[None]:
 
 class LazyGroup(click.Group):
     def make_context(
-        self, info_name: str | None, args: list[str], parent: click.Context | None = None,
+        self,
+        info_name: str | None,
+        args: list[str],
+        parent: click.Context | None = None,
         **extra: Any,
-    ) -> click.Context:  # fmt: skip
+    ) -> click.Context:
         with one_line_usage_errors():
             return super().make_context(info_name, args, parent, **extra)
 

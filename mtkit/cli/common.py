@@ -80,9 +80,14 @@ class ConfigOption(click.Option):
     """A click option whose default is a config field's; made by :func:`config_option`."""
 
     def __init__(
-        self, param_decls: Sequence[str], *, config: Any, field: str, override: bool = False,
+        self,
+        param_decls: Sequence[str],
+        *,
+        config: Any,
+        field: str,
+        override: bool = False,
         **attrs: Any,
-    ) -> None:  # fmt: skip
+    ) -> None:
         if "default" in attrs:
             raise TypeError(f"{field}: the default comes from {config.__name__}, not default=")
         self.config, self.field, self.override = config, field, override
@@ -151,5 +156,6 @@ def config_option(
     new command there.
     """
     name = field or _field_name(flags)
-    return click.option(*flags, name, cls=ConfigOption, config=config, field=name,
-                        override=override, **attrs)  # fmt: skip
+    return click.option(
+        *flags, name, cls=ConfigOption, config=config, field=name, override=override, **attrs
+    )

@@ -63,10 +63,17 @@ option = partial(config_option, config=EvaluateConfig)  # default and --help fro
 @option("-o", "--output", metavar="FILE", help="With -m: save translations.")
 @config_option("--beam", config=SearchConfig, type=click.IntRange(1), help="With -m.")
 @config_option("--device", config=TranslateConfig, help="With -m: auto, cpu, cuda or cuda:N.")
-@config_option("--dtype", config=TranslateConfig, type=click.Choice(DTYPES),
-               help="With -m: precision, as for mtkit translate.")  # fmt: skip
-@config_option("--tgt-lang", config=TranslateConfig,
-               help="With -m and a multilingual model: the target language.")  # fmt: skip
+@config_option(
+    "--dtype",
+    config=TranslateConfig,
+    type=click.Choice(DTYPES),
+    help="With -m: precision, as for mtkit translate.",
+)
+@config_option(
+    "--tgt-lang",
+    config=TranslateConfig,
+    help="With -m and a multilingual model: the target language.",
+)
 @option("-w", "--width", type=click.IntRange(0, 10), help="Decimals printed.")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON instead of text.")
 def evaluate(
@@ -84,8 +91,6 @@ def evaluate(
     with user_errors():
         report = run_evaluate(
             EvaluateConfig(**options),
-            TranslateConfig(
-                SearchConfig(beam=beam), device=device, dtype=dtype, tgt_lang=tgt_lang
-            ),  # fmt: skip
+            TranslateConfig(SearchConfig(beam=beam), device=device, dtype=dtype, tgt_lang=tgt_lang),
         )
     click.echo(report.to_json() if as_json else report.to_text())

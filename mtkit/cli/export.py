@@ -51,13 +51,32 @@ from mtkit.pipeline.export import EXPORT_FORMATS, QUANTIZATIONS, export_model
     "multilingual model, the one target language the package translates into.",
 )
 @click.option("--package-version", help="argos: the package's version [default: 1.0].")
-def export(out_dir: str, checkpoint: str, fmt: str, quantization: str, shortlist: str,
-           force: bool, source_lang: str | None, target_lang: str | None,
-           package_version: str | None) -> None:  # fmt: skip
+def export(
+    out_dir: str,
+    checkpoint: str,
+    fmt: str,
+    quantization: str,
+    shortlist: str,
+    force: bool,
+    source_lang: str | None,
+    target_lang: str | None,
+    package_version: str | None,
+) -> None:
     """Export a checkpoint to OUT_DIR for Hugging Face transformers, CTranslate2, or Argos
     Translate and LibreTranslate (OUT_DIR is then a .argosmodel file)."""
     if fmt == "hf" and quantization != "float32":
         raise click.UsageError("--quantization applies to --format ctranslate2 and argos only")
     with user_errors():
-        click.echo(export_model(checkpoint, out_dir, fmt, quantization, force, source_lang,
-                                target_lang, package_version, shortlist))  # fmt: skip
+        click.echo(
+            export_model(
+                checkpoint,
+                out_dir,
+                fmt,
+                quantization,
+                force,
+                source_lang,
+                target_lang,
+                package_version,
+                shortlist,
+            )
+        )

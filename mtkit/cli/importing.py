@@ -31,8 +31,14 @@ from mtkit.pipeline import export as pipeline
     help="The model's target language code(s), comma-separated "
     "[default: target_lang of its tokenizer_config.json].",
 )
-def import_model(model_dir: str, fmt: str, output: str, force: bool, source_lang: str | None,
-                 target_lang: str | None) -> None:  # fmt: skip
+def import_model(
+    model_dir: str,
+    fmt: str,
+    output: str,
+    force: bool,
+    source_lang: str | None,
+    target_lang: str | None,
+) -> None:
     """Import MODEL_DIR as an mtkit checkpoint (translate, evaluate, fine-tune, export it).
 
     The checkpoint keeps the model's own vocabulary (vocab.json's ids) and special ids; anything

@@ -12,8 +12,10 @@ from mtkit.cli.common import config_option, user_errors
 from mtkit.config import PrepareConfig
 
 option = partial(config_option, config=PrepareConfig)  # default and --help from PrepareConfig
-_SOURCE_HELP = ("PREFIX (reads PREFIX.SRC and PREFIX.TGT), FILE.tsv, FILE.parquet/.json/.jsonl "
-                "(translation schema), a saved dataset directory, or hf:NAME[:SPLIT].")  # fmt: skip
+_SOURCE_HELP = (
+    "PREFIX (reads PREFIX.SRC and PREFIX.TGT), FILE.tsv, FILE.parquet/.json/.jsonl "
+    "(translation schema), a saved dataset directory, or hf:NAME[:SPLIT]."
+)
 
 
 @click.command()
@@ -37,8 +39,13 @@ _SOURCE_HELP = ("PREFIX (reads PREFIX.SRC and PREFIX.TGT), FILE.tsv, FILE.parque
     metavar="SRC-TGT=SOURCE",
     help="Validation corpus of one direction (repeat).",
 )
-@option("--test-pair", field="test_pairs", multiple=True, metavar="SRC-TGT=SOURCE",
-        help="Test corpus of one direction (repeat).")  # fmt: skip
+@option(
+    "--test-pair",
+    field="test_pairs",
+    multiple=True,
+    metavar="SRC-TGT=SOURCE",
+    help="Test corpus of one direction (repeat).",
+)
 @option(
     "--spm",
     "--src-spm",

@@ -15,8 +15,18 @@ from mtkit.config import LOG_LEVELS, ServeConfig, TranslateConfig
 # search options a server takes per request (alternatives -> nbest) or not at all (sampling)
 # (tgt_lang: a multilingual server takes the target per request; workers: one decoding loop)
 # (constraints: a request gives them as a glossary)
-NOT_SERVED = {"nbest", "sampling", "top_k", "top_p", "temperature", "seed", "tgt_lang", "workers",
-              "constraints_in_input", "constraints_ordered"}  # fmt: skip
+NOT_SERVED = {
+    "nbest",
+    "sampling",
+    "top_k",
+    "top_p",
+    "temperature",
+    "seed",
+    "tgt_lang",
+    "workers",
+    "constraints_in_input",
+    "constraints_ordered",
+}
 NOT_SERVED |= {"scores", "word_scores"}  # a request asks for them ("scores": true)
 option = partial(config_option, config=ServeConfig)
 
@@ -27,9 +37,15 @@ def served_search_options(func: Any) -> Any:
 
 
 @click.command()
-@click.option("-m", "--model", "models", multiple=True, required=True, type=click.Path(),
-              help="Checkpoint (repeat for an ensemble), or with --engine ctranslate2 an "
-                   "exported directory.")  # fmt: skip
+@click.option(
+    "-m",
+    "--model",
+    "models",
+    multiple=True,
+    required=True,
+    type=click.Path(),
+    help="Checkpoint (repeat for an ensemble), or with --engine ctranslate2 an exported directory.",
+)
 @option("--host", help="Address to listen on (127.0.0.1: this machine only).")
 @option("--port", type=click.IntRange(0, 65535), help="Port (0: any free port).")
 @option("--source-lang", help="Source language code (default: the checkpoint's).")

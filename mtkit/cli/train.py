@@ -15,27 +15,41 @@ TRAIN_OPTIONS: list[tuple[tuple[str, ...], str, Any, str]] = [
     (("--data",), "data", str, "Binarized dataset directory (mtkit prepare)."),
     (("--run-dir",), "run_dir", str, "Checkpoints, logs and config; an existing run resumes."),
     (("--preset",), "preset", str, f"Model preset: {', '.join(MODEL_PRESETS)}."),
-    (("--init-from",), "init_from", str, "Start a new run from this checkpoint's model and "
-     "weights (fine-tuning; fresh optimizer and schedule)."),
+    (
+        ("--init-from",),
+        "init_from",
+        str,
+        "Start a new run from this checkpoint's model and "
+        "weights (fine-tuning; fresh optimizer and schedule).",
+    ),
     (("--max-updates",), "max_updates", int, "Stop after this many updates (0: no limit)."),
     (("--max-epochs",), "max_epochs", int, "Stop after this many epochs (0: no limit)."),
     (("--max-time",), "max_time", float, "Wall-clock budget in seconds (0: no limit)."),
-    (("--max-tokens",), "max_tokens", int, "Per batch and process: pairs x (max(source, target) "
-     "+ 1) of its longest pair, padding counted."),
+    (
+        ("--max-tokens",),
+        "max_tokens",
+        int,
+        "Per batch and process: pairs x (max(source, target) "
+        "+ 1) of its longest pair, padding counted.",
+    ),
     (("--update-freq",), "update_freq", int, "Batches accumulated per update."),
     (("--lr",), "lr", float, "Peak learning rate."),
     (("--warmup-updates",), "warmup_updates", int, "Linear warmup, then inverse sqrt decay."),
     (("--seed",), "seed", int, "Seed for initialisation, dropout and batch order."),
     (("--device",), "device", str, "auto, cpu, cuda or cuda:N."),
-    (("--precision",), "precision", click.Choice(["auto", "fp32", "bf16", "fp16"]),
-     "Autocast dtype. CUDA auto: bf16 if supported, else fp16. CPU auto: bf16 where the CPU "
-     "has bf16 hardware and the ablation found no loss (mtkit/cpu.py), else fp32; fp16: CUDA."),
+    (
+        ("--precision",),
+        "precision",
+        click.Choice(["auto", "fp32", "bf16", "fp16"]),
+        "Autocast dtype. CUDA auto: bf16 if supported, else fp16. CPU auto: bf16 where the CPU "
+        "has bf16 hardware and the ablation found no loss (mtkit/cpu.py), else fp32; fp16: CUDA.",
+    ),
     (("--validate-every",), "validate_every", int, "Validate every N updates (0: never)."),
     (("--save-every",), "save_every", int, "Numbered checkpoint every N updates (0: none)."),
     (("--keep-last",), "keep_last", int, "Numbered checkpoints kept (0: all)."),
     (("--patience",), "patience", int, "Stop after N validations without gain (0: never)."),
     (("--label-smoothing",), "label_smoothing", float, "Epsilon of the smoothed loss."),
-]  # fmt: skip
+]
 
 
 def train_options(func: Callable) -> Callable:
@@ -108,8 +122,9 @@ def train(
     help="A checkpoint to average (repeatable), instead of --last.",
 )
 @click.option("-o", "--output", required=True, type=click.Path(), help="Checkpoint to write.")
-def average(run_dir: str | None, last: int | None, checkpoints: tuple[str, ...],
-            output: str) -> None:  # fmt: skip
+def average(
+    run_dir: str | None, last: int | None, checkpoints: tuple[str, ...], output: str
+) -> None:
     """Average model parameters of checkpoints into a new (inference) checkpoint."""
     from mtkit.pipeline.average import run_average
 

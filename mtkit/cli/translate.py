@@ -16,114 +16,241 @@ from mtkit.engines import ENGINES, engine_names
 
 # (flags, SearchConfig or TranslateConfig field, type, help); every default comes from them
 SEARCH_OPTIONS: list[tuple[tuple[str, ...], str, Any, str]] = [
-    (("-b", "--beam"), "beam", click.IntRange(1),
-     "Beam width; 1 is greedy decoding (--sampling: 1)."),
-    (("-n", "--nbest"), "nbest", click.IntRange(1),
-     "Hypotheses per input (TSV: LINE RANK SCORE LOGPROB TRANSLATION)."),
+    (
+        ("-b", "--beam"),
+        "beam",
+        click.IntRange(1),
+        "Beam width; 1 is greedy decoding (--sampling: 1).",
+    ),
+    (
+        ("-n", "--nbest"),
+        "nbest",
+        click.IntRange(1),
+        "Hypotheses per input (TSV: LINE RANK SCORE LOGPROB TRANSLATION).",
+    ),
     (("--lenpen",), "lenpen", float, "Length penalty exponent alpha."),
-    (("--lenpen-style",), "lenpen_style", click.Choice(["fairseq", "gnmt"]),
-     "fairseq: logprob/len**alpha; gnmt: logprob/((5+len)/6)**alpha."),
+    (
+        ("--lenpen-style",),
+        "lenpen_style",
+        click.Choice(["fairseq", "gnmt"]),
+        "fairseq: logprob/len**alpha; gnmt: logprob/((5+len)/6)**alpha.",
+    ),
     (("--max-len-a",), "max_len_a", float, "Max output length = a * source pieces + b."),
     (("--max-len-b",), "max_len_b", click.IntRange(0), "See --max-len-a."),
     (("--min-len",), "min_len", click.IntRange(0), "Tokens required before EOS."),
-    (("--no-repeat-ngram",), "no_repeat_ngram", click.IntRange(0),
-     "Never repeat an n-gram of this size (0: off)."),
+    (
+        ("--no-repeat-ngram",),
+        "no_repeat_ngram",
+        click.IntRange(0),
+        "Never repeat an n-gram of this size (0: off).",
+    ),
     (("--unk-penalty",), "unk_penalty", float, "Subtracted from UNK's log-probability."),
     (("--sampling",), "sampling", None, "Sample nbest outputs per input instead of searching."),
     (("--top-k",), "top_k", click.IntRange(0), "Sampling: only the k likeliest tokens."),
     (("--top-p",), "top_p", float, "Sampling: nucleus of this probability mass."),
     (("--temperature",), "temperature", float, "Sampling temperature."),
     (("--seed",), "seed", int, "Sampling seed."),
-    (("--max-tokens",), "max_tokens", click.IntRange(1),
-     "Source tokens per batch, padding counted."),
-    (("--max-input-tokens",), "max_input_tokens", click.IntRange(1),
-     "Longer inputs are truncated to this many pieces (with a warning)."),
+    (
+        ("--max-tokens",),
+        "max_tokens",
+        click.IntRange(1),
+        "Source tokens per batch, padding counted.",
+    ),
+    (
+        ("--max-input-tokens",),
+        "max_input_tokens",
+        click.IntRange(1),
+        "Longer inputs are truncated to this many pieces (with a warning).",
+    ),
     (("--device",), "device", str, "auto, cpu, cuda or cuda:N."),
-    (("--dtype",), "dtype", click.Choice(["auto", "fp32", "bf16", "fp16"]),
-     "Precision. CPU bf16: linear layers in bf16 (fast with AVX512-BF16 or AMX); fp16: CUDA "
-     "only; auto: bf16 on CPUs where the ablation found no loss (mtkit/cpu.py), else fp32."),
+    (
+        ("--dtype",),
+        "dtype",
+        click.Choice(["auto", "fp32", "bf16", "fp16"]),
+        "Precision. CPU bf16: linear layers in bf16 (fast with AVX512-BF16 or AMX); fp16: CUDA "
+        "only; auto: bf16 on CPUs where the ablation found no loss (mtkit/cpu.py), else fp32.",
+    ),
     (("--quantize",), "quantize", click.Choice(["int8"]), "Dynamic int8 quantization (CPU)."),
-    (("--cpu-matmul",), "cpu_matmul", click.Choice(["onednn", "default"]),
-     "CPU fp32: pack linear weights once for oneDNN, or torch's default matmul."),
-    (("--compile",), "compile",
-     {"type": click.Choice(COMPILE_MODES), "is_flag": False, "flag_value": "on"},
-     "CPU: run the decoder's step as one compiled graph (AOTInductor; the same output in "
-     "fp32). The first run of an architecture and precision on a machine compiles for a "
-     "minute or more; later runs load it from the cache ($MTKIT_COMPILED_DIR, else "
-     "~/.cache/mtkit/compiled) at once. --compile alone: on (refuses what cannot be "
-     "compiled); auto: compiled where it can be (a CPU, mtkit's engine, no shortlist), eager "
-     "elsewhere."),
-    (("--threads",), "threads", click.IntRange(0),
-     "CPU threads, per worker (0: torch's default, divided among the workers)."),
-    (("--workers",), "workers", click.IntRange(1),
-     "Batches decoded at once on CPU, each by its own worker (mtkit: a process; ctranslate2: "
-     "inter_threads)."),
-    (("--tgt-lang",), "tgt_lang", str, "Multilingual models: translate into this language "
-     "(adds >>TGT<< to lines without a tag)."),
-    (("--split-sentences",), "split_sentences", None,
-     "Each input line is a text: cut into sentences, each translated, put back with the "
-     "line's spacing (default: each line is one sentence)."),
-    (("--format",), "format", click.Choice(["text", "html", "xml"]),
-     "text: one line (one sentence, or --split-sentences one text) per line; html, xml: the "
-     "whole input is one document, its markup carried to the translated words."),
-    (("--spans/--no-spans",), "spans", None,
-     "Keep URLs, e-mail addresses, numbers, @mentions, #hashtags, emoji and `code` verbatim "
-     "(masked before the model, restored after)."),
-    (("--alignment",), "alignment", None,
-     "Also write each translation's word alignment: TRANSLATION<TAB>ALIGNMENT, Moses i-j "
-     "pairs over whitespace words (0-based), from the model's cross-attention."),
-    (("--alignment-layer",), "alignment_layer", int,
-     "Decoder layer whose cross-attention (averaged over heads) aligns words; negative counts "
-     "from the top (-1: the last layer)."),
-    (("--constraints",), "constraints_in_input", None,
-     "Each input line is SOURCE<TAB>PHRASE<TAB>PHRASE... (fairseq's convention): its "
-     "translation contains every phrase (lexically constrained beam search, mtkit engine); "
-     "lines without a tab are unconstrained."),
-    (("--constraints-ordered",), "constraints_ordered", None,
-     "As --constraints, the phrases in their order."),
-    (("--glossary",), "glossary", click.Path(),
-     "TSV of source term<TAB>target term: a sentence containing a source term (on word "
-     "boundaries) must translate it as the target term (a constraint)."),
-    (("--glossary-ignore-case",), "glossary_ignore_case", None,
-     "Glossary source terms match whatever their case (default: case-sensitive)."),
-    (("--scores",), "scores", None,
-     "Also write each translation's score: SCORE<TAB>TRANSLATION, the length-normalised "
-     "log-probability (logprob / (pieces + EOS); a line of several sentences: over all its "
-     "pieces)."),
-    (("--word-scores",), "word_scores", None,
-     "Also write each word's score (implies --scores): SCORE<TAB>TRANSLATION<TAB>WORD_SCORES, "
-     "the mean log-probability of each whitespace word's pieces."),
-    (("--guard/--no-guard",), "guard", None,
-     "A line whose translation degenerates (a run of one character or piece far beyond "
-     "anything in its source, or far more pieces than it) is translated again lowercased "
-     "(its case put back), in parts, or as the last resort has those runs cut short; a "
-     "warning names the line."),
-    (("--draft",), "draft", click.Path(),
-     "Speculative decoding (greedy, --beam 1): this small checkpoint, with the same spm "
-     "models, proposes tokens that the models check in one pass; the output is theirs."),
-    (("--draft-tokens",), "draft_tokens", click.IntRange(1),
-     "Tokens the --draft model proposes per pass of the models."),
-    (("--draft-confidence",), "draft_confidence", click.FloatRange(0.0, 1.0, max_open=True),
-     "Stop a pass's proposals after one the draft gives a probability below this (0: always "
-     "--draft-tokens); the output is the models' either way."),
-    (("--draft-quantize",), "draft_quantize", click.Choice(["int8", "none"]),
-     "The draft's precision: int8, or none; unset, the draft is quantized as --quantize "
-     "says. The output is the models' either way; an int8 draft proposes faster."),
-    (("--draft-dtype",), "draft_dtype", click.Choice(["fp32", "bf16", "fp16"]),
-     "The draft's float type; unset, the models' (--dtype). The output is the models' either "
-     "way; a bf16 draft proposes faster on a CPU with bf16 hardware. The draft follows "
-     "--quantize only in fp32."),
-    (("--draft-shortlist",), "draft_shortlist", click.Path(),
-     "Lexical shortlist (`mtkit shortlist build`) the --draft guesses within: its output layer "
-     "reads only the pieces the source allows; the models still check over the whole "
-     "vocabulary, so the output is unchanged."),
-    (("--shortlist",), "shortlist", click.Path(),
-     "Lexical shortlist (`mtkit shortlist build`): score only the target pieces the source "
-     "pieces list, plus the frequent ones (mtkit engine; ctranslate2: export with "
-     "--shortlist)."),
-    (("--engine",), "engine", click.Choice(engine_names()),
-     "; ".join(f"{e.name}: -m names a {e.model_format}" for e in ENGINES.values()) + "."),
-]  # fmt: skip
+    (
+        ("--cpu-matmul",),
+        "cpu_matmul",
+        click.Choice(["onednn", "default"]),
+        "CPU fp32: pack linear weights once for oneDNN, or torch's default matmul.",
+    ),
+    (
+        ("--compile",),
+        "compile",
+        {"type": click.Choice(COMPILE_MODES), "is_flag": False, "flag_value": "on"},
+        "CPU: run the decoder's step as one compiled graph (AOTInductor; the same output in "
+        "fp32). The first run of an architecture and precision on a machine compiles for a "
+        "minute or more; later runs load it from the cache ($MTKIT_COMPILED_DIR, else "
+        "~/.cache/mtkit/compiled) at once. --compile alone: on (refuses what cannot be "
+        "compiled); auto: compiled where it can be (a CPU, mtkit's engine, no shortlist), eager "
+        "elsewhere.",
+    ),
+    (
+        ("--threads",),
+        "threads",
+        click.IntRange(0),
+        "CPU threads, per worker (0: torch's default, divided among the workers).",
+    ),
+    (
+        ("--workers",),
+        "workers",
+        click.IntRange(1),
+        "Batches decoded at once on CPU, each by its own worker (mtkit: a process; ctranslate2: "
+        "inter_threads).",
+    ),
+    (
+        ("--tgt-lang",),
+        "tgt_lang",
+        str,
+        "Multilingual models: translate into this language (adds >>TGT<< to lines without a tag).",
+    ),
+    (
+        ("--split-sentences",),
+        "split_sentences",
+        None,
+        "Each input line is a text: cut into sentences, each translated, put back with the "
+        "line's spacing (default: each line is one sentence).",
+    ),
+    (
+        ("--format",),
+        "format",
+        click.Choice(["text", "html", "xml"]),
+        "text: one line (one sentence, or --split-sentences one text) per line; html, xml: the "
+        "whole input is one document, its markup carried to the translated words.",
+    ),
+    (
+        ("--spans/--no-spans",),
+        "spans",
+        None,
+        "Keep URLs, e-mail addresses, numbers, @mentions, #hashtags, emoji and `code` verbatim "
+        "(masked before the model, restored after).",
+    ),
+    (
+        ("--alignment",),
+        "alignment",
+        None,
+        "Also write each translation's word alignment: TRANSLATION<TAB>ALIGNMENT, Moses i-j "
+        "pairs over whitespace words (0-based), from the model's cross-attention.",
+    ),
+    (
+        ("--alignment-layer",),
+        "alignment_layer",
+        int,
+        "Decoder layer whose cross-attention (averaged over heads) aligns words; negative counts "
+        "from the top (-1: the last layer).",
+    ),
+    (
+        ("--constraints",),
+        "constraints_in_input",
+        None,
+        "Each input line is SOURCE<TAB>PHRASE<TAB>PHRASE... (fairseq's convention): its "
+        "translation contains every phrase (lexically constrained beam search, mtkit engine); "
+        "lines without a tab are unconstrained.",
+    ),
+    (
+        ("--constraints-ordered",),
+        "constraints_ordered",
+        None,
+        "As --constraints, the phrases in their order.",
+    ),
+    (
+        ("--glossary",),
+        "glossary",
+        click.Path(),
+        "TSV of source term<TAB>target term: a sentence containing a source term (on word "
+        "boundaries) must translate it as the target term (a constraint).",
+    ),
+    (
+        ("--glossary-ignore-case",),
+        "glossary_ignore_case",
+        None,
+        "Glossary source terms match whatever their case (default: case-sensitive).",
+    ),
+    (
+        ("--scores",),
+        "scores",
+        None,
+        "Also write each translation's score: SCORE<TAB>TRANSLATION, the length-normalised "
+        "log-probability (logprob / (pieces + EOS); a line of several sentences: over all its "
+        "pieces).",
+    ),
+    (
+        ("--word-scores",),
+        "word_scores",
+        None,
+        "Also write each word's score (implies --scores): SCORE<TAB>TRANSLATION<TAB>WORD_SCORES, "
+        "the mean log-probability of each whitespace word's pieces.",
+    ),
+    (
+        ("--guard/--no-guard",),
+        "guard",
+        None,
+        "A line whose translation degenerates (a run of one character or piece far beyond "
+        "anything in its source, or far more pieces than it) is translated again lowercased "
+        "(its case put back), in parts, or as the last resort has those runs cut short; a "
+        "warning names the line.",
+    ),
+    (
+        ("--draft",),
+        "draft",
+        click.Path(),
+        "Speculative decoding (greedy, --beam 1): this small checkpoint, with the same spm "
+        "models, proposes tokens that the models check in one pass; the output is theirs.",
+    ),
+    (
+        ("--draft-tokens",),
+        "draft_tokens",
+        click.IntRange(1),
+        "Tokens the --draft model proposes per pass of the models.",
+    ),
+    (
+        ("--draft-confidence",),
+        "draft_confidence",
+        click.FloatRange(0.0, 1.0, max_open=True),
+        "Stop a pass's proposals after one the draft gives a probability below this (0: always "
+        "--draft-tokens); the output is the models' either way.",
+    ),
+    (
+        ("--draft-quantize",),
+        "draft_quantize",
+        click.Choice(["int8", "none"]),
+        "The draft's precision: int8, or none; unset, the draft is quantized as --quantize "
+        "says. The output is the models' either way; an int8 draft proposes faster.",
+    ),
+    (
+        ("--draft-dtype",),
+        "draft_dtype",
+        click.Choice(["fp32", "bf16", "fp16"]),
+        "The draft's float type; unset, the models' (--dtype). The output is the models' either "
+        "way; a bf16 draft proposes faster on a CPU with bf16 hardware. The draft follows "
+        "--quantize only in fp32.",
+    ),
+    (
+        ("--draft-shortlist",),
+        "draft_shortlist",
+        click.Path(),
+        "Lexical shortlist (`mtkit shortlist build`) the --draft guesses within: its output layer "
+        "reads only the pieces the source allows; the models still check over the whole "
+        "vocabulary, so the output is unchanged.",
+    ),
+    (
+        ("--shortlist",),
+        "shortlist",
+        click.Path(),
+        "Lexical shortlist (`mtkit shortlist build`): score only the target pieces the source "
+        "pieces list, plus the frequent ones (mtkit engine; ctranslate2: export with "
+        "--shortlist).",
+    ),
+    (
+        ("--engine",),
+        "engine",
+        click.Choice(engine_names()),
+        "; ".join(f"{e.name}: -m names a {e.model_format}" for e in ENGINES.values()) + ".",
+    ),
+]
 
 
 SEARCH_FIELDS = {f.name for f in dataclasses.fields(SearchConfig)}
@@ -136,11 +263,15 @@ def search_options(func: Callable, rows: list | None = None) -> Callable:
     for flags, name, kind, help_text in reversed(SEARCH_OPTIONS if rows is None else rows):
         config = SearchConfig if name in SEARCH_FIELDS else TranslateConfig
         attrs: dict[str, Any] = (
-            {"is_flag": True} if kind is None else dict(kind) if isinstance(kind, dict)
+            {"is_flag": True}
+            if kind is None
+            else dict(kind)
+            if isinstance(kind, dict)
             else {"type": kind}
-        )  # fmt: skip
-        option = config_option(*flags, config=config, field=name, override=True, help=help_text,
-                               **attrs)  # fmt: skip
+        )
+        option = config_option(
+            *flags, config=config, field=name, override=True, help=help_text, **attrs
+        )
         func = option(func)
     return func
 
@@ -175,8 +306,9 @@ def search_options(func: Callable, rows: list | None = None) -> Callable:
 )
 @search_options
 @click.option("-q", "--quiet", is_flag=True, help="No progress bar and no summary on stderr.")
-def translate(models: tuple[str, ...], input_path: str, output_path: str, quiet: bool,
-              **options: Any) -> None:  # fmt: skip
+def translate(
+    models: tuple[str, ...], input_path: str, output_path: str, quiet: bool, **options: Any
+) -> None:
     """Translate text with one checkpoint or an ensemble: one output line per input line."""
     from mtkit.pipeline.signals import Interrupted
     from mtkit.pipeline.translate import translate_file
@@ -186,9 +318,12 @@ def translate(models: tuple[str, ...], input_path: str, output_path: str, quiet:
         config = TranslateConfig.from_flat(given, where="mtkit translate")
         try:
             stats = translate_file(
-                list(models), input_path, output_path, config,
+                list(models),
+                input_path,
+                output_path,
+                config,
                 show_progress=not quiet and sys.stderr.isatty(),
-            )  # fmt: skip
+            )
         except BrokenPipeError:  # `mtkit translate ... | head`: stop quietly, like other tools
             _silence_stdout()
             sys.exit(1)

@@ -13,8 +13,15 @@ from mtkit.errors import MtkitError
 
 # what makes a finished part of one job a part of another: the settings that change what is
 # translated (the search, the engine, the precision), not where or how fast (device, threads)
-JOB_SETTINGS = ("engine", "dtype", "quantize", "max_input_tokens", "tgt_lang", "split_sentences",
-                "spans")  # fmt: skip
+JOB_SETTINGS = (
+    "engine",
+    "dtype",
+    "quantize",
+    "max_input_tokens",
+    "tgt_lang",
+    "split_sentences",
+    "spans",
+)
 
 
 @dataclass
@@ -30,11 +37,16 @@ class DistillConfig:
         search, translate = self.translate.search, self.translate
         rules = [
             (self.part_lines >= 1, f"--part-lines must be positive, got {self.part_lines}"),
-            (search.nbest == 1 and translate.format == "text" and not search.alignment
-             and not search.scores and not search.constraints,
-             "mtkit distill writes one translation per source line: no --nbest, --format, "
-             "--alignment, --scores or constraints"),
-        ]  # fmt: skip
+            (
+                search.nbest == 1
+                and translate.format == "text"
+                and not search.alignment
+                and not search.scores
+                and not search.constraints,
+                "mtkit distill writes one translation per source line: no --nbest, --format, "
+                "--alignment, --scores or constraints",
+            ),
+        ]
         for ok, message in rules:
             if not ok:
                 raise MtkitError(message)
@@ -50,7 +62,9 @@ class DistillConfig:
         """From one flat mapping (command-line flags): DistillConfig's own fields, the rest to
         :meth:`TranslateConfig.from_flat`."""
         own = {"part_lines", "parts_dir", "keep_parts"}
-        translate = TranslateConfig.from_flat({k: v for k, v in values.items() if k not in own},
-                                              where)  # fmt: skip
-        return from_dict(cls, {**{k: v for k, v in values.items() if k in own},
-                               "translate": translate}, where)  # fmt: skip
+        translate = TranslateConfig.from_flat(
+            {k: v for k, v in values.items() if k not in own}, where
+        )
+        return from_dict(
+            cls, {**{k: v for k, v in values.items() if k in own}, "translate": translate}, where
+        )

@@ -39,8 +39,9 @@ class ModelConfig:
     output_bias: bool = False  # a fixed bias on the output logits (Marian's final_logits_bias)
 
 
-_SMALL: dict[str, Any] = dict(d_model=256, ffn_dim=1024, heads=4, encoder_layers=3,
-                              decoder_layers=3, dropout=0.1)  # fmt: skip
+_SMALL: dict[str, Any] = dict(
+    d_model=256, ffn_dim=1024, heads=4, encoder_layers=3, decoder_layers=3, dropout=0.1
+)
 # the small model with what the issue-13 ablation found to help at the make-demo budget:
 # pre-LN (Xiong et al. 2020) and rotary positions (Su et al. 2021)
 _SMALL_MODERN: dict[str, Any] = dict(_SMALL, pre_norm=True, positions="rope")
@@ -52,10 +53,12 @@ _STUDENT: dict[str, Any] = dict(_SMALL, encoder_layers=6, decoder_layers=2, pre_
 
 MODEL_PRESETS: dict[str, dict[str, Any]] = {
     "transformer-small": _SMALL,
-    "transformer-base": dict(d_model=512, ffn_dim=2048, heads=8, encoder_layers=6,
-                             decoder_layers=6, dropout=0.1),
-    "transformer-big": dict(d_model=1024, ffn_dim=4096, heads=16, encoder_layers=6,
-                            decoder_layers=6, dropout=0.3),
+    "transformer-base": dict(
+        d_model=512, ffn_dim=2048, heads=8, encoder_layers=6, decoder_layers=6, dropout=0.1
+    ),
+    "transformer-big": dict(
+        d_model=1024, ffn_dim=4096, heads=16, encoder_layers=6, decoder_layers=6, dropout=0.3
+    ),
     # Kasai et al. 2021, "Deep Encoder, Shallow Decoder": the decoder's steps are the slow part
     "transformer-deep-shallow": dict(_SMALL, encoder_layers=6, decoder_layers=1),
     "transformer-small-modern": _SMALL_MODERN,
@@ -67,4 +70,4 @@ MODEL_PRESETS: dict[str, dict[str, Any]] = {
     # the average attention network in the decoder (Zhang et al. 2018), O(1) state per step:
     # mtkit's own engine only (CTranslate2 has no such layer); sinusoidal positions (AAN needs them)
     "transformer-tiny-student-aan": dict(_STUDENT, decoder_self_attention="average"),
-}  # fmt: skip
+}

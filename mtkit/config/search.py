@@ -71,28 +71,39 @@ class SearchConfig:
         return [
             (beam >= 1, f"--beam must be at least 1, got {beam}"),
             (self.nbest >= 1, f"--nbest must be at least 1, got {self.nbest}"),
-            (self.sampling or self.nbest <= beam,
-             f"--nbest {self.nbest} exceeds --beam {beam} (nbest must be <= beam)"),
-            (not self.sampling or beam == 1,
-             f"--sampling draws nbest samples per input; it takes no --beam (got {beam})"),
-            (self.lenpen_style in LENPEN_STYLES, f"--lenpen-style must be one of "
-             f"{', '.join(LENPEN_STYLES)}, got {self.lenpen_style!r}"),
+            (
+                self.sampling or self.nbest <= beam,
+                f"--nbest {self.nbest} exceeds --beam {beam} (nbest must be <= beam)",
+            ),
+            (
+                not self.sampling or beam == 1,
+                f"--sampling draws nbest samples per input; it takes no --beam (got {beam})",
+            ),
+            (
+                self.lenpen_style in LENPEN_STYLES,
+                f"--lenpen-style must be one of "
+                f"{', '.join(LENPEN_STYLES)}, got {self.lenpen_style!r}",
+            ),
             (self.min_len >= 0, f"--min-len must be >= 0, got {self.min_len}"),
             (self.max_len_a >= 0 and self.max_len_b >= 0, "--max-len-a/-b must be >= 0"),
             (self.no_repeat_ngram >= 0, "--no-repeat-ngram must be >= 0"),
             (self.temperature > 0, f"--temperature must be > 0, got {self.temperature}"),
             (self.top_k >= 0, f"--top-k must be >= 0, got {self.top_k}"),
             (0 < self.top_p <= 1, f"--top-p must be in (0, 1], got {self.top_p}"),
-            (self.constraints in CONSTRAINT_KINDS, f"constraints must be one of "
-             f"{', '.join(repr(k) for k in CONSTRAINT_KINDS)}, got {self.constraints!r}"),
-        ]  # fmt: skip
+            (
+                self.constraints in CONSTRAINT_KINDS,
+                f"constraints must be one of "
+                f"{', '.join(repr(k) for k in CONSTRAINT_KINDS)}, got {self.constraints!r}",
+            ),
+        ]
 
     def max_target_length(self, source_pieces: int, cap: int) -> int:
         """Tokens a translation of ``source_pieces`` pieces may have before EOS:
         ``max_len_a * pieces + max_len_b``, within [min_len, cap] (as
         :func:`mtkit.decoding.beam.max_target_lengths` computes it for a batch)."""
-        return min(max(math.floor(self.max_len_a * source_pieces + self.max_len_b),
-                       self.min_len), cap)  # fmt: skip
+        return min(
+            max(math.floor(self.max_len_a * source_pieces + self.max_len_b), self.min_len), cap
+        )
 
     def replace(self, **changes: Any) -> SearchConfig:
         """A copy with ``changes`` (validated again); ``beam`` re-resolves if not given."""
@@ -153,62 +164,105 @@ class TranslateConfig:
             self.search = self.search.replace(constraints=kind)
         rules = [
             (self.max_tokens >= 1, f"--max-tokens must be positive, got {self.max_tokens}"),
-            (self.max_input_tokens >= 1,
-             f"--max-input-tokens must be positive, got {self.max_input_tokens}"),
+            (
+                self.max_input_tokens >= 1,
+                f"--max-input-tokens must be positive, got {self.max_input_tokens}",
+            ),
             (self.chunk_lines >= 1, f"chunk_lines must be positive, got {self.chunk_lines}"),
             (self.threads >= 0, f"--threads must be >= 0, got {self.threads}"),
             (self.workers >= 1, f"--workers must be >= 1, got {self.workers}"),
-            (self.dtype in DTYPES, f"--dtype must be one of {', '.join(DTYPES)}, "
-             f"got {self.dtype!r}"),
-            (self.quantize in ("", "int8"), f"--quantize must be int8 (or empty), "
-             f"got {self.quantize!r}"),
-            (self.cpu_matmul in CPU_MATMULS, f"--cpu-matmul must be one of "
-             f"{', '.join(CPU_MATMULS)}, got {self.cpu_matmul!r}"),
-            (not (self.split_sentences and self.search.nbest > 1),
-             "--split-sentences gives one translation per line; it cannot be combined with "
-             f"--nbest {self.search.nbest}"),
-            (self.format in TEXT_FORMATS, f"--format must be one of {', '.join(TEXT_FORMATS)}, "
-             f"got {self.format!r}"),
-            (self.format == "text" or (self.search.nbest == 1 and not self.search.alignment),
-             f"--format {self.format} gives one document; it cannot be combined with --nbest or "
-             "--alignment"),
-            (not self.constraints_in_input or (self.format == "text"
-                                               and not self.split_sentences),
-             "--constraints gives phrases per input line, which must be one sentence: it cannot "
-             "be combined with --split-sentences or --format html/xml (use --glossary, whose "
-             "terms are found per sentence)"),
-            (self.draft_tokens >= 1, f"--draft-tokens must be at least 1, got "
-             f"{self.draft_tokens}"),
-            (not self.draft or self.engine == "mtkit",
-             f"--draft runs with --engine mtkit only (got --engine {self.engine})"),
-            (not (self.draft and self.shortlist), "--draft cannot be combined with --shortlist "
-             "(the models check the draft's pieces over the whole vocabulary; "
-             "--draft-shortlist restricts the draft)"),
-            (self.compile in COMPILE_MODES, f"--compile must be one of "
-             f"{', '.join(COMPILE_MODES)}, got {self.compile!r}"),
-            (self.compile != "on" or self.engine == "mtkit",
-             f"--compile compiles mtkit's own engine (got --engine {self.engine})"),
-            (not (self.compile == "on" and (self.shortlist or self.draft_shortlist)),
-             f"--compile cannot be combined with "
-             f"{'--shortlist' if self.shortlist else '--draft-shortlist'} yet (a shortlisted "
-             "output layer is not compiled); leave one out"),
-            (0.0 <= self.draft_confidence < 1.0, "--draft-confidence must be in [0, 1), got "
-             f"{self.draft_confidence}"),
-            (self.draft_quantize in ("", "int8", "none"), "--draft-quantize must be int8 or "
-             f"none, got {self.draft_quantize!r}"),
-            (self.draft_dtype in ("", *DTYPES[1:]), f"--draft-dtype must be one of "
-             f"{', '.join(DTYPES[1:])}, got {self.draft_dtype!r}"),
-            (self.draft or not (self.draft_quantize or self.draft_shortlist
-                                or self.draft_confidence or self.draft_dtype),
-             "--draft-quantize, --draft-dtype, --draft-shortlist and --draft-confidence need "
-             "--draft"),
-            (not (self.draft_quantize == "int8" and self.draft_dtype not in ("", "fp32")),
-             f"--draft-quantize int8 runs with --draft-dtype fp32 only (got --draft-dtype "
-             f"{self.draft_dtype})"),
-            (self.format == "text" or not self.search.scores,
-             f"--format {self.format} gives one document; it cannot be combined with --scores or "
-             "--word-scores (scores are per line)"),
-        ]  # fmt: skip
+            (
+                self.dtype in DTYPES,
+                f"--dtype must be one of {', '.join(DTYPES)}, got {self.dtype!r}",
+            ),
+            (
+                self.quantize in ("", "int8"),
+                f"--quantize must be int8 (or empty), got {self.quantize!r}",
+            ),
+            (
+                self.cpu_matmul in CPU_MATMULS,
+                f"--cpu-matmul must be one of {', '.join(CPU_MATMULS)}, got {self.cpu_matmul!r}",
+            ),
+            (
+                not (self.split_sentences and self.search.nbest > 1),
+                "--split-sentences gives one translation per line; it cannot be combined with "
+                f"--nbest {self.search.nbest}",
+            ),
+            (
+                self.format in TEXT_FORMATS,
+                f"--format must be one of {', '.join(TEXT_FORMATS)}, got {self.format!r}",
+            ),
+            (
+                self.format == "text" or (self.search.nbest == 1 and not self.search.alignment),
+                f"--format {self.format} gives one document; it cannot be combined with --nbest or "
+                "--alignment",
+            ),
+            (
+                not self.constraints_in_input
+                or (self.format == "text" and not self.split_sentences),
+                "--constraints gives phrases per input line, which must be one sentence: it cannot "
+                "be combined with --split-sentences or --format html/xml (use --glossary, whose "
+                "terms are found per sentence)",
+            ),
+            (self.draft_tokens >= 1, f"--draft-tokens must be at least 1, got {self.draft_tokens}"),
+            (
+                not self.draft or self.engine == "mtkit",
+                f"--draft runs with --engine mtkit only (got --engine {self.engine})",
+            ),
+            (
+                not (self.draft and self.shortlist),
+                "--draft cannot be combined with --shortlist "
+                "(the models check the draft's pieces over the whole vocabulary; "
+                "--draft-shortlist restricts the draft)",
+            ),
+            (
+                self.compile in COMPILE_MODES,
+                f"--compile must be one of {', '.join(COMPILE_MODES)}, got {self.compile!r}",
+            ),
+            (
+                self.compile != "on" or self.engine == "mtkit",
+                f"--compile compiles mtkit's own engine (got --engine {self.engine})",
+            ),
+            (
+                not (self.compile == "on" and (self.shortlist or self.draft_shortlist)),
+                f"--compile cannot be combined with "
+                f"{'--shortlist' if self.shortlist else '--draft-shortlist'} yet (a shortlisted "
+                "output layer is not compiled); leave one out",
+            ),
+            (
+                0.0 <= self.draft_confidence < 1.0,
+                f"--draft-confidence must be in [0, 1), got {self.draft_confidence}",
+            ),
+            (
+                self.draft_quantize in ("", "int8", "none"),
+                f"--draft-quantize must be int8 or none, got {self.draft_quantize!r}",
+            ),
+            (
+                self.draft_dtype in ("", *DTYPES[1:]),
+                f"--draft-dtype must be one of {', '.join(DTYPES[1:])}, got {self.draft_dtype!r}",
+            ),
+            (
+                self.draft
+                or not (
+                    self.draft_quantize
+                    or self.draft_shortlist
+                    or self.draft_confidence
+                    or self.draft_dtype
+                ),
+                "--draft-quantize, --draft-dtype, --draft-shortlist and --draft-confidence need "
+                "--draft",
+            ),
+            (
+                not (self.draft_quantize == "int8" and self.draft_dtype not in ("", "fp32")),
+                f"--draft-quantize int8 runs with --draft-dtype fp32 only (got --draft-dtype "
+                f"{self.draft_dtype})",
+            ),
+            (
+                self.format == "text" or not self.search.scores,
+                f"--format {self.format} gives one document; it cannot be combined with --scores "
+                "or --word-scores (scores are per line)",
+            ),
+        ]
         for ok, message in rules:
             if not ok:
                 raise MtkitError(message)
@@ -228,7 +282,9 @@ def alignment_layer(asked: int, layers: int) -> int:
     decoder with ``layers`` layers."""
     index = asked + layers if asked < 0 else asked
     if not 0 <= index < layers:
-        raise MtkitError(f"--alignment-layer {asked}: the model has {layers} decoder "
-                         f"layer{'s' if layers != 1 else ''} (0 to {layers - 1}, or -1 to "
-                         f"-{layers})")  # fmt: skip
+        raise MtkitError(
+            f"--alignment-layer {asked}: the model has {layers} decoder "
+            f"layer{'s' if layers != 1 else ''} (0 to {layers - 1}, or -1 to "
+            f"-{layers})"
+        )
     return index

@@ -51,16 +51,23 @@ class ServeConfig:
             (self.max_lines >= 1, "--max-lines must be positive"),
             (self.max_glossary_terms >= 0, "--max-glossary-terms must be >= 0"),
             (self.rate_limit >= 0, "--rate-limit must be >= 0"),
-            (not wrong, f"--cors-origins: {', '.join(wrong)} is not an origin such as "
-                        "https://example.org or chrome-extension://ID (no path, no slash at "
-                        "the end), nor *"),
+            (
+                not wrong,
+                f"--cors-origins: {', '.join(wrong)} is not an origin such as "
+                "https://example.org or chrome-extension://ID (no path, no slash at "
+                "the end), nor *",
+            ),
             (self.max_file_bytes >= 1, "--max-file-bytes must be positive"),
             (self.file_ttl > 0, "--file-ttl must be positive"),
-            (self.log_level in LOG_LEVELS,
-             f"--log-level must be one of {', '.join(LOG_LEVELS)}, got {self.log_level!r}"),
-            (bool(self.source_lang) == bool(self.target_lang),
-             "give both --source-lang and --target-lang, or neither"),
-        ]  # fmt: skip
+            (
+                self.log_level in LOG_LEVELS,
+                f"--log-level must be one of {', '.join(LOG_LEVELS)}, got {self.log_level!r}",
+            ),
+            (
+                bool(self.source_lang) == bool(self.target_lang),
+                "give both --source-lang and --target-lang, or neither",
+            ),
+        ]
         for ok, message in rules:
             if not ok:
                 raise MtkitError(message)

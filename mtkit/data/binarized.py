@@ -61,8 +61,10 @@ def load_tokenizers(data_dir: str | Path) -> tuple[Tokenizer, Tokenizer]:
     """The dataset's source and target tokenizers (with its imported vocabulary, if any)."""
     data_dir = Path(data_dir)
     if not (data_dir / VOCAB).is_file():
-        return (Tokenizer.from_file(data_dir / "spm.src.model"),
-                Tokenizer.from_file(data_dir / "spm.tgt.model"))  # fmt: skip
+        return (
+            Tokenizer.from_file(data_dir / "spm.src.model"),
+            Tokenizer.from_file(data_dir / "spm.tgt.model"),
+        )
     try:
         table = json.loads((data_dir / VOCAB).read_text(encoding="utf-8"))
         vocab, ids = table["vocab"], SpecialIds.from_dict(table["special_ids"])
@@ -75,7 +77,7 @@ def load_tokenizers(data_dir: str | Path) -> tuple[Tokenizer, Tokenizer]:
             str(data_dir / f"spm.{side}.model"),
             table_,
             ids,
-        )  # fmt: skip
+        )
         for side, table_ in (("src", src), ("tgt", tgt))
     )
 

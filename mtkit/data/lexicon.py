@@ -43,9 +43,14 @@ def sentence_pairs(
 
 
 def ibm1_scores(
-    src: np.ndarray, src_offsets: np.ndarray, tgt: np.ndarray, tgt_offsets: np.ndarray,
-    src_vocab: int, tgt_vocab: int, iterations: int = 5,
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:  # fmt: skip
+    src: np.ndarray,
+    src_offsets: np.ndarray,
+    tgt: np.ndarray,
+    tgt_offsets: np.ndarray,
+    src_vocab: int,
+    tgt_vocab: int,
+    iterations: int = 5,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """IBM model 1's p(t | s) after ``iterations`` EM steps: (source ids, target ids, p) of
     every pair seen (the NULL word, id ``src_vocab``, left out)."""
     s, t, group = sentence_pairs(src, src_offsets, tgt, tgt_offsets)
@@ -67,9 +72,13 @@ def ibm1_scores(
 
 
 def dice_scores(
-    src: np.ndarray, src_offsets: np.ndarray, tgt: np.ndarray, tgt_offsets: np.ndarray,
-    src_vocab: int, tgt_vocab: int,
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:  # fmt: skip
+    src: np.ndarray,
+    src_offsets: np.ndarray,
+    tgt: np.ndarray,
+    tgt_offsets: np.ndarray,
+    src_vocab: int,
+    tgt_vocab: int,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Dice's coefficient of sentence co-occurrence: (source ids, target ids, dice)."""
     s, t, group = sentence_pairs(src, src_offsets, tgt, tgt_offsets)
     sent = np.repeat(np.arange(len(tgt_offsets) - 1), np.diff(tgt_offsets))[group]
@@ -117,9 +126,14 @@ def most_frequent(ids: np.ndarray, vocab: int, count: int) -> tuple[int, ...]:
 
 
 def learn_shortlist(
-    data: ParallelData, src_tok: Tokenizer, tgt_tok: Tokenizer, top_k: int = 100,
-    frequent: int = 200, method: str = "ibm1", iterations: int = 5,
-) -> Shortlist:  # fmt: skip
+    data: ParallelData,
+    src_tok: Tokenizer,
+    tgt_tok: Tokenizer,
+    top_k: int = 100,
+    frequent: int = 200,
+    method: str = "ibm1",
+    iterations: int = 5,
+) -> Shortlist:
     """The shortlist of ``data`` (a training split): each source piece's ``top_k`` likeliest
     target pieces by ``method`` and the ``frequent`` most frequent target pieces."""
     if method not in METHODS:
@@ -136,5 +150,13 @@ def learn_shortlist(
         table = ibm1_scores(src, src_offsets, tgt, tgt_offsets, vs, vt, iterations)
     else:
         table = dice_scores(src, src_offsets, tgt, tgt_offsets, vs, vt)
-    return Shortlist(tuple(ranked(*table, vs, top_k)), most_frequent(tgt, vt, frequent),
-                     src_tok.sha256, tgt_tok.sha256, vs, vt, method, top_k)  # fmt: skip
+    return Shortlist(
+        tuple(ranked(*table, vs, top_k)),
+        most_frequent(tgt, vt, frequent),
+        src_tok.sha256,
+        tgt_tok.sha256,
+        vs,
+        vt,
+        method,
+        top_k,
+    )

@@ -54,8 +54,10 @@ class Shortlist:
 
     def __post_init__(self) -> None:
         if len(self.candidates) != self.src_vocab_size:
-            raise MtkitError(f"shortlist: {len(self.candidates)} candidate lists for "
-                             f"{self.src_vocab_size} source pieces")  # fmt: skip
+            raise MtkitError(
+                f"shortlist: {len(self.candidates)} candidate lists for "
+                f"{self.src_vocab_size} source pieces"
+            )
         flat = [t for row in self.candidates for t in row] + list(self.frequent)
         if flat and not (0 <= min(flat) and max(flat) < self.tgt_vocab_size):
             raise MtkitError(f"shortlist: a target id outside 0..{self.tgt_vocab_size - 1}")
@@ -63,13 +65,20 @@ class Shortlist:
         offsets = np.zeros(len(sizes) + 1, np.int64)
         np.cumsum(sizes, out=offsets[1:])
         object.__setattr__(self, "_offsets", offsets)
-        object.__setattr__(self, "_flat", np.fromiter(
-            (t for row in self.candidates for t in row), np.int64, int(offsets[-1])))  # fmt: skip
+        object.__setattr__(
+            self,
+            "_flat",
+            np.fromiter((t for row in self.candidates for t in row), np.int64, int(offsets[-1])),
+        )
 
     def cut(self, top_k: int, frequent: int) -> Shortlist:
         """The shortlist a build with smaller ``top_k`` and ``frequent`` would have written."""
-        return replace(self, candidates=tuple(row[:top_k] for row in self.candidates),
-                       frequent=self.frequent[:frequent], top_k=min(top_k, self.top_k))  # fmt: skip
+        return replace(
+            self,
+            candidates=tuple(row[:top_k] for row in self.candidates),
+            frequent=self.frequent[:frequent],
+            top_k=min(top_k, self.top_k),
+        )
 
     def union(self, rows: Iterable[Sequence[int]], always: Iterable[int] = ()) -> np.ndarray:
         """The sorted target ids a batch may produce: the frequent ones, ``always`` (the special
@@ -96,11 +105,18 @@ class Shortlist:
                 )
 
     def to_dict(self) -> dict[str, Any]:
-        return {"format": FORMAT, "version": VERSION, "method": self.method, "top_k": self.top_k,
-                "src_sha256": self.src_sha256, "tgt_sha256": self.tgt_sha256,
-                "src_vocab_size": self.src_vocab_size, "tgt_vocab_size": self.tgt_vocab_size,
-                "frequent": list(self.frequent),
-                "candidates": [list(row) for row in self.candidates]}  # fmt: skip
+        return {
+            "format": FORMAT,
+            "version": VERSION,
+            "method": self.method,
+            "top_k": self.top_k,
+            "src_sha256": self.src_sha256,
+            "tgt_sha256": self.tgt_sha256,
+            "src_vocab_size": self.src_vocab_size,
+            "tgt_vocab_size": self.tgt_vocab_size,
+            "frequent": list(self.frequent),
+            "candidates": [list(row) for row in self.candidates],
+        }
 
     def write(self, handle: Any) -> None:
         """The gzip'd JSON file into a binary ``handle``."""
@@ -126,18 +142,24 @@ def read_shortlist(path: str | Path) -> Shortlist:
     if not isinstance(data, dict) or data.get("format") != FORMAT:
         raise MtkitError(f'{path}: not an mtkit shortlist (no "format": "{FORMAT}")')
     if data.get("version") != VERSION:
-        raise MtkitError(f"{path}: shortlist version {data.get('version')!r}, this mtkit reads "
-                         f"{VERSION}: build it again")  # fmt: skip
+        raise MtkitError(
+            f"{path}: shortlist version {data.get('version')!r}, this mtkit reads "
+            f"{VERSION}: build it again"
+        )
     try:
         rows = data["candidates"]
         if not isinstance(rows, list):
             raise MtkitError(f"{path}: candidates is not a list")
         return Shortlist(
             tuple(_ids(row, f"{path}: candidates of source id {i}") for i, row in enumerate(rows)),
-            _ids(data["frequent"], f"{path}: frequent"), str(data["src_sha256"]),
-            str(data["tgt_sha256"]), int(data["src_vocab_size"]), int(data["tgt_vocab_size"]),
-            str(data["method"]), int(data["top_k"]),
-        )  # fmt: skip
+            _ids(data["frequent"], f"{path}: frequent"),
+            str(data["src_sha256"]),
+            str(data["tgt_sha256"]),
+            int(data["src_vocab_size"]),
+            int(data["tgt_vocab_size"]),
+            str(data["method"]),
+            int(data["top_k"]),
+        )
     except (KeyError, TypeError, ValueError) as err:
         raise MtkitError(f"{path}: damaged shortlist ({type(err).__name__}: {err})") from None
     except MtkitError as err:

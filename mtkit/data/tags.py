@@ -121,8 +121,10 @@ def tag_lines(
     for number, line in zip(line_numbers(first_number, len(lines)), lines, strict=True):
         code, _ = split_tag(line.lstrip())
         if code and TAG.match(code) and code not in known:
-            raise MtkitError(f"line {number}: unknown target-language tag {code} "
-                             f"(known: {known_languages(tags)})")  # fmt: skip
+            raise MtkitError(
+                f"line {number}: unknown target-language tag {code} "
+                f"(known: {known_languages(tags)})"
+            )
         if code in known:
             out.append(line.lstrip())
         elif tgt_lang and line.strip():

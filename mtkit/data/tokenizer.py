@@ -120,8 +120,9 @@ class Tokenizer:
             raise MtkitError(f"{self.name}: the vocabulary lists a piece twice")
         for name, i in specials.to_dict().items():
             if not 0 <= i < len(vocab):
-                raise MtkitError(f"{self.name}: special id {name}={i} outside the vocabulary "
-                                 f"of {len(vocab)}")  # fmt: skip
+                raise MtkitError(
+                    f"{self.name}: special id {name}={i} outside the vocabulary of {len(vocab)}"
+                )
         self.vocab, self.index, self.specials = vocab, index, specials
 
     @classmethod

@@ -165,9 +165,14 @@ def select_active(tokens: Tensor, beam: int, eos: int = EOS_ID) -> Tensor:
 
 
 def max_target_lengths(
-    src: Tensor, a: float, b: int, min_len: int, cap: int, pad: int = PAD_ID,
+    src: Tensor,
+    a: float,
+    b: int,
+    min_len: int,
+    cap: int,
+    pad: int = PAD_ID,
     tags: Sequence[int] = (),
-) -> Tensor:  # fmt: skip
+) -> Tensor:
     """Per sentence (B,): at most ``a * source_pieces + b`` tokens before EOS, within [min, cap].
 
     ``source_pieces`` counts the source row's tokens without padding and without its EOS, and

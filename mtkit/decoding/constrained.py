@@ -47,8 +47,10 @@ def check_reach(constraints: Sequence[Constraints], limits: Sequence[int]) -> No
     """Refuse constraints that need more target tokens than a sentence may have."""
     for i, (cons, limit) in enumerate(zip(constraints, limits, strict=True)):
         if cons.pieces > limit:
-            raise MtkitError(f"sentence {i + 1}: its constraints need {cons.pieces} target "
-                             f"pieces, more than its length limit of {limit}")  # fmt: skip
+            raise MtkitError(
+                f"sentence {i + 1}: its constraints need {cons.pieces} target "
+                f"pieces, more than its length limit of {limit}"
+            )
 
 
 def banked(cands: list[Candidate], banks: list[int]) -> list[int]:
@@ -145,8 +147,9 @@ class ConstrainedSearch(Stepper):
         self.rows = rows.select(index, tokens, scores, logprobs, step_lp)
 
 
-def _boundary_mask(constraints: Sequence[Constraints], vocab: int,
-                   device: torch.device) -> Tensor | None:  # fmt: skip
+def _boundary_mask(
+    constraints: Sequence[Constraints], vocab: int, device: torch.device
+) -> Tensor | None:
     """(V,) True at the pieces before which a word ends (None: phrases are bare token runs)."""
     ends = next((c.boundaries for c in constraints if c.boundaries is not None), None)
     if ends is None:
@@ -157,17 +160,26 @@ def _boundary_mask(constraints: Sequence[Constraints], vocab: int,
 
 
 def _candidates(
-    search: Tensor, scores: Tensor, owners: list[Constraints], states: list[State],
-    n: int, w: int, k: int, ends: Tensor | None,
-) -> list[list[Candidate]]:  # fmt: skip
+    search: Tensor,
+    scores: Tensor,
+    owners: list[Constraints],
+    states: list[State],
+    n: int,
+    w: int,
+    k: int,
+    ends: Tensor | None,
+) -> list[list[Candidate]]:
     """Per sentence: the top 2K extensions of its beams, and for every beam its best token,
     the tokens that advance its constraints and, where a word ending advances them, its best
     boundary piece (``ends``); -inf ones left out, each (beam, token) once."""
     top = beam_candidates(search.view(n, w, -1), scores.view(n, w), 2 * k)
     extra_rows, extra_tokens = [], []
     best = search.argmax(1).tolist()
-    waiting = [r for r, (c, s) in enumerate(zip(owners, states, strict=True))
-               if len(c) and c.awaits_boundary(s)]  # fmt: skip
+    waiting = [
+        r
+        for r, (c, s) in enumerate(zip(owners, states, strict=True))
+        if len(c) and c.awaits_boundary(s)
+    ]
     if waiting and ends is not None:
         rows_t = torch.tensor(waiting, device=search.device)
         picked = search.index_select(0, rows_t).masked_fill(~ends, -math.inf).argmax(1)
@@ -181,8 +193,9 @@ def _candidates(
     tokens_t = torch.tensor(extra_tokens, device=search.device)
     extra_scores = (scores.index_select(0, rows_t) + search[rows_t, tokens_t]).tolist()
     found: list[dict[tuple[int, int], float]] = [{} for _ in range(n)]
-    for i, (bs, ts, ss) in enumerate(zip(top.beams.tolist(), top.tokens.tolist(),
-                                         top.scores.tolist(), strict=True)):  # fmt: skip
+    for i, (bs, ts, ss) in enumerate(
+        zip(top.beams.tolist(), top.tokens.tolist(), top.scores.tolist(), strict=True)
+    ):
         for b, t, s in zip(bs, ts, ss, strict=True):
             found[i].setdefault((b, t), s)
     for r, t, s in zip(extra_rows, extra_tokens, extra_scores, strict=True):
@@ -199,10 +212,16 @@ def _ranked(cands: list[Candidate], cons: Constraints, states: list[State]) -> l
 
 
 def _finish(
-    finished: list[tuple[int, int]], first: int, rows: Rows, search: Tensor,
-    found: list[Hypothesis], cfg: SearchConfig, unk: int, eos: int,
+    finished: list[tuple[int, int]],
+    first: int,
+    rows: Rows,
+    search: Tensor,
+    found: list[Hypothesis],
+    cfg: SearchConfig,
+    unk: int,
+    eos: int,
     attended: Callable[[int], Tensor | None],
-) -> None:  # fmt: skip
+) -> None:
     """Record the EOS candidates ``finished`` (beam, EOS) of the sentence whose rows start at
     ``first``, at most K per sentence (``attended``: a row's recorded cross-attention)."""
     for beam, _ in finished:
@@ -212,9 +231,16 @@ def _finish(
         lp = search[row, eos]
         step = model_logprob(lp, torch.tensor(eos), cfg, unk)
         steps = [*rows.steps[row].tolist(), float(step)]
-        found.append(finished_hypothesis(rows.tokens[row, 1:], float(rows.scores[row] + lp),
-                                 float(rows.logprobs[row] + step), cfg, steps,
-                                 attended(row)))  # fmt: skip
+        found.append(
+            finished_hypothesis(
+                rows.tokens[row, 1:],
+                float(rows.scores[row] + lp),
+                float(rows.logprobs[row] + step),
+                cfg,
+                steps,
+                attended(row),
+            )
+        )
 
 
 def _copies(chosen: list[list[tuple[int, int]]], device: torch.device) -> Tensor:

@@ -97,9 +97,14 @@ class Constraints:
             kept = list(dict.fromkeys(kept))
         self.pieces = sum(len(p) for p in kept)  # target pieces the phrases need
         if boundaries is not None:  # as read: a boundary before each word a phrase holds
-            kept = [(p[0], *(x for t in p[1:] for x in ((BOUNDARY, t) if t in boundaries
-                                                        else (t,))), BOUNDARY)
-                    for p in kept]  # fmt: skip
+            kept = [
+                (
+                    p[0],
+                    *(x for t in p[1:] for x in ((BOUNDARY, t) if t in boundaries else (t,))),
+                    BOUNDARY,
+                )
+                for p in kept
+            ]
         self.boundaries = boundaries
         self.phrases = kept
         self.ordered = ordered
@@ -177,8 +182,9 @@ class Constraints:
         found = self._wanted.get(state)
         if found is None:
             now = self.progress(state)
-            found = sorted(t for t in self._followers(state)
-                           if self.progress(self.advance(state, t)) > now)  # fmt: skip
+            found = sorted(
+                t for t in self._followers(state) if self.progress(self.advance(state, t)) > now
+            )
             self._wanted[state] = found
         return found
 

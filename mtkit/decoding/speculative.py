@@ -115,8 +115,10 @@ class _Drafter:
                 f"differs from the models' ({ens.tgt_vocab_size})"
             )
         if model.max_positions < ens.max_positions:
-            raise MtkitError(f"the draft model's max_positions ({model.max_positions}) is below "
-                             f"the models' ({ens.max_positions})")  # fmt: skip
+            raise MtkitError(
+                f"the draft model's max_positions ({model.max_positions}) is below "
+                f"the models' ({ens.max_positions})"
+            )
         self.model, ids = model, ens.special_ids
         self.state = model.start_state(model.encode(src), max_len)
         # a draft may guess among some pieces only: its logits' columns are these ids
@@ -146,8 +148,9 @@ class _Drafter:
         for i in range(n):
             if i:
                 logits = self.model.decode_steps(proposed[-1][:, None], self.state)[:, 0]
-            logits.index_fill_(1, self.banned if history - 1 + i >= min_len else self.early,
-                               -math.inf)  # fmt: skip
+            logits.index_fill_(
+                1, self.banned if history - 1 + i >= min_len else self.early, -math.inf
+            )
             best = logits.argmax(-1)
             proposed.append(best if self.columns is None else self.columns[best])
             if confidence > 0 and i + 1 < n and not _confident(logits, best, confidence):
@@ -165,17 +168,32 @@ def _confident(logits: Tensor, best: Tensor, threshold: float) -> bool:
     return bool(top.max() >= math.log(threshold))
 
 
-def _choices(lprobs: Tensor, rows: Rows, fed: Tensor, step: int, force_from: int,
-             cfg: SearchConfig, ens: Ensemble) -> tuple[Tensor, Tensor]:  # fmt: skip
+def _choices(
+    lprobs: Tensor,
+    rows: Rows,
+    fed: Tensor,
+    step: int,
+    force_from: int,
+    cfg: SearchConfig,
+    ens: Ensemble,
+) -> tuple[Tensor, Tensor]:
     """Greedy's choice after each position of ``fed`` (R, n + 1) and its search log-probability,
     both (R, n + 1), from the teacher's log-probabilities (R, n + 1, V): the search rules of
     step ``step + i`` at position i, over the history the proposals before it would make."""
     picked, chosen = [], []
     for i in range(fed.shape[1]):
         history = torch.cat([rows.tokens[:, 1:], fed[:, 1 : i + 1]], 1)
-        search = constrain(lprobs[:, i], step + i, history, rows.max_lens, force_from,
-                           cfg.min_len, cfg.unk_penalty, cfg.no_repeat_ngram,
-                           ens.special_ids)  # fmt: skip
+        search = constrain(
+            lprobs[:, i],
+            step + i,
+            history,
+            rows.max_lens,
+            force_from,
+            cfg.min_len,
+            cfg.unk_penalty,
+            cfg.no_repeat_ngram,
+            ens.special_ids,
+        )
         picked.append(greedy_tokens(search))
         chosen.append(search.gather(1, picked[-1][:, None])[:, 0])
     return torch.stack(picked, 1), torch.stack(chosen, 1)

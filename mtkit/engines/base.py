@@ -114,8 +114,11 @@ class Engine(ABC):
         """Several batches, in order (one after the other here); ``progress`` hears of each."""
         found = []
         for b, rows in enumerate(batches):
-            found.append(self.decode_batch(rows, search, None if phrases is None else phrases[b])
-                         if rows else [])  # fmt: skip
+            found.append(
+                self.decode_batch(rows, search, None if phrases is None else phrases[b])
+                if rows
+                else []
+            )
             if progress is not None:
                 progress.update(len(rows))
         return found
@@ -168,15 +171,20 @@ class Engine(ABC):
         translations; ``quiet``: no warning for lines cut to the engine's limit."""
         self.check(search)
         sources = self.encode(lines, first_number, quiet)
-        phrases = (self.encode_constraints(sources, constraints, search, first_number)
-                   if search.constraints else None)  # fmt: skip
+        phrases = (
+            self.encode_constraints(sources, constraints, search, first_number)
+            if search.constraints
+            else None
+        )
         if constraints is not None and phrases is None:
             raise MtkitError("constraints were given to a search without a constraint kind")
         batches = list(source_batches(sources, self.config.max_tokens))
         found = self.decode_batches(
-            [[sources[i] for i in index] for index in batches], search, progress,
+            [[sources[i] for i in index] for index in batches],
+            search,
+            progress,
             None if phrases is None else [[phrases[i] for i in index] for index in batches],
-        )  # fmt: skip
+        )
         kept = [i for index in batches for i in index]
         if progress is not None:
             progress.update(len(lines) - len(kept))  # lines with nothing to translate
@@ -186,9 +194,12 @@ class Engine(ABC):
         return sources, results
 
     def encode_constraints(
-        self, sources: list[list[int]], constraints: Sequence[Sequence[str]] | None,
-        search: SearchConfig, first_number: Numbers = 1,
-    ) -> list[Phrases]:  # fmt: skip
+        self,
+        sources: list[list[int]],
+        constraints: Sequence[Sequence[str]] | None,
+        search: SearchConfig,
+        first_number: Numbers = 1,
+    ) -> list[Phrases]:
         """Each line's phrases as target piece ids (empty ones dropped); a line whose phrases
         need more pieces than its length limit allows is refused, naming it."""
         texts = [[] for _ in sources] if constraints is None else constraints
@@ -207,14 +218,18 @@ class Engine(ABC):
                 raise MtkitError(
                     f"line {number}: its constraints need {need} target pieces, more than the "
                     f"length limit of {limit} for its {pieces} source pieces (--max-len-a "
-                    f"{search.max_len_a:g}, --max-len-b {search.max_len_b})")  # fmt: skip
+                    f"{search.max_len_a:g}, --max-len-b {search.max_len_b})"
+                )
             found.append(phrases)
         return found
 
     def _unmet(
-        self, lines: Sequence[str], results: list[list[Translation]], search: SearchConfig,
+        self,
+        lines: Sequence[str],
+        results: list[list[Translation]],
+        search: SearchConfig,
         first_number: Numbers,
-    ) -> list[list[Translation]]:  # fmt: skip
+    ) -> list[list[Translation]]:
         """Lines for which no hypothesis met the constraints (the search ran out of length,
         or other rules banned a phrase): translated without them, with a warning each."""
         failed = [i for i, hyps in enumerate(results) if hyps and hyps[0].score == -math.inf]
@@ -222,8 +237,10 @@ class Engine(ABC):
             return results
         numbers = line_numbers(first_number, len(lines))
         for i in failed:
-            warn(f"line {numbers[i]}: no translation within the length limit meets its "
-                 "constraints; translated without them")  # fmt: skip
+            warn(
+                f"line {numbers[i]}: no translation within the length limit meets its "
+                "constraints; translated without them"
+            )
         _, again = self.search_lines(
             [lines[i] for i in failed], search.replace(constraints=""), [numbers[i] for i in failed]
         )
@@ -242,8 +259,10 @@ class Engine(ABC):
         kept = [[i for i, row in enumerate(rows) if row] for rows in encoded]
         batches = [[rows[i] for i in index] for rows, index in zip(encoded, kept, strict=True)]
         found = self.decode_batches(batches, search, None)
-        return [placed(len(group), index, hyps)
-                for group, index, hyps in zip(groups, kept, found, strict=True)]  # fmt: skip
+        return [
+            placed(len(group), index, hyps)
+            for group, index, hyps in zip(groups, kept, found, strict=True)
+        ]
 
 
 def warn(message: str) -> None:
@@ -255,14 +274,21 @@ def announce_dtype(asked: str, resolved: Resolved) -> None:
     if resolved.warning:
         warn(resolved.warning)
     if asked == "auto":
-        print(f"mtkit translate: dtype {resolved.name} ({resolved.reason})", file=sys.stderr,
-              flush=True)  # fmt: skip
+        print(
+            f"mtkit translate: dtype {resolved.name} ({resolved.reason})",
+            file=sys.stderr,
+            flush=True,
+        )
 
 
 def encode_sources(
-    tokenizer: Tokenizer, lines: Sequence[str], cap: int, first_number: Numbers = 1,
-    tgt_lang: str = "", quiet: bool = False,
-) -> list[list[int]]:  # fmt: skip
+    tokenizer: Tokenizer,
+    lines: Sequence[str],
+    cap: int,
+    first_number: Numbers = 1,
+    tgt_lang: str = "",
+    quiet: bool = False,
+) -> list[list[int]]:
     """Piece ids per line (no EOS), cut to ``cap`` pieces with a warning naming the line
     (unless ``quiet``); [] for lines with nothing to translate. Unpaired surrogates become
     U+FFFD first. A multilingual model's lines get their target-language tag
@@ -272,8 +298,10 @@ def encode_sources(
     ids = tokenizer.encode([text if text.strip() else "" for text in texts])
     for number, row in zip(line_numbers(first_number, len(ids)), ids, strict=True):
         if len(row) > cap and not quiet:
-            warn(f"line {number}: {len(row)} pieces, truncated to the first {cap} "
-                 "(--max-input-tokens)")  # fmt: skip
+            warn(
+                f"line {number}: {len(row)} pieces, truncated to the first {cap} "
+                "(--max-input-tokens)"
+            )
     return [row[:cap] for row in ids]
 
 

@@ -76,9 +76,11 @@ def check_search(search: SearchConfig) -> None:
     if search.nbest > 1:
         raise MtkitError("nbest > 1 is not available with the ctranslate2 engine (one line out)")
     if search.constraints:
-        raise MtkitError("lexical constraints (--constraints, --glossary) are not available with "
-                         "the ctranslate2 engine, whose target prefix fixes where a phrase goes; "
-                         "use --engine mtkit")  # fmt: skip
+        raise MtkitError(
+            "lexical constraints (--constraints, --glossary) are not available with "
+            "the ctranslate2 engine, whose target prefix fixes where a phrase goes; "
+            "use --engine mtkit"
+        )
 
 
 def _device(name: str, ct2: Any) -> tuple[str, int]:
@@ -119,14 +121,18 @@ class Ct2Engine(Engine):
     def _check_alignment(self) -> None:
         """Alignments come from the layer chosen at export time: refuse another one."""
         if self.layers is None:
-            raise MtkitError(f"{self.where}: exported without an alignment layer (before "
-                             "mtkit 0.27); export it again for --alignment")  # fmt: skip
+            raise MtkitError(
+                f"{self.where}: exported without an alignment layer (before "
+                "mtkit 0.27); export it again for --alignment"
+            )
         exported, layers = self.layers
         asked = alignment_layer(self.config.alignment_layer, layers)
         if asked != exported:
-            raise MtkitError(f"--alignment-layer {self.config.alignment_layer}: {self.where} "
-                             f"was exported to align with decoder layer {exported}, not {asked} "
-                             "(the layer is fixed in a CTranslate2 model)")  # fmt: skip
+            raise MtkitError(
+                f"--alignment-layer {self.config.alignment_layer}: {self.where} "
+                f"was exported to align with decoder layer {exported}, not {asked} "
+                "(the layer is fixed in a CTranslate2 model)"
+            )
 
     def decode_batch(
         self, rows: list[list[int]], search: SearchConfig, phrases: list[Phrases] | None = None
@@ -146,8 +152,9 @@ class Ct2Engine(Engine):
         check_search(search)
         if self.config.workers == 1:
             return super().decode_batches(batches, search, progress)
-        pending = [self._submit(rows, search, asynchronous=True) if rows else []
-                   for rows in batches]  # fmt: skip
+        pending = [
+            self._submit(rows, search, asynchronous=True) if rows else [] for rows in batches
+        ]
         found = []
         for rows, waiting in zip(batches, pending, strict=True):
             found.append(self._results(rows, [r.result() for r in waiting], search))
@@ -172,17 +179,25 @@ class Ct2Engine(Engine):
         self, rows: list[list[int]], found: list[Any], search: SearchConfig
     ) -> list[list[Translation]]:
         """Detokenize one batch's CTranslate2 results (cut to each row's bound)."""
-        hyps = [_target_ids(self.tgt_tokenizer, r.hypotheses[0], self._bound(row, search))
-                for row, r in zip(rows, found, strict=True)]  # fmt: skip
+        hyps = [
+            _target_ids(self.tgt_tokenizer, r.hypotheses[0], self._bound(row, search))
+            for row, r in zip(rows, found, strict=True)
+        ]
         texts = [one_line(text) for text in self.tgt_tokenizer.decode(hyps)]
         scored = self._confidence(rows, hyps, texts) if search.scores else [None] * len(rows)
         return [
-            [Translation(text, r.scores[0] if r.scores else math.nan, math.nan, len(hyp),
-                         self._alignment(row, hyp, text, r) if search.alignment else None,
-                         confidence)]
-            for row, r, hyp, text, confidence in zip(rows, found, hyps, texts, scored,
-                                                     strict=True)
-        ]  # fmt: skip
+            [
+                Translation(
+                    text,
+                    r.scores[0] if r.scores else math.nan,
+                    math.nan,
+                    len(hyp),
+                    self._alignment(row, hyp, text, r) if search.alignment else None,
+                    confidence,
+                )
+            ]
+            for row, r, hyp, text, confidence in zip(rows, found, hyps, texts, scored, strict=True)
+        ]
 
     def _confidence(
         self, rows: list[list[int]], hyps: list[list[int]], texts: list[str]
@@ -190,20 +205,28 @@ class Ct2Engine(Engine):
         """Each hypothesis' piece log-probabilities, from CTranslate2's ``score_batch`` (the
         model teacher-forced on the pieces it generated; it adds EOS and scores it last)."""
         src_piece, tgt_piece = self.src_tokenizer.id_to_piece, self.tgt_tokenizer.id_to_piece
-        found = self.translator.score_batch([[src_piece(t) for t in row] for row in rows],
-                                            [[tgt_piece(t) for t in hyp] for hyp in hyps],
-                                            max_input_length=0)  # fmt: skip
+        found = self.translator.score_batch(
+            [[src_piece(t) for t in row] for row in rows],
+            [[tgt_piece(t) for t in hyp] for hyp in hyps],
+            max_input_length=0,
+        )
         unk = tgt_piece(self.tgt_tokenizer.specials.unk)
-        return [piece_confidence([tgt_piece(t) for t in hyp], r.log_probs, len(text.split()),
-                                 None, unk)
-                for hyp, r, text in zip(hyps, found, texts, strict=True)]  # fmt: skip
+        return [
+            piece_confidence([tgt_piece(t) for t in hyp], r.log_probs, len(text.split()), None, unk)
+            for hyp, r, text in zip(hyps, found, texts, strict=True)
+        ]
 
     def _alignment(self, row: list[int], hyp: list[int], text: str, result: Any) -> Alignment:
         """Word pairs from CTranslate2's attention (the exported layer, all heads averaged)."""
         src_piece, tgt_piece = self.src_tokenizer.id_to_piece, self.tgt_tokenizer.id_to_piece
-        return word_alignment([src_piece(t) for t in row], [tgt_piece(t) for t in hyp],
-                              result.attention[0], bool(row) and row[0] in
-                              self.src_tokenizer.tag_ids, None, len(text.split()))  # fmt: skip
+        return word_alignment(
+            [src_piece(t) for t in row],
+            [tgt_piece(t) for t in hyp],
+            result.attention[0],
+            bool(row) and row[0] in self.src_tokenizer.tag_ids,
+            None,
+            len(text.split()),
+        )
 
 
 def _target_ids(tgt: Tokenizer, pieces: list[str], bound: int) -> list[int]:
@@ -231,8 +254,11 @@ def search_options(search: SearchConfig, bound: int, tgt: Tokenizer) -> dict[str
         max_batch_size=0,
     )
     if search.sampling:
-        options.update(sampling_topk=search.top_k or 0, sampling_topp=search.top_p,
-                       sampling_temperature=search.temperature)  # fmt: skip
+        options.update(
+            sampling_topk=search.top_k or 0,
+            sampling_topp=search.top_p,
+            sampling_temperature=search.temperature,
+        )
     return options
 
 
@@ -244,9 +270,14 @@ def _translator(model_dir: Path, config: TranslateConfig) -> Any:
     announce_dtype(config.dtype, dtype)
     threads = config.threads or max(1, (os.cpu_count() or 1) // config.workers)
     try:
-        return ct2.Translator(str(model_dir), device=device, device_index=index,
-                              compute_type=compute_type(config, dtype.name),
-                              inter_threads=config.workers, intra_threads=threads)  # fmt: skip
+        return ct2.Translator(
+            str(model_dir),
+            device=device,
+            device_index=index,
+            compute_type=compute_type(config, dtype.name),
+            inter_threads=config.workers,
+            intra_threads=threads,
+        )
     except (RuntimeError, ValueError) as err:
         raise MtkitError(f"{model_dir}: cannot load CTranslate2 model ({err})") from None
 
@@ -274,5 +305,14 @@ def load(models: list[str], config: TranslateConfig, announce: bool = True) -> C
     if isinstance(meta.get("alignment_layer"), int) and isinstance(meta.get("decoder_layers"), int):
         layers = (meta["alignment_layer"], meta["decoder_layers"])
     use_vmap = bool(meta.get("vmap")) and (model_dir / str(meta["vmap"])).is_file()
-    return Ct2Engine(translator, src, tgt, int(meta.get("max_positions", 1024)), config,
-                     export_languages(meta), layers, str(model_dir), use_vmap)  # fmt: skip
+    return Ct2Engine(
+        translator,
+        src,
+        tgt,
+        int(meta.get("max_positions", 1024)),
+        config,
+        export_languages(meta),
+        layers,
+        str(model_dir),
+        use_vmap,
+    )

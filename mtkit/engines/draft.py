@@ -17,8 +17,12 @@ from mtkit.model.inference import check_precision, compiles, prepare_for_inferen
 from mtkit.model.shortlisted import ShortlistedDraft, projection_weight
 
 
-def check_draft(path: str, teacher: str, teacher_pair: tuple[Tokenizer, Tokenizer],
-                pair: tuple[Tokenizer, Tokenizer]) -> None:  # fmt: skip
+def check_draft(
+    path: str,
+    teacher: str,
+    teacher_pair: tuple[Tokenizer, Tokenizer],
+    pair: tuple[Tokenizer, Tokenizer],
+) -> None:
     """Refuse, naming the draft, one whose sentencepiece models differ from the models'."""
     for side, a, b in zip(("src", "tgt"), teacher_pair, pair, strict=True):
         if a.sha256 != b.sha256:
@@ -53,14 +57,17 @@ def draft_precision(config: TranslateConfig, device, dtype: str) -> tuple[str, s
     inherited = config.quantize if dtype == "fp32" else ""  # int8 takes fp32
     quantize = {"": inherited, "none": ""}.get(config.draft_quantize, config.draft_quantize)
     if quantize and dtype != "fp32":
-        raise MtkitError(f"--draft-quantize int8 needs an fp32 draft (it would be {dtype}: "
-                         "add --draft-dtype fp32)")  # fmt: skip
+        raise MtkitError(
+            f"--draft-quantize int8 needs an fp32 draft (it would be {dtype}: "
+            "add --draft-dtype fp32)"
+        )
     check_precision(device, dtype, quantize, ("--draft-dtype", "--draft-quantize"))
     return dtype, quantize
 
 
-def load_draft(config: TranslateConfig, teacher: str, pair: tuple[Tokenizer, Tokenizer],
-               device, dtype: str) -> Draft | None:  # fmt: skip
+def load_draft(
+    config: TranslateConfig, teacher: str, pair: tuple[Tokenizer, Tokenizer], device, dtype: str
+) -> Draft | None:
     """``config.draft`` ready to propose on ``device`` in ``dtype`` (the models', resolved;
     ``--draft-dtype`` overrides it) (None without one): int8 or not as ``--draft-quantize`` says
     (by default as the models where the draft is fp32), guessing within ``--draft-shortlist``
@@ -74,8 +81,9 @@ def load_draft(config: TranslateConfig, teacher: str, pair: tuple[Tokenizer, Tok
     weight = projection_weight(loaded.model) if shortlist is not None else None
     dtype, quantize = draft_precision(config, device, dtype)
     compiled = shortlist is None and compiles(config.compile, loaded.model, device)
-    model = prepare_for_inference(loaded.model, device, dtype, quantize, config.cpu_matmul,
-                                  compiled)  # fmt: skip
+    model = prepare_for_inference(
+        loaded.model, device, dtype, quantize, config.cpu_matmul, compiled
+    )
     if shortlist is not None:
         model = ShortlistedDraft(model, shortlist, loaded.tgt_tokenizer.specials, weight)
     return Draft(model, config.draft_tokens, DraftStats(), config.draft_confidence)

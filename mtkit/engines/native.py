@@ -94,14 +94,20 @@ class NativeEngine(Engine):
         found = generate(models, src, search, self._generator(search), constraints, self.draft)
         if isinstance(models[0], Shortlisted):
             to_vocab = models[0].vocabulary_ids
-            found = [[replace(h, tokens=to_vocab(i, h.tokens)) for h in hyps]
-                     for i, hyps in enumerate(found)]  # fmt: skip
+            found = [
+                [replace(h, tokens=to_vocab(i, h.tokens)) for h in hyps]
+                for i, hyps in enumerate(found)
+            ]
         texts = iter(self.tgt_tokenizer.decode([h.tokens for hyps in found for h in hyps]))
-        out = [[Translation(one_line(next(texts)), h.score, h.logprob, len(h.tokens))
-                for h in hyps] for hyps in found]  # fmt: skip
+        out = [
+            [Translation(one_line(next(texts)), h.score, h.logprob, len(h.tokens)) for h in hyps]
+            for hyps in found
+        ]
         if search.scores:
-            out = [[self._scored(h, t) for h, t in zip(hyps, row, strict=True)]
-                   for hyps, row in zip(found, out, strict=True)]  # fmt: skip
+            out = [
+                [self._scored(h, t) for h, t in zip(hyps, row, strict=True)]
+                for hyps, row in zip(found, out, strict=True)
+            ]
         if isinstance(first, Aligning):
             return self._aligned(rows, src, first.encoded, found, out)
         return out
@@ -109,21 +115,30 @@ class NativeEngine(Engine):
     def _aligning(self) -> Aligning:
         """The first model, recording its alignment layer's cross-attention as it decodes."""
         model = self.models[0]
-        return Aligning(model, alignment_layer(self.config.alignment_layer,
-                                               model.cfg.decoder_layers))  # fmt: skip
+        return Aligning(
+            model, alignment_layer(self.config.alignment_layer, model.cfg.decoder_layers)
+        )
 
     def _scored(self, hyp: Hypothesis, translation: Translation) -> Translation:
         """``translation`` with its confidence: the search's log-probability of each piece."""
         piece = self.tgt_tokenizer.id_to_piece
-        found = piece_confidence([piece(t) for t in hyp.tokens], hyp.token_logprobs,
-                                 len(translation.text.split()), hyp.logprob,
-                                 piece(self.tgt_tokenizer.specials.unk))  # fmt: skip
+        found = piece_confidence(
+            [piece(t) for t in hyp.tokens],
+            hyp.token_logprobs,
+            len(translation.text.split()),
+            hyp.logprob,
+            piece(self.tgt_tokenizer.specials.unk),
+        )
         return replace(translation, confidence=found)
 
     def _aligned(
-        self, rows: list[list[int]], src: Tensor, enc: EncoderOut | None,
-        found: list[list[Hypothesis]], out: list[list[Translation]],
-    ) -> list[list[Translation]]:  # fmt: skip
+        self,
+        rows: list[list[int]],
+        src: Tensor,
+        enc: EncoderOut | None,
+        found: list[list[Hypothesis]],
+        out: list[list[Translation]],
+    ) -> list[list[Translation]]:
         """``out`` with each hypothesis' word alignment, from the cross-attention the search
         recorded, or where a search records none (hypotheses without ``attention``), from one
         teacher-forced pass of the first model up to the alignment layer over those (source,
@@ -135,11 +150,23 @@ class NativeEngine(Engine):
         src_piece, tgt_piece = self.src_tokenizer.id_to_piece, self.tgt_tokenizer.id_to_piece
         tags = set(self.src_tokenizer.tag_ids)
         aligned = iter(probs)
-        return [[replace(t, alignment=word_alignment(
-                    [src_piece(p) for p in rows[i]], [tgt_piece(p) for p in h.tokens],
-                    next(aligned), rows[i][0] in tags, None, len(t.text.split())))
-                 for h, t in zip(found[i], out[i], strict=True)]
-                for i in range(len(found))]  # fmt: skip
+        return [
+            [
+                replace(
+                    t,
+                    alignment=word_alignment(
+                        [src_piece(p) for p in rows[i]],
+                        [tgt_piece(p) for p in h.tokens],
+                        next(aligned),
+                        rows[i][0] in tags,
+                        None,
+                        len(t.text.split()),
+                    ),
+                )
+                for h, t in zip(found[i], out[i], strict=True)
+            ]
+            for i in range(len(found))
+        ]
 
     def _forced_attention(
         self, src: Tensor, enc: EncoderOut | None, pairs: list[tuple[int, Hypothesis]]
@@ -155,13 +182,15 @@ class NativeEngine(Engine):
             keep = None if enc.src_keep is None else enc.src_keep.index_select(0, index)
             enc = EncoderOut(enc.memory.index_select(0, index), keep)
         with torch.inference_mode():
-            return model.cross_attention(src.index_select(0, index), tgt_in, layer,
-                                         enc).tolist()  # fmt: skip
+            return model.cross_attention(src.index_select(0, index), tgt_in, layer, enc).tolist()
 
     def _shortlisted(
-        self, models: list[Any], rows: list[list[int]], search: SearchConfig,
+        self,
+        models: list[Any],
+        rows: list[list[int]],
+        search: SearchConfig,
         wanted: list[int] | None,
-    ) -> list[Shortlisted]:  # fmt: skip
+    ) -> list[Shortlisted]:
         """``models`` restricted to the target ids the shortlist allows this batch's sentences
         (:mod:`mtkit.model.shortlisted`): per group of sentences (``shortlist_rows`` decoder
         rows: beams, or samples), the union of their source
@@ -173,11 +202,15 @@ class NativeEngine(Engine):
         group = max(1, self.shortlist_rows // per_sentence)
         if wanted is not None:
             group = max(len(rows), 1)
-        found = group_plan(self.shortlist, rows, self.tgt_tokenizer.specials, self.device,
-                           group, wanted or ())  # fmt: skip
-        return [Shortlisted(model, found, plain, weight)
-                for model, plain, weight in zip(models, self.models, self.projection_weights,
-                                                strict=True)]  # fmt: skip
+        found = group_plan(
+            self.shortlist, rows, self.tgt_tokenizer.specials, self.device, group, wanted or ()
+        )
+        return [
+            Shortlisted(model, found, plain, weight)
+            for model, plain, weight in zip(
+                models, self.models, self.projection_weights, strict=True
+            )
+        ]
 
     def _generator(self, search: SearchConfig) -> torch.Generator | None:
         if not search.sampling:
@@ -271,19 +304,38 @@ def load(checkpoints: list[str], config: TranslateConfig, announce: bool = True)
     first = loaded[0]
     shortlist = _shortlist(config, first.src_tokenizer, first.tgt_tokenizer)
     # a packed projection (CPU) keeps no weight to take rows from: keep it aside
-    weights = [projection_weight(item.model) if shortlist and device.type == "cpu" else None
-               for item in loaded]  # fmt: skip
+    weights = [
+        projection_weight(item.model) if shortlist and device.type == "cpu" else None
+        for item in loaded
+    ]
     # --compile auto: compiled where it can be (no shortlisted output layer, on a CPU)
-    models = [prepare_for_inference(item.model, device, dtype, config.quantize, config.cpu_matmul,
-                                    not shortlist and compiles(config.compile, item.model, device))
-              for item in loaded]  # fmt: skip
+    models = [
+        prepare_for_inference(
+            item.model,
+            device,
+            dtype,
+            config.quantize,
+            config.cpu_matmul,
+            not shortlist and compiles(config.compile, item.model, device),
+        )
+        for item in loaded
+    ]
     positions = min(item.config.max_positions for item in loaded)
-    engine = NativeEngine(models, first.src_tokenizer, first.tgt_tokenizer, config, device,
-                          positions, first.languages, shortlist=shortlist,
-                          projection_weights=weights)  # fmt: skip
+    engine = NativeEngine(
+        models,
+        first.src_tokenizer,
+        first.tgt_tokenizer,
+        config,
+        device,
+        positions,
+        first.languages,
+        shortlist=shortlist,
+        projection_weights=weights,
+    )
     engine._generator(config.search)
-    engine.draft = load_draft(config, checkpoints[0], (first.src_tokenizer, first.tgt_tokenizer),
-                              device, dtype)  # fmt: skip
+    engine.draft = load_draft(
+        config, checkpoints[0], (first.src_tokenizer, first.tgt_tokenizer), device, dtype
+    )
     if announce:
         announce_dtype(config.dtype, resolved)
     return engine

@@ -89,10 +89,13 @@ class ParallelEngine(Engine):
         if self.stopped:
             raise MtkitError("the decoding workers were stopped; load the engine again")
         futures: list[Future | None] = [
-            self.executor.submit(_translate_in_worker, rows, search,
-                                 None if phrases is None else phrases[b]) if rows else None
+            self.executor.submit(
+                _translate_in_worker, rows, search, None if phrases is None else phrases[b]
+            )
+            if rows
+            else None
             for b, rows in enumerate(batches)
-        ]  # fmt: skip
+        ]
         found = []
         try:
             for rows, future in zip(batches, futures, strict=True):
@@ -121,17 +124,22 @@ def load(module_name: str, models: list[str], config: TranslateConfig) -> Parall
     load the engine (its ``load``), and wait until they all have."""
     check_workers(config, config.search)
     if torch_device(config.device).type != "cpu":
-        raise MtkitError("--workers > 1 decodes on CPU; on a GPU give larger batches "
-                         "(--max-tokens) instead")  # fmt: skip
+        raise MtkitError(
+            "--workers > 1 decodes on CPU; on a GPU give larger batches (--max-tokens) instead"
+        )
     each = worker_config(config)
     info = importlib.import_module(module_name).describe(models, each)
     context = multiprocessing.get_context("spawn")
     ready = context.Barrier(config.workers)
-    executor = ProcessPoolExecutor(config.workers, mp_context=context,
-                                   initializer=_start_worker,
-                                   initargs=(module_name, models, each, ready))  # fmt: skip
-    engine = ParallelEngine(config, info.src_tokenizer, info.tgt_tokenizer, info.max_positions,
-                            info.languages, executor)  # fmt: skip
+    executor = ProcessPoolExecutor(
+        config.workers,
+        mp_context=context,
+        initializer=_start_worker,
+        initargs=(module_name, models, each, ready),
+    )
+    engine = ParallelEngine(
+        config, info.src_tokenizer, info.tgt_tokenizer, info.max_positions, info.languages, executor
+    )
     weakref.finalize(engine, executor.shutdown, wait=False, cancel_futures=True)
     started = [executor.submit(_wait_for_the_others) for _ in range(config.workers)]
     try:

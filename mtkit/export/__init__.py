@@ -22,11 +22,25 @@ __all__ = ["ANY", "GENERAL", "check_supported", "require", "staged_dir"]
 ANY = None  # every value of the field can be written
 # ModelConfig fields every exporter writes whatever their values (each may refuse some values
 # itself, e.g. Marian's post-LN only)
-GENERAL: dict[str, frozenset | None] = dict.fromkeys((
-    "src_vocab_size", "tgt_vocab_size", "d_model", "ffn_dim", "heads", "encoder_layers",
-    "decoder_layers", "dropout", "attention_dropout", "activation_dropout", "pre_norm",
-    "tie_output", "share_all_embeddings", "max_positions",
-), ANY)  # fmt: skip
+GENERAL: dict[str, frozenset | None] = dict.fromkeys(
+    (
+        "src_vocab_size",
+        "tgt_vocab_size",
+        "d_model",
+        "ffn_dim",
+        "heads",
+        "encoder_layers",
+        "decoder_layers",
+        "dropout",
+        "attention_dropout",
+        "activation_dropout",
+        "pre_norm",
+        "tie_output",
+        "share_all_embeddings",
+        "max_positions",
+    ),
+    ANY,
+)
 
 
 def check_supported(

@@ -57,10 +57,14 @@ def _one(codes: tuple[str, ...], option: str, side: str) -> str:
     if len(codes) == 1:
         return codes[0]
     if not codes:
-        raise MtkitError(f"{option}: the checkpoint names no {side} language; give the code "
-                         "the package should list")  # fmt: skip
-    raise MtkitError(f"{option}: the checkpoint names several {side} languages "
-                     f"({', '.join(codes)}); give the one the package should list")  # fmt: skip
+        raise MtkitError(
+            f"{option}: the checkpoint names no {side} language; give the code "
+            "the package should list"
+        )
+    raise MtkitError(
+        f"{option}: the checkpoint names several {side} languages "
+        f"({', '.join(codes)}); give the one the package should list"
+    )
 
 
 def package_info(
@@ -73,11 +77,15 @@ def package_info(
     if tags:
         if not target_lang:
             known = known_languages(tags)
-            raise MtkitError(f"--target-lang: the model is multilingual ({known}) and an Argos "
-                             "package translates into one language; name it")  # fmt: skip
+            raise MtkitError(
+                f"--target-lang: the model is multilingual ({known}) and an Argos "
+                "package translates into one language; name it"
+            )
         if tag(target_lang) not in tags:
-            raise MtkitError(f"--target-lang {target_lang}: the model does not translate into it "
-                             f"(known: {known_languages(tags)})")  # fmt: skip
+            raise MtkitError(
+                f"--target-lang {target_lang}: the model does not translate into it "
+                f"(known: {known_languages(tags)})"
+            )
         prefix = tag(target_lang)
     langs = loaded.languages
     source = source_lang or _one(langs.sources if langs else (), "--source-lang", "source")
@@ -108,10 +116,12 @@ def check_one_spm(src: Tokenizer, tgt: Tokenizer) -> None:
 def _readme(info: PackageInfo, checkpoint: str, quantization: str, prefix: str | None) -> str:
     meta = info.metadata()
     into = f" (the multilingual model, translating into {prefix})" if prefix else ""
-    return (f"# {meta['from_name']} → {meta['to_name']}\n\nA translation model trained with "
-            f"mtkit {__version__}, exported from {Path(checkpoint).name}{into} by `mtkit export "
-            f"--format argos`: the CTranslate2 model ({quantization}) in `model/`, the source "
-            "sentencepiece model as `sentencepiece.model`.\n")  # fmt: skip
+    return (
+        f"# {meta['from_name']} → {meta['to_name']}\n\nA translation model trained with "
+        f"mtkit {__version__}, exported from {Path(checkpoint).name}{into} by `mtkit export "
+        f"--format argos`: the CTranslate2 model ({quantization}) in `model/`, the source "
+        "sentencepiece model as `sentencepiece.model`.\n"
+    )
 
 
 def _zip(root: Path, handle: BinaryIO) -> None:
@@ -134,10 +144,14 @@ def check_output(out: Path, force: bool) -> None:
 
 
 def export_argos(
-    checkpoint: str | Path, out: str | Path, quantization: str = "float32", force: bool = False,
-    source_lang: str | None = None, target_lang: str | None = None,
+    checkpoint: str | Path,
+    out: str | Path,
+    quantization: str = "float32",
+    force: bool = False,
+    source_lang: str | None = None,
+    target_lang: str | None = None,
     package_version: str = "1.0",
-) -> ArgosExport:  # fmt: skip
+) -> ArgosExport:
     """Write ``checkpoint`` as the Argos Translate package ``out`` (whole, or not at all)."""
     out = Path(out)
     if quantization not in QUANTIZATIONS:
@@ -147,9 +161,13 @@ def export_argos(
     info, prefix = package_info(loaded, source_lang, target_lang, package_version)
     check_one_spm(loaded.src_tokenizer, loaded.tgt_tokenizer)
     ct2 = ctranslate2_module()
-    provenance = dict(mtkit_version=__version__, ctranslate2_version=ct2.__version__,
-                      checkpoint=str(checkpoint), quantization=quantization,
-                      source_prefix=prefix)  # fmt: skip
+    provenance = dict(
+        mtkit_version=__version__,
+        ctranslate2_version=ct2.__version__,
+        checkpoint=str(checkpoint),
+        quantization=quantization,
+        source_prefix=prefix,
+    )
     with (
         staged_file(out) as handle,
         tempfile.TemporaryDirectory(prefix=f".{out.name}.", suffix=".tmp", dir=out.parent) as tmp,

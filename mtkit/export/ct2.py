@@ -157,10 +157,12 @@ def ct2_spec(model: Any, src: Tokenizer, tgt: Tokenizer, source_prefix: str | No
     options = _side_options(cfg)
     enc = transformer_spec.TransformerEncoderSpec(cfg.encoder_layers, cfg.heads, **options)
     dec = transformer_spec.TransformerDecoderSpec(
-        cfg.decoder_layers, cfg.heads, **options,
+        cfg.decoder_layers,
+        cfg.heads,
+        **options,
         alignment_layer=alignment_layer(DEFAULT_LAYER, cfg.decoder_layers),
         alignment_heads=cfg.heads,  # all heads averaged, as mtkit's own engine does
-    )  # fmt: skip
+    )
     spec = transformer_spec.TransformerSpec(enc, dec)
     enc.embeddings[0].weight = _array(weights.src_embedding)
     dec.embeddings.weight = _array(weights.tgt_embedding)  # tied: the projection is the same
@@ -224,19 +226,27 @@ def greedy_mismatch(
     from mtkit.decoding.search import generate
 
     s_ids, t_ids = src.specials, tgt.specials
-    sources = [[t for t in row if t not in set(s_ids.to_dict().values())]
-               for row in probe_sources(len(src))]  # fmt: skip
+    sources = [
+        [t for t in row if t not in set(s_ids.to_dict().values())]
+        for row in probe_sources(len(src))
+    ]
     search = SearchConfig(beam=1, max_len_a=0.0, max_len_b=PROBE_STEPS, min_len=0)
     lead = [] if source_prefix is None else [src.piece_to_id(source_prefix)]
     batch = pad_batch([lead + ids + [s_ids.eos] for ids in sources], pad=s_ids.pad)
     ours = [hyps[0].tokens for hyps in generate([model], batch, search)]
-    translator = ctranslate2_module().Translator(str(model_dir), device="cpu",
-                                                 compute_type="float32")  # fmt: skip
+    translator = ctranslate2_module().Translator(
+        str(model_dir), device="cpu", compute_type="float32"
+    )
     pieces = [[src.id_to_piece(t) for t in ids] for ids in sources]
     results = translator.translate_batch(
-        pieces, beam_size=1, max_decoding_length=PROBE_STEPS + 1, min_decoding_length=0,
-        max_input_length=0, return_end_token=True, suppress_sequences=suppressed(tgt),
-    )  # fmt: skip
+        pieces,
+        beam_size=1,
+        max_decoding_length=PROBE_STEPS + 1,
+        min_decoding_length=0,
+        max_input_length=0,
+        return_end_token=True,
+        suppress_sequences=suppressed(tgt),
+    )
     for i, (want, result) in enumerate(zip(ours, results, strict=True)):
         got = [tgt.piece_to_id(p) for p in result.hypotheses[0]]
         got = got[: got.index(t_ids.eos)] if t_ids.eos in got else got
@@ -256,8 +266,10 @@ def convert_checked(
     _convert(ct2, ct2_spec(model, src, tgt, source_prefix), out, "float32")
     problem = greedy_mismatch(model, src, tgt, out, source_prefix)
     if problem is not None:
-        raise MtkitError(f"export check failed: CTranslate2's greedy output differs from "
-                         f"mtkit's ({problem}); nothing was written")  # fmt: skip
+        raise MtkitError(
+            f"export check failed: CTranslate2's greedy output differs from "
+            f"mtkit's ({problem}); nothing was written"
+        )
     if quantization != "float32":  # the checked float32 model, quantized
         _convert(ct2, ct2_spec(model, src, tgt, source_prefix), out, quantization)
 
@@ -288,15 +300,30 @@ def export_ct2(
     vmap: dict = {}
     if shortlist:
         found = read_shortlist_for(shortlist, src, tgt, "--shortlist")
-        vmap = {"vmap": VMAP, "shortlist": {"file": str(shortlist), "method": found.method,
-                                            "top_k": found.top_k,
-                                            "frequent": len(found.frequent)}}  # fmt: skip
+        vmap = {
+            "vmap": VMAP,
+            "shortlist": {
+                "file": str(shortlist),
+                "method": found.method,
+                "top_k": found.top_k,
+                "frequent": len(found.frequent),
+            },
+        }
     with staged_dir(out_dir, force) as tmp:
         convert_checked(loaded, tmp, quantization)
         if shortlist:
             (tmp / VMAP).write_text(vmap_text(found, src, tgt), encoding="utf-8")
-        write_sidecar(tmp, src, tgt, loaded.config.max_positions, loaded.languages,
-                      ctranslate2_version=ct2.__version__, checkpoint=str(checkpoint),
-                      quantization=quantization, decoder_layers=layers,
-                      alignment_layer=alignment_layer(DEFAULT_LAYER, layers), **vmap)  # fmt: skip
+        write_sidecar(
+            tmp,
+            src,
+            tgt,
+            loaded.config.max_positions,
+            loaded.languages,
+            ctranslate2_version=ct2.__version__,
+            checkpoint=str(checkpoint),
+            quantization=quantization,
+            decoder_layers=layers,
+            alignment_layer=alignment_layer(DEFAULT_LAYER, layers),
+            **vmap,
+        )
     return Path(out_dir)

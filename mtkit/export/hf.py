@@ -53,8 +53,12 @@ from mtkit.model.weights import (
 
 # what MarianMTModel can represent beyond the general fields: per-side layer counts (general) and
 # its activation; every other variant is refused by name
-SUPPORTS = {**GENERAL, "ffn_activation": frozenset({"relu", "gelu", "silu"}),
-            "scale_embedding": ANY, "output_bias": ANY}  # fmt: skip
+SUPPORTS = {
+    **GENERAL,
+    "ffn_activation": frozenset({"relu", "gelu", "silu"}),
+    "scale_embedding": ANY,
+    "output_bias": ANY,
+}
 ACTIVATIONS = {"relu": "relu", "gelu": "gelu", "silu": "swish"}  # Marian's (OPUS-MT's) name
 WHY = {"ffn_activation": "Marian has no gated feed-forward"}
 # probe logits of the exported model must match ours this closely, or the export is refused
@@ -182,8 +186,9 @@ def marian_state_dict(model: Transformer) -> dict[str, Tensor]:
         out["model.shared.weight"] = weights.src_embedding
     out["lm_head.weight"] = weights.projection
     bias = weights.output_bias
-    out["final_logits_bias"] = (torch.zeros(1, cfg.tgt_vocab_size) if bias is None
-                                else bias.reshape(1, -1))  # fmt: skip
+    out["final_logits_bias"] = (
+        torch.zeros(1, cfg.tgt_vocab_size) if bias is None else bias.reshape(1, -1)
+    )
     for side, layers in (("encoder", weights.encoder), ("decoder", weights.decoder)):
         for i, layer in enumerate(layers):
             _marian_layer(out, f"model.{side}.layers.{i}", layer)
@@ -207,8 +212,10 @@ def build_marian(model: Transformer) -> nn.Module:
         )
     for name, tensor in ours.items():
         if state[name].shape != tensor.shape:
-            raise MtkitError(f"export: {name} has shape {tuple(tensor.shape)}, "
-                             f"MarianMTModel expects {tuple(state[name].shape)}")  # fmt: skip
+            raise MtkitError(
+                f"export: {name} has shape {tuple(tensor.shape)}, "
+                f"MarianMTModel expects {tuple(state[name].shape)}"
+            )
         state[name] = tensor
     hf.load_state_dict(state, strict=True)
     return hf
@@ -232,9 +239,12 @@ def max_logit_difference(model: Transformer, hf: nn.Module) -> float:
 
 
 def write_tokenizer(
-    out_dir: Path, src: Tokenizer, tgt: Tokenizer, max_length: int,
+    out_dir: Path,
+    src: Tokenizer,
+    tgt: Tokenizer,
+    max_length: int,
     languages: Languages | None = None,
-) -> None:  # fmt: skip
+) -> None:
     """MarianTokenizer files whose ids are ours (source.spm, vocab.json, ...): the sentencepiece
     ids, or an imported model's piece table and special pieces; the language codes as
     MarianTokenizer's ``source_lang``/``target_lang`` (what `mtkit import` reads back)."""
@@ -248,8 +258,11 @@ def write_tokenizer(
         files["target_vocab_file"] = out_dir / "target_vocab.json"
         _write_vocab(files["target_vocab_file"], tgt)
     ids, pieces = tgt.specials, tgt.pieces_by_id()
-    names = {"unk_token": pieces[ids.unk], "eos_token": pieces[ids.eos],
-             "pad_token": pieces[ids.pad]}  # fmt: skip
+    names = {
+        "unk_token": pieces[ids.unk],
+        "eos_token": pieces[ids.eos],
+        "pad_token": pieces[ids.pad],
+    }
     if tgt.vocab is None:
         names["bos_token"] = "<s>"  # Marian's tokenizer has none; our start token
     if languages is not None:
@@ -323,6 +336,5 @@ def export_hf(
             if progress:
                 transformers.utils.logging.enable_progress_bar()
         max_len = loaded.config.max_positions
-        write_tokenizer(tmp, loaded.src_tokenizer, loaded.tgt_tokenizer, max_len,
-                        loaded.languages)  # fmt: skip
+        write_tokenizer(tmp, loaded.src_tokenizer, loaded.tgt_tokenizer, max_len, loaded.languages)
     return HFExport(Path(out_dir), diff)

@@ -64,10 +64,14 @@ ACTIVATIONS = {"relu": "relu", "gelu": "gelu", "swish": "silu", "silu": "silu"}
 # config keys of older Marian/BART configs that transformers' MarianMTModel ignores: a value
 # other than the one it assumes describes a model it does not compute, so it is refused
 ASSUMED = {
-    "normalize_before": False, "add_final_layer_norm": False, "normalize_embedding": False,
-    "layernorm_embedding": False, "add_bias_logits": False, "static_position_embeddings": True,
+    "normalize_before": False,
+    "add_final_layer_norm": False,
+    "normalize_embedding": False,
+    "layernorm_embedding": False,
+    "add_bias_logits": False,
+    "static_position_embeddings": True,
     "is_encoder_decoder": True,
-}  # fmt: skip
+}
 Layer = TypeVar("Layer", EncoderLayerWeights, DecoderLayerWeights)
 POSITION_ATOL = 1e-5  # a stored sinusoid table must be Marian's (and ours) to float32 rounding
 
@@ -100,34 +104,47 @@ def model_config(config: dict[str, Any]) -> ModelConfig:
         raise _refuse("model_type", config.get("model_type"), "only MarianMTModel is imported")
     for key, assumed in ASSUMED.items():
         if key in config and config[key] != assumed:
-            raise _refuse(key, config[key], f"transformers' MarianMTModel assumes "
-                          f"{json.dumps(assumed)} (it would compute another model)")  # fmt: skip
+            raise _refuse(
+                key,
+                config[key],
+                f"transformers' MarianMTModel assumes "
+                f"{json.dumps(assumed)} (it would compute another model)",
+            )
     act = config.get("activation_function", "gelu")
     if act not in ACTIVATIONS:
         raise _refuse("activation_function", act, f"mtkit has {', '.join(ACTIVATIONS)}")
-    for enc, dec in (("encoder_attention_heads", "decoder_attention_heads"),
-                     ("encoder_ffn_dim", "decoder_ffn_dim")):  # fmt: skip
+    for enc, dec in (
+        ("encoder_attention_heads", "decoder_attention_heads"),
+        ("encoder_ffn_dim", "decoder_ffn_dim"),
+    ):
         if config.get(enc, 16) != config.get(dec, 16):
-            raise _refuse(dec, config.get(dec), f"differs from {enc}={config.get(enc)}; mtkit "
-                          "has one width for both sides")  # fmt: skip
+            raise _refuse(
+                dec,
+                config.get(dec),
+                f"differs from {enc}={config.get(enc)}; mtkit has one width for both sides",
+            )
     if config.get("d_model", 1024) % 2:
         raise _refuse("d_model", config["d_model"], "sinusoidal positions need an even width")
     vocab = config.get("vocab_size", 58101)
     shared = config.get("share_encoder_decoder_embeddings", True)
     tgt_vocab = vocab if shared else (config.get("decoder_vocab_size") or vocab)
     values = dict(
-        src_vocab_size=vocab, tgt_vocab_size=tgt_vocab,
-        d_model=config.get("d_model", 1024), ffn_dim=config.get("encoder_ffn_dim", 4096),
+        src_vocab_size=vocab,
+        tgt_vocab_size=tgt_vocab,
+        d_model=config.get("d_model", 1024),
+        ffn_dim=config.get("encoder_ffn_dim", 4096),
         heads=config.get("encoder_attention_heads", 16),
         encoder_layers=config.get("encoder_layers", 12),
         decoder_layers=config.get("decoder_layers", 12),
         dropout=float(config.get("dropout", 0.1)),
         attention_dropout=float(config.get("attention_dropout", 0.0)),
         activation_dropout=float(config.get("activation_dropout", 0.0)),
-        tie_output=bool(config.get("tie_word_embeddings", True)), share_all_embeddings=shared,
+        tie_output=bool(config.get("tie_word_embeddings", True)),
+        share_all_embeddings=shared,
         max_positions=config.get("max_position_embeddings", 1024),
-        ffn_activation=ACTIVATIONS[act], scale_embedding=bool(config.get("scale_embedding", False)),
-    )  # fmt: skip
+        ffn_activation=ACTIVATIONS[act],
+        scale_embedding=bool(config.get("scale_embedding", False)),
+    )
     return ModelConfig(**values)
 
 
@@ -150,12 +167,21 @@ def _special_ids(
     config: dict[str, Any], tok: dict[str, Any], vocabs: tuple[list[str], list[str]]
 ) -> SpecialIds:
     """PAD, EOS and the start token from config.json; UNK from the tokenizer; both must agree."""
-    names = {"unk": tok.get("unk_token", "<unk>"), "eos": tok.get("eos_token", "</s>"),
-             "pad": tok.get("pad_token", "<pad>")}  # fmt: skip
-    ids = {"pad": config.get("pad_token_id", 58100), "eos": config.get("eos_token_id", 0),
-           "bos": config.get("decoder_start_token_id", 58100)}  # fmt: skip
-    for key, value in (("pad_token_id", ids["pad"]), ("eos_token_id", ids["eos"]),
-                       ("decoder_start_token_id", ids["bos"])):  # fmt: skip
+    names = {
+        "unk": tok.get("unk_token", "<unk>"),
+        "eos": tok.get("eos_token", "</s>"),
+        "pad": tok.get("pad_token", "<pad>"),
+    }
+    ids = {
+        "pad": config.get("pad_token_id", 58100),
+        "eos": config.get("eos_token_id", 0),
+        "bos": config.get("decoder_start_token_id", 58100),
+    }
+    for key, value in (
+        ("pad_token_id", ids["pad"]),
+        ("eos_token_id", ids["eos"]),
+        ("decoder_start_token_id", ids["bos"]),
+    ):
         if not isinstance(value, int):
             raise _refuse(key, value, "mtkit needs one id")
     for side, vocab in zip(("vocab.json", "target_vocab.json"), vocabs, strict=True):
@@ -164,8 +190,10 @@ def _special_ids(
             raise MtkitError(f"{side}: no unknown piece {names['unk']!r}")
         for key in ("pad", "eos"):
             if found[key] != ids[key]:
-                raise MtkitError(f"{side}: {names[key]!r} has id {found[key]}, config.json's "
-                                 f"{key}_token_id is {ids[key]}")  # fmt: skip
+                raise MtkitError(
+                    f"{side}: {names[key]!r} has id {found[key]}, config.json's "
+                    f"{key}_token_id is {ids[key]}"
+                )
         ids.setdefault("unk", found["unk"])
         if found["unk"] != ids["unk"]:
             raise MtkitError(f"{side}: {names['unk']!r} has another id than in vocab.json")
@@ -247,8 +275,11 @@ def mtkit_state_dict(state: dict[str, Tensor], cfg: ModelConfig) -> tuple[dict, 
     tgt = src  # one table, under both names
     if not cfg.share_all_embeddings:
         tgt = w.get("model.decoder.embed_tokens.weight", shared)
-    for name in ("model.shared.weight", "model.encoder.embed_tokens.weight",
-                 "model.decoder.embed_tokens.weight"):  # fmt: skip
+    for name in (
+        "model.shared.weight",
+        "model.encoder.embed_tokens.weight",
+        "model.decoder.embed_tokens.weight",
+    ):
         if cfg.share_all_embeddings and name in w.state:  # copies of one shared table
             _same(w, name, src)
     output = None
@@ -265,28 +296,38 @@ def mtkit_state_dict(state: dict[str, Tensor], cfg: ModelConfig) -> tuple[dict, 
         key = f"model.{side}.embed_positions.weight"
         if key in w.state:
             _check_positions(w.get(key), cfg)
-    encoder = [_layer(w, f"model.encoder.layers.{i}", EncoderLayerWeights)
-               for i in range(cfg.encoder_layers)]  # fmt: skip
-    decoder = [_layer(w, f"model.decoder.layers.{i}", DecoderLayerWeights)
-               for i in range(cfg.decoder_layers)]  # fmt: skip
+    encoder = [
+        _layer(w, f"model.encoder.layers.{i}", EncoderLayerWeights)
+        for i in range(cfg.encoder_layers)
+    ]
+    decoder = [
+        _layer(w, f"model.decoder.layers.{i}", DecoderLayerWeights)
+        for i in range(cfg.decoder_layers)
+    ]
     if w.rest():
-        raise MtkitError(f"weights: {w.rest()[0]} has no place in mtkit's model "
-                         f"({len(w.rest())} such weights); not imported")  # fmt: skip
+        raise MtkitError(
+            f"weights: {w.rest()[0]} has no place in mtkit's model "
+            f"({len(w.rest())} such weights); not imported"
+        )
     weights = ModelWeights(src, tgt, encoder, decoder, output=output, output_bias=output_bias)
     return state_dict_from(cfg, weights), cfg
 
 
 def _same(w: _Weights, name: str, tensor: Tensor) -> None:
     if not torch.equal(w.get(name), tensor):
-        raise MtkitError(f"weights: {name} differs from the shared embedding "
-                         "(share_encoder_decoder_embeddings is true)")  # fmt: skip
+        raise MtkitError(
+            f"weights: {name} differs from the shared embedding "
+            "(share_encoder_decoder_embeddings is true)"
+        )
 
 
 def _check_positions(table: Tensor, cfg: ModelConfig) -> None:
     ours = sinusoidal_positions(cfg.max_positions, cfg.d_model)
     if table.shape != ours.shape or float((table - ours).abs().max()) > POSITION_ATOL:
-        raise MtkitError("weights: embed_positions is not Marian's sinusoidal table "
-                         "(sines then cosines); learned positions are not imported")  # fmt: skip
+        raise MtkitError(
+            "weights: embed_positions is not Marian's sinusoidal table "
+            "(sines then cosines); learned positions are not imported"
+        )
 
 
 def read_marian(model_dir: str | Path) -> tuple[Transformer, Tokenizer, Tokenizer]:
@@ -347,8 +388,9 @@ def import_hf(
         raise MtkitError(f"{output}: is a directory")
     model, src, tgt = read_marian(model_dir)
     languages = _languages(Path(model_dir), source_lang, target_lang)
-    Checkpoint.of(model, src, tgt, languages=languages,
-                  imported_from={"format": "hf", "path": str(model_dir)}).save(output)  # fmt: skip
+    Checkpoint.of(
+        model, src, tgt, languages=languages, imported_from={"format": "hf", "path": str(model_dir)}
+    ).save(output)
     joint = src.pieces_by_id() == tgt.pieces_by_id()
     return Imported(output, model.cfg, model.special_ids, joint, languages)
 

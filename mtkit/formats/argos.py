@@ -54,11 +54,15 @@ class PackageInfo:
     def __post_init__(self) -> None:
         for option, code in (("--source-lang", self.from_code), ("--target-lang", self.to_code)):
             if not _CODE.match(code):
-                raise MtkitError(f"{option} {code}: not a language code for Argos Translate "
-                                 "(letters and digits, parts joined by '-')")  # fmt: skip
+                raise MtkitError(
+                    f"{option} {code}: not a language code for Argos Translate "
+                    "(letters and digits, parts joined by '-')"
+                )
         if not _VERSION.match(self.package_version):
-            raise MtkitError(f"--package-version {self.package_version}: expected numbers "
-                             "joined by dots, such as 1.0")  # fmt: skip
+            raise MtkitError(
+                f"--package-version {self.package_version}: expected numbers "
+                "joined by dots, such as 1.0"
+            )
 
     @property
     def dir_name(self) -> str:

@@ -65,21 +65,33 @@ def vmap_text(shortlist: Shortlist, src: Tokenizer, tgt: Tokenizer) -> str:
     """``shortlist`` as CTranslate2's vocabulary map over the pieces of ``src`` and ``tgt``."""
     sources, targets = src.pieces_by_id(), tgt.pieces_by_id()
     lines = ["\t" + " ".join(targets[t] for t in shortlist.frequent)]
-    lines += [f"{sources[s]}\t" + " ".join(targets[t] for t in row)
-              for s, row in enumerate(shortlist.candidates) if row]  # fmt: skip
+    lines += [
+        f"{sources[s]}\t" + " ".join(targets[t] for t in row)
+        for s, row in enumerate(shortlist.candidates)
+        if row
+    ]
     return "".join(line + "\n" for line in lines)
 
 
 def write_sidecar(
-    out: Path, src: Tokenizer, tgt: Tokenizer, max_positions: int,
-    languages: Languages | None, **provenance: Any,
-) -> None:  # fmt: skip
+    out: Path,
+    src: Tokenizer,
+    tgt: Tokenizer,
+    max_positions: int,
+    languages: Languages | None,
+    **provenance: Any,
+) -> None:
     """``source.spm``, ``target.spm`` and ``mtkit.json`` into the directory ``out``."""
     (out / "source.spm").write_bytes(src.proto)
     (out / "target.spm").write_bytes(tgt.proto)
-    meta = {"format": FORMAT, "mtkit_version": __version__, **provenance,
-            "max_positions": max_positions, **(languages.to_dict() if languages else {}),
-            **vocabularies(src, tgt)}  # fmt: skip
+    meta = {
+        "format": FORMAT,
+        "mtkit_version": __version__,
+        **provenance,
+        "max_positions": max_positions,
+        **(languages.to_dict() if languages else {}),
+        **vocabularies(src, tgt),
+    }
     (out / METADATA).write_text(json.dumps(meta, indent=2) + "\n", encoding="utf-8")
 
 

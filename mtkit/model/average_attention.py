@@ -73,8 +73,10 @@ class AverageState:
         saved since the last truncation."""
         if length != self.steps:
             if length not in self.saved:
-                raise ValueError(f"average attention cannot go back from {self.steps} steps to "
-                                 f"{length} (saved: {sorted(self.saved)})")  # fmt: skip
+                raise ValueError(
+                    f"average attention cannot go back from {self.steps} steps to "
+                    f"{length} (saved: {sorted(self.saved)})"
+                )
             self.total, self.steps = self.saved[length], length
         self.saved = {}
 

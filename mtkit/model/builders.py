@@ -76,28 +76,40 @@ def check_model_config(cfg: ModelConfig) -> None:
     """
     head_dim = cfg.d_model // cfg.heads if cfg.heads > 0 else 0
     rules = [
-        (cfg.heads > 0 and cfg.d_model > 0 and cfg.d_model % cfg.heads == 0,
-         f"model.d_model={cfg.d_model} must be divisible by model.heads={cfg.heads}"),
-        (cfg.src_vocab_size == cfg.tgt_vocab_size or not cfg.share_all_embeddings,
-         f"model.share_all_embeddings needs one joint vocabulary: model.src_vocab_size="
-         f"{cfg.src_vocab_size} differs from model.tgt_vocab_size={cfg.tgt_vocab_size}"),
+        (
+            cfg.heads > 0 and cfg.d_model > 0 and cfg.d_model % cfg.heads == 0,
+            f"model.d_model={cfg.d_model} must be divisible by model.heads={cfg.heads}",
+        ),
+        (
+            cfg.src_vocab_size == cfg.tgt_vocab_size or not cfg.share_all_embeddings,
+            f"model.share_all_embeddings needs one joint vocabulary: model.src_vocab_size="
+            f"{cfg.src_vocab_size} differs from model.tgt_vocab_size={cfg.tgt_vocab_size}",
+        ),
         _one_of("norm", cfg.norm, NORMS),
         (cfg.norm_eps > 0, f"model.norm_eps must be > 0, got {cfg.norm_eps}"),
         _one_of("positions", cfg.positions, POSITIONS),
-        (cfg.max_relative_position >= 1,
-         f"model.max_relative_position must be >= 1, got {cfg.max_relative_position}"),
+        (
+            cfg.max_relative_position >= 1,
+            f"model.max_relative_position must be >= 1, got {cfg.max_relative_position}",
+        ),
         (cfg.kv_heads >= 0, f"model.kv_heads must be >= 0 (0: model.heads), got {cfg.kv_heads}"),
-        (cfg.kv_heads == 0 or cfg.heads % cfg.kv_heads == 0,
-         f"model.kv_heads={cfg.kv_heads} must divide model.heads={cfg.heads}"),
+        (
+            cfg.kv_heads == 0 or cfg.heads % cfg.kv_heads == 0,
+            f"model.kv_heads={cfg.kv_heads} must divide model.heads={cfg.heads}",
+        ),
         _one_of("ffn_activation", cfg.ffn_activation, tuple(ACTIVATIONS)),
         _one_of("decoder_self_attention", cfg.decoder_self_attention, DECODER_SELF_ATTENTIONS),
-        (cfg.positions != "rope" or head_dim % 2 == 0,
-         f"model.positions=rope needs an even head width, but model.d_model={cfg.d_model} / "
-         f"model.heads={cfg.heads} = {head_dim}"),
-        (cfg.decoder_self_attention != "average" or cfg.positions not in ATTENTION_POSITIONS,
-         f"model.decoder_self_attention=average has no attention scores for model.positions="
-         f"{cfg.positions} to act on: use sinusoidal or learned positions"),
-    ]  # fmt: skip
+        (
+            cfg.positions != "rope" or head_dim % 2 == 0,
+            f"model.positions=rope needs an even head width, but model.d_model={cfg.d_model} / "
+            f"model.heads={cfg.heads} = {head_dim}",
+        ),
+        (
+            cfg.decoder_self_attention != "average" or cfg.positions not in ATTENTION_POSITIONS,
+            f"model.decoder_self_attention=average has no attention scores for model.positions="
+            f"{cfg.positions} to act on: use sinusoidal or learned positions",
+        ),
+    ]
     for ok, message in rules:
         if not ok:
             raise MtkitError(message)
@@ -128,20 +140,24 @@ class ModelParts:
 
     def feed_forward(self) -> FeedForward:
         cfg = self.cfg
-        return FeedForward(cfg.d_model, cfg.ffn_dim, cfg.ffn_activation, cfg.bias,
-                           cfg.activation_dropout)  # fmt: skip
+        return FeedForward(
+            cfg.d_model, cfg.ffn_dim, cfg.ffn_activation, cfg.bias, cfg.activation_dropout
+        )
 
     def embedding_positions(self) -> tuple[nn.Module | None, nn.Module | None]:
         """(source, target) position modules added to the embeddings: one shared sinusoidal
         table, a learned table per side, or none (the scheme acts inside attention)."""
         cfg = self.cfg
         if cfg.positions == "sinusoidal":
-            table = self._once("sinusoidal", lambda: SinusoidalPositions(cfg.max_positions,
-                                                                         cfg.d_model))  # fmt: skip
+            table = self._once(
+                "sinusoidal", lambda: SinusoidalPositions(cfg.max_positions, cfg.d_model)
+            )
             return table, table
         if cfg.positions == "learned":
-            return (LearnedPositions(cfg.max_positions, cfg.d_model),
-                    LearnedPositions(cfg.max_positions, cfg.d_model))  # fmt: skip
+            return (
+                LearnedPositions(cfg.max_positions, cfg.d_model),
+                LearnedPositions(cfg.max_positions, cfg.d_model),
+            )
         return None, None
 
     def attention_positions(self) -> AttentionPositions:
@@ -157,8 +173,15 @@ class ModelParts:
 
     def self_attention(self, causal: bool = False) -> SelfAttention:
         cfg = self.cfg
-        return SelfAttention(cfg.d_model, cfg.heads, self.kv_heads, cfg.attention_dropout,
-                             cfg.bias, self.attention_positions(), causal)  # fmt: skip
+        return SelfAttention(
+            cfg.d_model,
+            cfg.heads,
+            self.kv_heads,
+            cfg.attention_dropout,
+            cfg.bias,
+            self.attention_positions(),
+            causal,
+        )
 
     def decoder_self_attention(self) -> SelfAttention | AverageAttention:
         """Causal self-attention, or the average attention network (Zhang et al., 2018) with
@@ -170,8 +193,9 @@ class ModelParts:
 
     def cross_attention(self) -> CrossAttention:
         cfg = self.cfg
-        return CrossAttention(cfg.d_model, cfg.heads, self.kv_heads, cfg.attention_dropout,
-                              cfg.bias)  # fmt: skip
+        return CrossAttention(
+            cfg.d_model, cfg.heads, self.kv_heads, cfg.attention_dropout, cfg.bias
+        )
 
     def _once(self, name: str, build: Callable[[], M]) -> M:
         """The part ``name``, built on first use."""

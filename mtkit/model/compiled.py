@@ -74,12 +74,16 @@ _TRACED = Path(__file__).parent  # the model's source files: traced into the gra
 def check_compilable(model: nn.Module, device: torch.device) -> None:
     """Refuse, in one line, what ``--compile`` cannot compile."""
     if device.type != "cpu":
-        raise MtkitError(f"--compile compiles the CPU decoding step; it does not run on "
-                         f"{device.type} (leave it out)")  # fmt: skip
+        raise MtkitError(
+            f"--compile compiles the CPU decoding step; it does not run on "
+            f"{device.type} (leave it out)"
+        )
     variant = getattr(getattr(model, "cfg", None), "decoder_self_attention", "attention")
     if variant != "attention":
-        raise MtkitError(f"--compile: decoder_self_attention '{variant}' keeps no key/value "
-                         "cache and is not compiled; translate without --compile")  # fmt: skip
+        raise MtkitError(
+            f"--compile: decoder_self_attention '{variant}' keeps no key/value "
+            "cache and is not compiled; translate without --compile"
+        )
 
 
 def cache_dir() -> Path:
@@ -114,8 +118,9 @@ def _decode_steps(model: nn.Module, tokens: Tensor, state: DecoderState) -> Tens
     return model.decode_step.steps(tokens, state)
 
 
-def _start_state(model: nn.Module, enc: EncoderOut, max_len: int,
-                 alignment_layer: int | None = None) -> DecoderState:  # fmt: skip
+def _start_state(
+    model: nn.Module, enc: EncoderOut, max_len: int, alignment_layer: int | None = None
+) -> DecoderState:
     """The model's start state with one step more room in its caches than asked (the last
     step then never fills its buffer: the graph is exported for a cache prefix shorter than
     its buffer, whose strides differ from a full buffer's; it guards on that), each a
@@ -151,13 +156,22 @@ class _Step(nn.Module):
         super().__init__()
         self.model = model
 
-    def forward(self, tokens: Tensor, position: Tensor, keys: list[Tensor],
-                values: list[Tensor], origins: list[Tensor], source_keys: list[Tensor],
-                source_values: list[Tensor], src_keep: Tensor) -> Tensor:  # fmt: skip
+    def forward(
+        self,
+        tokens: Tensor,
+        position: Tensor,
+        keys: list[Tensor],
+        values: list[Tensor],
+        origins: list[Tensor],
+        source_keys: list[Tensor],
+        source_values: list[Tensor],
+        src_keep: Tensor,
+    ) -> Tensor:
         # rows as N sources x G: every size in the graph a product of the two (a row count
         # divided by a group size makes inductor's loops divide for every element)
-        state = _state(position, tokens.shape[1], keys, values, origins, source_keys,
-                       source_values, src_keep)  # fmt: skip
+        state = _state(
+            position, tokens.shape[1], keys, values, origins, source_keys, source_values, src_keep
+        )
         return Transformer.decode_step(self.model, tokens.reshape(-1), state)
 
 
@@ -165,29 +179,47 @@ class _Steps(_Step):
     """Several positions at once, one row per source (speculative decoding's check of a
     draft's proposals, greedy): tokens (N, Q), the rest as :class:`_Step`'s."""
 
-    def forward(self, tokens: Tensor, position: Tensor, keys: list[Tensor],
-                values: list[Tensor], origins: list[Tensor], source_keys: list[Tensor],
-                source_values: list[Tensor], src_keep: Tensor) -> Tensor:  # fmt: skip
+    def forward(
+        self,
+        tokens: Tensor,
+        position: Tensor,
+        keys: list[Tensor],
+        values: list[Tensor],
+        origins: list[Tensor],
+        source_keys: list[Tensor],
+        source_values: list[Tensor],
+        src_keep: Tensor,
+    ) -> Tensor:
         state = _state(position, 1, keys, values, origins, source_keys, source_values, src_keep)
         return Transformer.decode_steps(self.model, tokens, state)
 
 
-def _state(position: Tensor, group: int, keys: list[Tensor], values: list[Tensor],
-           origins: list[Tensor], source_keys: list[Tensor], source_values: list[Tensor],
-           src_keep: Tensor) -> DecoderState:  # fmt: skip
+def _state(
+    position: Tensor,
+    group: int,
+    keys: list[Tensor],
+    values: list[Tensor],
+    origins: list[Tensor],
+    source_keys: list[Tensor],
+    source_values: list[Tensor],
+    src_keep: Tensor,
+) -> DecoderState:
     """The decoding state of :class:`_Step`'s inputs, at position ``len(position) - 1``."""
     t = position.shape[0] - 1
-    layers = [LayerState(PointerCache(k, v, t, origin=o), SourceCache(sk, sv))
-              for k, v, o, sk, sv in zip(keys, values, origins, source_keys, source_values,
-                                         strict=True)]  # fmt: skip
+    layers = [
+        LayerState(PointerCache(k, v, t, origin=o), SourceCache(sk, sv))
+        for k, v, o, sk, sv in zip(keys, values, origins, source_keys, source_values, strict=True)
+    ]
     return DecoderState(layers, src_keep, offset=t, group=group)
 
 
 def _key(model: nn.Module, linears: list[OpaqueLinear]) -> str:
     """What a compiled step depends on, hashed: the model's configuration, tensor names and
     shapes, its opaque layers' kinds, the source files traced, torch and the CPU's flags."""
-    tensors = (*model.named_parameters(remove_duplicate=False),
-               *model.named_buffers(remove_duplicate=False))  # fmt: skip
+    tensors = (
+        *model.named_parameters(remove_duplicate=False),
+        *model.named_buffers(remove_duplicate=False),
+    )
     parts = (
         repr(getattr(model, "cfg", None)),
         repr(getattr(model, "special_ids", None)),
@@ -226,8 +258,9 @@ def _example(model: nn.Module, queries: int = 0) -> tuple:
     )
 
 
-def _export(model: nn.Module, linears: list[OpaqueLinear],
-            steps: bool = False) -> torch.export.ExportedProgram:  # fmt: skip
+def _export(
+    model: nn.Module, linears: list[OpaqueLinear], steps: bool = False
+) -> torch.export.ExportedProgram:
     """The step as one exported graph, dynamic in every size: N, G (1 to
     :data:`~mtkit.model.layers.COMPILED_QUERIES`), S, L and t (1 to max_positions - 1; at 0
     the cache's one position makes its strides another case). ``steps``: :class:`_Steps`,
@@ -251,40 +284,47 @@ def _export(model: nn.Module, linears: list[OpaqueLinear],
         {0: n, 3: s},
     )
     with running(linears), torch.inference_mode(False), torch.no_grad():
-        program = torch.export.export((_Steps if steps else _Step)(model), example,
-                                      dynamic_shapes=shapes, strict=False)  # fmt: skip
+        program = torch.export.export(
+            (_Steps if steps else _Step)(model), example, dynamic_shapes=shapes, strict=False
+        )
     lifted = program.graph_signature.inputs_to_lifted_tensor_constants
     if lifted:
         made = ", ".join(lifted.values())
-        raise MtkitError(f"--compile: this model's step creates tensors of its own ({made}); "
-                         "translate without --compile")  # fmt: skip
+        raise MtkitError(
+            f"--compile: this model's step creates tensors of its own ({made}); "
+            "translate without --compile"
+        )
     return program
 
 
-def _build(model: nn.Module, linears: list[OpaqueLinear], path: Path,
-           steps: bool = False) -> None:  # fmt: skip
+def _build(model: nn.Module, linears: list[OpaqueLinear], path: Path, steps: bool = False) -> None:
     """AOTInductor's library of the step at ``path`` (written whole, then renamed), without
     the weights. A folder that cannot be written, or a compiler that fails (none installed,
     a full disk), is refused in one line."""
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
     except OSError as e:
-        raise MtkitError(f"--compile: cannot keep compiled steps in {path.parent} ({e}); set "
-                         "MTKIT_COMPILED_DIR to a writable folder") from None  # fmt: skip
+        raise MtkitError(
+            f"--compile: cannot keep compiled steps in {path.parent} ({e}); set "
+            "MTKIT_COMPILED_DIR to a writable folder"
+        ) from None
     program = _export(model, linears, steps)
     partial = path.with_name(f"{path.stem}.{os.getpid()}.partial.pt2")
     try:
         with running(linears), warnings.catch_warnings():
             warnings.simplefilter("ignore", FutureWarning)  # torch's own deprecations, inside
             torch._inductor.aoti_compile_and_package(
-                program, package_path=str(partial),
+                program,
+                package_path=str(partial),
                 inductor_configs={"aot_inductor.package_constants_in_so": False},
-            )  # fmt: skip
+            )
         os.replace(partial, path)
     except Exception as e:  # noqa: BLE001 - the compiler's failures, in one line
         reason = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
-        raise MtkitError(f"--compile: compiling the decoding step into {path} failed "
-                         f"({reason}); translate without --compile") from None  # fmt: skip
+        raise MtkitError(
+            f"--compile: compiling the decoding step into {path} failed "
+            f"({reason}); translate without --compile"
+        ) from None
     finally:
         partial.unlink(missing_ok=True)
 
@@ -296,10 +336,13 @@ def _load(step: _Step, path: Path) -> Callable[..., Tensor]:
     try:
         loader = torch._C._aoti.AOTIModelPackageLoader(str(path), "model", False, 1, -1)
     except Exception as e:  # noqa: BLE001 - any failure to load is the file's
-        raise MtkitError(f"{path}: not a loadable compiled step ({e}); delete it and run "
-                         "again") from None  # fmt: skip
-    weights = {name: functools.reduce(getattr, name.split("."), step)
-               for name in loader.get_constant_fqns()}  # fmt: skip
+        raise MtkitError(
+            f"{path}: not a loadable compiled step ({e}); delete it and run again"
+        ) from None
+    weights = {
+        name: functools.reduce(getattr, name.split("."), step)
+        for name in loader.get_constant_fqns()
+    }
     loader.load_constants(weights, False, True, True)  # not buffers; check all; user's
 
     def run(tokens: Tensor, position: Tensor, *rest: list[Tensor] | Tensor) -> Tensor:
@@ -361,12 +404,15 @@ class CompiledStep:
             state.attention is None
             and 0 < t
             and t + n <= self.model.cfg.max_positions
-            and all(isinstance(layer.own, PointerCache) and layer.own.length == t
-                    for layer in state.layers)
-        )  # fmt: skip
+            and all(
+                isinstance(layer.own, PointerCache) and layer.own.length == t
+                for layer in state.layers
+            )
+        )
 
-    def _run(self, graph: Callable[..., Tensor], tokens: Tensor, state: DecoderState,
-             n: int) -> Tensor:  # fmt: skip
+    def _run(
+        self, graph: Callable[..., Tensor], tokens: Tensor, state: DecoderState, n: int
+    ) -> Tensor:
         """``graph`` on the state's tensors, every input in the standard strides (the source
         keys/values and mask made so once per batch, in the state); the lengths advance."""
         caches, t = [layer.own for layer in state.layers], state.offset

@@ -26,8 +26,12 @@ from mtkit.model.transformer import Transformer
 DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
 
 
-def check_precision(device: torch.device, dtype: str, quantize: str,
-                    flags: tuple[str, str] = ("--dtype", "--quantize")) -> None:  # fmt: skip
+def check_precision(
+    device: torch.device,
+    dtype: str,
+    quantize: str,
+    flags: tuple[str, str] = ("--dtype", "--quantize"),
+) -> None:
     """Refuse precisions the device cannot run, with a one-line error (``dtype`` resolved)
     naming the options ``flags`` (the float type's, the quantization's) they came from."""
     dtype_flag, quantize_flag = flags
@@ -102,8 +106,9 @@ def prepare_for_inference(
     if compile:
         from mtkit.model.compiled import compile_step
 
-        return compile_step(prepare_for_inference(model, device, dtype, quantize, cpu_matmul),
-                            device)  # fmt: skip
+        return compile_step(
+            prepare_for_inference(model, device, dtype, quantize, cpu_matmul), device
+        )
     check_precision(device, dtype, quantize)
     steady_attention(device)
     if device.type == "cpu" and dtype == "bf16":
@@ -134,8 +139,10 @@ def cache_bytes_per_sentence(
     with torch.inference_mode():
         state = model.start_state(model.encode(src), max_len=steps)
         if beam > 1:
-            state.reorder(torch.zeros(beam, dtype=torch.long, device=device),
-                          torch.zeros(1, dtype=torch.long, device=device))  # fmt: skip
+            state.reorder(
+                torch.zeros(beam, dtype=torch.long, device=device),
+                torch.zeros(1, dtype=torch.long, device=device),
+            )
         tokens = torch.full((beam,), BOS_ID, dtype=torch.long, device=device)
         for _ in range(steps):
             model.decode_step(tokens, state)

@@ -155,8 +155,14 @@ def _build(path: Path) -> None:
         source = Path(work) / "linear_kernel.cpp"
         source.write_text(SOURCE)
         name = f"mtkit_linear_kernel_{os.getpid()}"
-        built = load(name, [str(source)], extra_cflags=["-O2"], build_directory=work,
-                     is_python_module=False, verbose=False)  # fmt: skip
+        built = load(
+            name,
+            [str(source)],
+            extra_cflags=["-O2"],
+            build_directory=work,
+            is_python_module=False,
+            verbose=False,
+        )
         partial = path.with_name(f"{path.stem}.{os.getpid()}.partial.so")
         shutil.copyfile(built if isinstance(built, str) else Path(work) / f"{name}.so", partial)
         os.replace(partial, path)

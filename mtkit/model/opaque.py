@@ -81,9 +81,12 @@ def serve_kernel(folder: Path) -> bool:
     _SERVED.append(not why)
     if not why:
         return True
-    print(f"mtkit: warning: --compile: the C++ kernel of the compiled step's linear layers "
-          f"could not be built ({why}); a slower Python one serves", file=sys.stderr,
-          flush=True)  # fmt: skip
+    print(
+        f"mtkit: warning: --compile: the C++ kernel of the compiled step's linear layers "
+        f"could not be built ({why}); a slower Python one serves",
+        file=sys.stderr,
+        flush=True,
+    )
     _LIBRARY.impl("linear", python_kernel, "CPU")
     return False
 

@@ -90,8 +90,9 @@ def _int8_rows(output: nn.Module, ids: Tensor) -> nn.Module:
         from torch.ao.nn.quantized.dynamic import Linear as DynamicLinear
 
         if not isinstance(output, DynamicLinear):
-            raise MtkitError(f"a shortlist cannot restrict an output layer of type "
-                             f"{type(output).__name__}")  # fmt: skip
+            raise MtkitError(
+                f"a shortlist cannot restrict an output layer of type {type(output).__name__}"
+            )
         if output not in _UNPACKED:
             _UNPACKED[output] = output.weight()
         rows = DynamicLinear(output.in_features, len(ids), dtype=torch.qint8)
@@ -119,9 +120,14 @@ class Plan:
         return [where[t] for t in ids if t in where]
 
 
-def group_plan(shortlist: Shortlist, rows: Sequence[Sequence[int]], specials: SpecialIds,
-               device: torch.device, group: int = ROWS // 5,
-               extra: Sequence[int] = ()) -> Plan:  # fmt: skip
+def group_plan(
+    shortlist: Shortlist,
+    rows: Sequence[Sequence[int]],
+    specials: SpecialIds,
+    device: torch.device,
+    group: int = ROWS // 5,
+    extra: Sequence[int] = (),
+) -> Plan:
     """The plan of a batch of source ``rows``: groups of ``group`` consecutive sentences (one
     group when all would allow the same ids); ``extra`` ids are allowed in every group."""
     first = sorted(set(specials.to_dict().values()))
@@ -133,8 +139,11 @@ def group_plan(shortlist: Shortlist, rows: Sequence[Sequence[int]], specials: Sp
     if all(ids == found[0] for ids in found):  # one projection for all rows (a full shortlist)
         found, group_of = found[:1], torch.zeros_like(group_of)
     width = max(map(len, found))
-    tables = torch.tensor([ids + [specials.unk] * (width - len(ids)) for ids in found],
-                          dtype=torch.long, device=device)  # fmt: skip
+    tables = torch.tensor(
+        [ids + [specials.unk] * (width - len(ids)) for ids in found],
+        dtype=torch.long,
+        device=device,
+    )
     columns = SpecialIds(**{k: first.index(v) for k, v in specials.to_dict().items()})
     return Plan(tables, tuple(map(len, found)), group_of, columns)
 
@@ -173,8 +182,9 @@ class Shortlisted:
     model whose output matrix is read (``model`` itself, or what ``model`` wraps);
     ``weight``: its projection weight before packing (:func:`projection_weight`)."""
 
-    def __init__(self, model: Any, plan: Plan, plain: nn.Module,
-                 weight: Tensor | None = None) -> None:  # fmt: skip
+    def __init__(
+        self, model: Any, plan: Plan, plain: nn.Module, weight: Tensor | None = None
+    ) -> None:
         self._model = model
         self.plan = plan
         self.special_ids = plan.special_ids
@@ -219,8 +229,9 @@ class ShortlistedDraft:
     of a small draft's step when it decodes one sentence. ``plain`` and ``weight`` as for
     :class:`Shortlisted`."""
 
-    def __init__(self, model: Any, shortlist: Shortlist, specials: SpecialIds,
-                 weight: Tensor | None = None) -> None:  # fmt: skip
+    def __init__(
+        self, model: Any, shortlist: Shortlist, specials: SpecialIds, weight: Tensor | None = None
+    ) -> None:
         self._model = model
         self.shortlist = shortlist
         self.specials = sorted(set(specials.to_dict().values()))

@@ -85,9 +85,13 @@ class DecoderLayer(nn.Module):
         return LayerState(own, self.cross_attn.memory_kv(memory))
 
     def step(
-        self, x: Tensor, state: LayerState, src_keep: Tensor | None, group: int,
+        self,
+        x: Tensor,
+        state: LayerState,
+        src_keep: Tensor | None,
+        group: int,
         history: AttentionHistory | None = None,
-    ) -> Tensor:  # fmt: skip
+    ) -> Tensor:
         """x (R, 1, D): one step of R rows; the rest of the layer works per position, so each
         source's ``group`` rows go through it as positions of one (R / group, group, D) batch
         row, which cross-attends to that source's keys/values once. ``history``: where this
@@ -95,9 +99,14 @@ class DecoderLayer(nn.Module):
         return self.steps(x, state, src_keep, group, history, self.self_attn.step)
 
     def steps(
-        self, x: Tensor, state: LayerState, src_keep: Tensor | None, group: int,
-        history: AttentionHistory | None = None, attend: Callable | None = None,
-    ) -> Tensor:  # fmt: skip
+        self,
+        x: Tensor,
+        state: LayerState,
+        src_keep: Tensor | None,
+        group: int,
+        history: AttentionHistory | None = None,
+        attend: Callable | None = None,
+    ) -> Tensor:
         """x (R, n, D): n positions of R rows at once (speculative decoding); as :meth:`step`,
         each source's ``group`` rows share one (R / group, group * n, D) cross-attention row.
         ``attend``: the self-attention's step function (its ``steps`` by default)."""
@@ -126,9 +135,12 @@ class DecoderLayer(nn.Module):
         return found[0]
 
     def _rest(
-        self, x: Tensor, source: SourceCache, src_keep: Tensor | None,
+        self,
+        x: Tensor,
+        source: SourceCache,
+        src_keep: Tensor | None,
         record: Callable[[Tensor], None] | None = None,
-    ) -> Tensor:  # fmt: skip
+    ) -> Tensor:
         """Cross-attention and feed-forward; ``record`` receives the cross-attention's
         distribution (B, T, S) averaged over heads (the output is the same either way)."""
         if record is None:
@@ -145,14 +157,20 @@ class DecoderLayer(nn.Module):
 
 
 def encoder_layer(parts: ModelParts) -> EncoderLayer:
-    return EncoderLayer(parts.self_attention(), parts.residual(), parts.feed_forward(),
-                        parts.residual())  # fmt: skip
+    return EncoderLayer(
+        parts.self_attention(), parts.residual(), parts.feed_forward(), parts.residual()
+    )
 
 
 def decoder_layer(parts: ModelParts) -> DecoderLayer:
-    return DecoderLayer(parts.decoder_self_attention(), parts.residual(),
-                        parts.cross_attention(), parts.residual(), parts.feed_forward(),
-                        parts.residual())  # fmt: skip
+    return DecoderLayer(
+        parts.decoder_self_attention(),
+        parts.residual(),
+        parts.cross_attention(),
+        parts.residual(),
+        parts.feed_forward(),
+        parts.residual(),
+    )
 
 
 class Transformer(nn.Module):
@@ -268,8 +286,9 @@ class Transformer(nn.Module):
         for below in stack[:layer]:
             x = below(x, below.cross_attn.memory_kv(enc.memory), enc.src_keep)
         chosen = stack[layer]
-        return chosen.attention_probabilities(x, chosen.cross_attn.memory_kv(enc.memory),
-                                              enc.src_keep)  # fmt: skip
+        return chosen.attention_probabilities(
+            x, chosen.cross_attn.memory_kv(enc.memory), enc.src_keep
+        )
 
     @property
     def max_positions(self) -> int:
@@ -289,8 +308,9 @@ class Transformer(nn.Module):
         history = None
         if alignment_layer is not None:
             if not 0 <= alignment_layer < len(layers):
-                raise MtkitError(f"alignment layer {alignment_layer}: the model has "
-                                 f"{len(layers)} decoder layers")  # fmt: skip
+                raise MtkitError(
+                    f"alignment layer {alignment_layer}: the model has {len(layers)} decoder layers"
+                )
             history = AttentionHistory(alignment_layer, max_len)
         return DecoderState(layers, enc.src_keep, attention=history)
 
@@ -302,8 +322,9 @@ class Transformer(nn.Module):
         """:meth:`decode_step` up to the output projection: the final decoder states (R, 1, D)
         that :meth:`logits` projects (a shortlist projects them onto some rows only)."""
         x = self._embed(self.tgt_embed, self.tgt_positions, tokens[:, None], state.offset)
-        for i, (layer, layer_state) in enumerate(zip(self.decoder_stack(), state.layers,
-                                                     strict=True)):  # fmt: skip
+        for i, (layer, layer_state) in enumerate(
+            zip(self.decoder_stack(), state.layers, strict=True)
+        ):
             x = layer.step(x, layer_state, state.src_keep, state.group, _history(state, i))
         state.offset += 1
         return self.decoder_norm(x)
@@ -319,8 +340,9 @@ class Transformer(nn.Module):
         """:meth:`decode_steps` up to the output projection: the final decoder states
         (R, n, D) (a draft with a shortlist projects them onto some rows only)."""
         x = self._embed(self.tgt_embed, self.tgt_positions, tokens, state.offset)
-        for i, (layer, layer_state) in enumerate(zip(self.decoder_stack(), state.layers,
-                                                     strict=True)):  # fmt: skip
+        for i, (layer, layer_state) in enumerate(
+            zip(self.decoder_stack(), state.layers, strict=True)
+        ):
             x = layer.steps(x, layer_state, state.src_keep, state.group, _history(state, i))
         state.offset += tokens.shape[1]
         return self.decoder_norm(x)
@@ -339,8 +361,9 @@ def resolve_model_config(
     checked as a whole (:func:`mtkit.model.builders.check_model_config` checks the final one)."""
     if preset not in MODEL_PRESETS:
         raise MtkitError(f"unknown preset '{preset}' (known: {', '.join(MODEL_PRESETS)})")
-    values = dict(MODEL_PRESETS[preset], src_vocab_size=src_vocab_size,
-                  tgt_vocab_size=tgt_vocab_size)  # fmt: skip
+    values = dict(
+        MODEL_PRESETS[preset], src_vocab_size=src_vocab_size, tgt_vocab_size=tgt_vocab_size
+    )
     values.update(overrides or {})
     from mtkit.config import from_dict
 

@@ -154,11 +154,15 @@ def embedding_positions(
 
 Sublayer = SelfAttention | CrossAttention | FeedForward | AverageAttention
 DESCRIPTIONS: dict[type, type] = {
-    SelfAttention: AttentionWeights, CrossAttention: AttentionWeights,
-    FeedForward: FeedForwardWeights, AverageAttention: AverageAttentionWeights,
-    EncoderLayer: EncoderLayerWeights, DecoderLayer: DecoderLayerWeights,
-    nn.LayerNorm: NormWeights, nn.RMSNorm: NormWeights,
-}  # fmt: skip
+    SelfAttention: AttentionWeights,
+    CrossAttention: AttentionWeights,
+    FeedForward: FeedForwardWeights,
+    AverageAttention: AverageAttentionWeights,
+    EncoderLayer: EncoderLayerWeights,
+    DecoderLayer: DecoderLayerWeights,
+    nn.LayerNorm: NormWeights,
+    nn.RMSNorm: NormWeights,
+}
 
 
 def _description(m: nn.Module) -> type:
@@ -184,11 +188,20 @@ def _linears(m: Sublayer) -> list[tuple[tuple[str, ...], nn.Linear | None]]:
 def _parts(layer: EncoderLayer | DecoderLayer) -> dict[str, nn.Module]:
     """A layer's sublayers and norms by the description's fields."""
     if isinstance(layer, EncoderLayer):
-        return {"self_attention": layer.attn, "self_attention_norm": layer.attn_res.norm,
-                "ffn": layer.ffn, "ffn_norm": layer.ffn_res.norm}  # fmt: skip
-    return {"self_attention": layer.self_attn, "self_attention_norm": layer.self_res.norm,
-            "cross_attention": layer.cross_attn, "cross_attention_norm": layer.cross_res.norm,
-            "ffn": layer.ffn, "ffn_norm": layer.ffn_res.norm}  # fmt: skip
+        return {
+            "self_attention": layer.attn,
+            "self_attention_norm": layer.attn_res.norm,
+            "ffn": layer.ffn,
+            "ffn_norm": layer.ffn_res.norm,
+        }
+    return {
+        "self_attention": layer.self_attn,
+        "self_attention_norm": layer.self_res.norm,
+        "cross_attention": layer.cross_attn,
+        "cross_attention_norm": layer.cross_res.norm,
+        "ffn": layer.ffn,
+        "ffn_norm": layer.ffn_res.norm,
+    }
 
 
 def _model_parts(model: Transformer) -> dict[str, Tensor | nn.Module | None]:
@@ -201,13 +214,15 @@ def _model_parts(model: Transformer) -> dict[str, Tensor | nn.Module | None]:
         return None if isinstance(norm, nn.Identity) else norm
 
     return {
-        "src_embedding": model.src_embed.weight, "tgt_embedding": model.tgt_embed.weight,
+        "src_embedding": model.src_embed.weight,
+        "tgt_embedding": model.tgt_embed.weight,
         "output": None if model.output is None else model.output.weight,
         "output_bias": model.output_bias,
         "src_positions": learned(model.src_positions),
         "tgt_positions": learned(model.tgt_positions),
-        "encoder_norm": final(model.encoder_norm), "decoder_norm": final(model.decoder_norm),
-    }  # fmt: skip
+        "encoder_norm": final(model.encoder_norm),
+        "decoder_norm": final(model.decoder_norm),
+    }
 
 
 def _stacks(model: Transformer) -> dict[str, list[nn.Module]]:
@@ -273,8 +288,10 @@ def read_weights(model: Transformer) -> ModelWeights:
         fields[side] = [read[id(layer)] for layer in stack]
     if reader.leftover():
         rest = reader.leftover()
-        raise MtkitError(f"read_weights: {rest[0]} has no place in ModelWeights ({len(rest)} such "
-                         "tensors); mtkit/model/weights.py does not know this model")  # fmt: skip
+        raise MtkitError(
+            f"read_weights: {rest[0]} has no place in ModelWeights ({len(rest)} such "
+            "tensors); mtkit/model/weights.py does not know this model"
+        )
     return ModelWeights(**fields)
 
 
@@ -303,12 +320,16 @@ class _Writer:
             raise MtkitError(f"weights: no value for {names[0]}")
         for name in names:
             if tuple(value.shape) != self.shapes[name]:
-                raise MtkitError(f"weights: {name} has shape {tuple(value.shape)}, the model "
-                                 f"expects {self.shapes[name]}")  # fmt: skip
+                raise MtkitError(
+                    f"weights: {name} has shape {tuple(value.shape)}, the model "
+                    f"expects {self.shapes[name]}"
+                )
             old = self.out.get(name)
             if old is not None and old is not value and not torch.equal(old, value):
-                raise MtkitError(f"weights: two different values for {name}, one tensor in the "
-                                 "model (shared embeddings or layers)")  # fmt: skip
+                raise MtkitError(
+                    f"weights: two different values for {name}, one tensor in the "
+                    "model (shared embeddings or layers)"
+                )
             self.out[name] = value
 
     def fused(self, linear: nn.Linear | None, parts: list[LinearWeights | None], what: str) -> None:

@@ -51,8 +51,10 @@ class DistillStats:
     def __str__(self) -> str:
         done = self.parts - self.translated
         kept = f", {done} found done" if done else ""
-        return (f"{self.lines} lines in {self.parts} parts ({self.translated} translated now"
-                f"{kept}) in {self.seconds:.1f}s")  # fmt: skip
+        return (
+            f"{self.lines} lines in {self.parts} parts ({self.translated} translated now"
+            f"{kept}) in {self.seconds:.1f}s"
+        )
 
 
 def part_path(parts: Path, index: int) -> Path:
@@ -91,17 +93,22 @@ def open_parts(parts: Path, job: dict[str, Any]) -> None:
         try:
             found = json.loads(record.read_text(encoding="utf-8"))
         except (OSError, ValueError) as err:
-            raise MtkitError(f"{record}: unreadable ({err}); remove {parts} to start again") \
-                from None  # fmt: skip
+            raise MtkitError(
+                f"{record}: unreadable ({err}); remove {parts} to start again"
+            ) from None
         differ = sorted(key for key in {**job, **found} if job.get(key) != found.get(key))
         if differ:
-            raise MtkitError(f"{parts} holds the parts of another job (its {', '.join(differ)} "
-                             f"differ{'s' if len(differ) == 1 else ''}): remove it to start "
-                             "again, or give another --parts-dir")  # fmt: skip
+            raise MtkitError(
+                f"{parts} holds the parts of another job (its {', '.join(differ)} "
+                f"differ{'s' if len(differ) == 1 else ''}): remove it to start "
+                "again, or give another --parts-dir"
+            )
         return
     if parts.exists() and (not parts.is_dir() or any(parts.iterdir())):
-        raise MtkitError(f"{parts}: exists and is not a parts directory of mtkit distill "
-                         f"(no {JOB}); remove it or give another --parts-dir")  # fmt: skip
+        raise MtkitError(
+            f"{parts}: exists and is not a parts directory of mtkit distill "
+            f"(no {JOB}); remove it or give another --parts-dir"
+        )
     with staged_file(record) as handle:
         handle.write(json.dumps(job, indent=1).encode("utf-8"))
 
@@ -114,13 +121,15 @@ def count_lines(path: Path) -> int:
 
 def _check_paths(checkpoints: list[str], source: str, output: str) -> None:
     if source == "-" or output == "-":
-        raise MtkitError("mtkit distill reads its input again when resumed: give files to -i and "
-                         "-o, not '-'")  # fmt: skip
+        raise MtkitError(
+            "mtkit distill reads its input again when resumed: give files to -i and -o, not '-'"
+        )
     if not Path(source).exists():
         raise MtkitError(f"{source}: no such file")
     if not Path(source).is_file():
-        raise MtkitError(f"{source}: not a regular file (mtkit distill reads it again when "
-                         "resumed)")  # fmt: skip
+        raise MtkitError(
+            f"{source}: not a regular file (mtkit distill reads it again when resumed)"
+        )
     for path in checkpoints:
         if not Path(path).exists():
             raise MtkitError(f"{path}: no such file or directory")
@@ -155,8 +164,10 @@ def distill_corpus(
                     seconds = _translate_part(engine, part, lines + 1, path)
                     translated += 1
                     if report is not None:
-                        report(f"part {index + 1} (lines {lines + 1}-{lines + len(part)}) "
-                               f"translated in {seconds:.1f}s")  # fmt: skip
+                        report(
+                            f"part {index + 1} (lines {lines + 1}-{lines + len(part)}) "
+                            f"translated in {seconds:.1f}s"
+                        )
                 lines += len(part)
         except Interrupted as err:
             err.lines = lines
@@ -164,8 +175,9 @@ def distill_corpus(
         _join(parts, index_count(lines, config.part_lines), output, lines)
     if not config.keep_parts:
         shutil.rmtree(parts, ignore_errors=True)
-    return DistillStats(lines, index_count(lines, config.part_lines), translated,
-                        time.perf_counter() - start)  # fmt: skip
+    return DistillStats(
+        lines, index_count(lines, config.part_lines), translated, time.perf_counter() - start
+    )
 
 
 def index_count(lines: int, part_lines: int) -> int:
@@ -195,8 +207,10 @@ def _join(parts: Path, count: int, output: str, lines: int) -> None:
     with staged_file(output) as out:
         written = sum(_copy(part_path(parts, index), out) for index in range(count))
         if written != lines:  # pragma: no cover - a part changed under us
-            raise MtkitError(f"{parts}: the parts hold {written} lines for {lines} source lines; "
-                             "remove it and run again")  # fmt: skip
+            raise MtkitError(
+                f"{parts}: the parts hold {written} lines for {lines} source lines; "
+                "remove it and run again"
+            )
 
 
 def _copy(path: Path, out: BinaryIO) -> int:

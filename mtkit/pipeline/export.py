@@ -23,10 +23,16 @@ __all__ = ["EXPORT_FORMATS", "IMPORT_FORMATS", "QUANTIZATIONS", "export_model", 
 
 
 def export_model(
-    checkpoint: str | Path, out_dir: str | Path, fmt: str, quantization: str = "float32",
-    force: bool = False, source_lang: str | None = None, target_lang: str | None = None,
-    package_version: str | None = None, shortlist: str = "",
-) -> str:  # fmt: skip
+    checkpoint: str | Path,
+    out_dir: str | Path,
+    fmt: str,
+    quantization: str = "float32",
+    force: bool = False,
+    source_lang: str | None = None,
+    target_lang: str | None = None,
+    package_version: str | None = None,
+    shortlist: str = "",
+) -> str:
     """Export ``checkpoint`` to ``out_dir`` in format ``fmt`` (ctranslate2: with ``shortlist``
     as its vocabulary map); a one-line summary of it. ``source_lang``, ``target_lang`` and
     ``package_version`` are the Argos package's."""
@@ -46,34 +52,49 @@ def export_model(
         from mtkit.export.hf import export_hf
 
         result = export_hf(checkpoint, out_dir, force=force)
-        return (f"{result.out_dir}: MarianMTModel + MarianTokenizer "
-                f"(max |logit diff| vs mtkit {result.max_logit_difference:.1e})")  # fmt: skip
+        return (
+            f"{result.out_dir}: MarianMTModel + MarianTokenizer "
+            f"(max |logit diff| vs mtkit {result.max_logit_difference:.1e})"
+        )
     from mtkit.export.ct2 import export_ct2
 
-    path = export_ct2(checkpoint, out_dir, quantization=quantization, force=force,
-                      shortlist=shortlist)  # fmt: skip
+    path = export_ct2(
+        checkpoint, out_dir, quantization=quantization, force=force, shortlist=shortlist
+    )
     extra = " + vmap.txt (the shortlist)" if shortlist else ""
     return f"{path}: CTranslate2 model ({quantization}) + source.spm/target.spm{extra}"
 
 
 def _export_argos(
-    checkpoint: str | Path, out: str | Path, quantization: str, force: bool,
-    source_lang: str | None, target_lang: str | None, package_version: str | None,
-) -> str:  # fmt: skip
+    checkpoint: str | Path,
+    out: str | Path,
+    quantization: str,
+    force: bool,
+    source_lang: str | None,
+    target_lang: str | None,
+    package_version: str | None,
+) -> str:
     from mtkit.export.argos import export_argos
 
-    result = export_argos(checkpoint, out, quantization, force, source_lang, target_lang,
-                          package_version or "1.0")  # fmt: skip
+    result = export_argos(
+        checkpoint, out, quantization, force, source_lang, target_lang, package_version or "1.0"
+    )
     info = result.info
     into = f", the multilingual model into {result.source_prefix}" if result.source_prefix else ""
-    return (f"{result.path}: Argos Translate package {info.dir_name} ({info.from_code} -> "
-            f"{info.to_code}{into}; CTranslate2 {quantization} + sentencepiece.model)")  # fmt: skip
+    return (
+        f"{result.path}: Argos Translate package {info.dir_name} ({info.from_code} -> "
+        f"{info.to_code}{into}; CTranslate2 {quantization} + sentencepiece.model)"
+    )
 
 
 def import_model(
-    model_dir: str | Path, output: str | Path, fmt: str = "hf", force: bool = False,
-    source_lang: str | None = None, target_lang: str | None = None,
-) -> str:  # fmt: skip
+    model_dir: str | Path,
+    output: str | Path,
+    fmt: str = "hf",
+    force: bool = False,
+    source_lang: str | None = None,
+    target_lang: str | None = None,
+) -> str:
     """Import ``model_dir`` (format ``fmt``) as the checkpoint ``output``, naming the language
     codes given or the model's own; a one-line summary of it."""
     if fmt not in IMPORT_FORMATS:
@@ -84,7 +105,9 @@ def import_model(
     cfg, ids = result.config, result.special_ids
     vocab = "one vocabulary" if result.joint_vocab else "separate vocabularies"
     pair = "-".join(result.languages.pair) if result.languages else "languages not named"
-    return (f"{result.output}: MarianMTModel {pair}, d={cfg.d_model} layers="
-            f"{cfg.encoder_layers}+{cfg.decoder_layers} {cfg.ffn_activation}, {vocab} "
-            f"{cfg.src_vocab_size}/{cfg.tgt_vocab_size}, pad {ids.pad} eos {ids.eos} "
-            f"unk {ids.unk} start {ids.bos}")  # fmt: skip
+    return (
+        f"{result.output}: MarianMTModel {pair}, d={cfg.d_model} layers="
+        f"{cfg.encoder_layers}+{cfg.decoder_layers} {cfg.ffn_activation}, {vocab} "
+        f"{cfg.src_vocab_size}/{cfg.tgt_vocab_size}, pad {ids.pad} eos {ids.eos} "
+        f"unk {ids.unk} start {ids.bos}"
+    )

@@ -29,11 +29,22 @@ def entries_of(cfg: PrepareConfig) -> dict[str, list[Entry]]:
     """Each split's corpora: one (``--train`` ...), or one per direction (``--pair`` ...)."""
     if not is_multilingual(cfg):
         return {
-            split: [(None, open_source(getattr(cfg, split), cfg.src_lang, cfg.tgt_lang, split,
-                                       cfg.format, cfg.hf_config))]
+            split: [
+                (
+                    None,
+                    open_source(
+                        getattr(cfg, split),
+                        cfg.src_lang,
+                        cfg.tgt_lang,
+                        split,
+                        cfg.format,
+                        cfg.hf_config,
+                    ),
+                )
+            ]
             for split in SPLITS
             if getattr(cfg, split)
-        }  # fmt: skip
+        }
     entries = {}
     for split, field in PAIR_OPTIONS.items():
         directions = parse_pairs(getattr(cfg, field), pair_option(split))
@@ -50,8 +61,9 @@ def languages(entries: dict[str, list[Entry]], cfg: PrepareConfig) -> tuple[str,
     directions = [d for rows in entries.values() for d, _ in rows if d is not None]
     if not directions:
         return cfg.src_lang, cfg.tgt_lang
-    return tuple(",".join(dict.fromkeys(getattr(d, side) for d in directions))
-                 for side in ("src", "tgt"))  # type: ignore[return-value]  # fmt: skip
+    return tuple(
+        ",".join(dict.fromkeys(getattr(d, side) for d in directions)) for side in ("src", "tgt")
+    )  # type: ignore[return-value]
 
 
 def totals(per_entry: dict[str, dict[str, Any]]) -> dict[str, Any]:
@@ -61,8 +73,13 @@ def totals(per_entry: dict[str, dict[str, Any]]) -> dict[str, Any]:
     rows = list(per_entry.values())
     dropped = {r: sum(c["dropped"][r] for c in rows) for r in rows[0]["dropped"]}
     tokens = {side: sum(c["tokens"][side] for c in rows) for side in ("src", "tgt")}
-    return {"read": sum(c["read"] for c in rows), "kept": sum(c["kept"] for c in rows),
-            "dropped": dropped, "tokens": tokens, "directions": per_entry}  # fmt: skip
+    return {
+        "read": sum(c["read"] for c in rows),
+        "kept": sum(c["kept"] for c in rows),
+        "dropped": dropped,
+        "tokens": tokens,
+        "directions": per_entry,
+    }
 
 
 def describe(rows: list[Entry]) -> dict[str, Any]:

@@ -184,9 +184,13 @@ def _jobs(
 
 
 def _write_split(
-    split: str, entries: list[Entry], cfg: PrepareConfig, encoder: EncoderPool, out: Path,
+    split: str,
+    entries: list[Entry],
+    cfg: PrepareConfig,
+    encoder: EncoderPool,
+    out: Path,
     tag_ids: dict[str, int],
-) -> dict[str, Any]:  # fmt: skip
+) -> dict[str, Any]:
     """Encode one split's corpora into ``out``; return its counts for the manifest."""
     with contextlib.ExitStack() as stack:
         writer = stack.enter_context(SplitWriter(out, split, encoder.local.dtype))
@@ -306,8 +310,10 @@ def prepare(cfg: PrepareConfig) -> dict[str, Any]:
         (tmp / "spm.src.model").write_bytes(src_tok.proto)
         (tmp / "spm.tgt.model").write_bytes(tgt_tok.proto)
         if src_tok.vocab is not None:  # ids are the checkpoint's table (data.binarized.VOCAB)
-            table = {"vocab": {"src": src_tok.vocab, "tgt": tgt_tok.pieces_by_id()},
-                     "special_ids": tgt_tok.specials.to_dict()}  # fmt: skip
+            table = {
+                "vocab": {"src": src_tok.vocab, "tgt": tgt_tok.pieces_by_id()},
+                "special_ids": tgt_tok.specials.to_dict(),
+            }
             (tmp / VOCAB).write_text(json.dumps(table, ensure_ascii=False), encoding="utf-8")
         with EncoderPool(args, cfg.workers) as encoder:
             splits = {
@@ -370,5 +376,7 @@ def _counts_line(c: dict[str, Any], src: str, tgt: str) -> str:
     dropped = sum(c["dropped"].values())
     reasons = ", ".join(f"{r} {n}" for r, n in c["dropped"].items() if n)
     why = f" ({reasons})" if reasons else ""
-    return (f"read {c['read']}, kept {c['kept']}, dropped {dropped}{why}; "
-            f"tokens {src} {c['tokens']['src']}, {tgt} {c['tokens']['tgt']}")  # fmt: skip
+    return (
+        f"read {c['read']}, kept {c['kept']}, dropped {dropped}{why}; "
+        f"tokens {src} {c['tokens']['src']}, {tgt} {c['tokens']['tgt']}"
+    )

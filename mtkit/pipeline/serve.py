@@ -33,14 +33,21 @@ GRACE = 5.0  # seconds beyond the request timeout that a shutdown waits for requ
 def load_model(models: list[str], config: TranslateConfig, serve: ServeConfig) -> Model:
     """The engine (warmed up on one line), its language pair, its glossary and a started
     batcher."""
-    glossary = read_glossary(config.glossary, config.glossary_ignore_case) if config.glossary \
-        else None  # fmt: skip
+    glossary = (
+        read_glossary(config.glossary, config.glossary_ignore_case) if config.glossary else None
+    )
     given = (serve.source_lang, serve.target_lang)
     engine = load_engine(models, config)
     pair = resolve_languages(given, engine, models[0])
     engine.translate(["warm up"], config.search)  # first-call costs (weight packing) go here
-    batcher = Batcher(engine, serve.max_batch_tokens, serve.max_wait_ms / 1000,
-                      serve.queue_size, token_counter(engine), serve.slice_tokens)  # fmt: skip
+    batcher = Batcher(
+        engine,
+        serve.max_batch_tokens,
+        serve.max_wait_ms / 1000,
+        serve.queue_size,
+        token_counter(engine),
+        serve.slice_tokens,
+    )
     return Model(
         engine, pair, batcher.start(), config.search, name=", ".join(models), glossary=glossary
     )
@@ -81,14 +88,22 @@ def serve(models: list[str], config: TranslateConfig, serve_config: ServeConfig)
     setup_logging(serve_config.log_level)
     sock = bind(serve_config.host, serve_config.port)
     service = Service(serve_config)
-    server = uvicorn.Server(uvicorn.Config(
-        create_app(service), log_config=None, access_log=False, lifespan="off",
-        timeout_graceful_shutdown=serve_config.timeout + GRACE,
-    ))  # fmt: skip
+    server = uvicorn.Server(
+        uvicorn.Config(
+            create_app(service),
+            log_config=None,
+            access_log=False,
+            lifespan="off",
+            timeout_graceful_shutdown=serve_config.timeout + GRACE,
+        )
+    )
     host, port = sock.getsockname()[:2]
     url = f"http://{f'[{host}]' if ':' in host else host}:{port}/"
-    print(f"mtkit serve: listening on {url} (loading {', '.join(models)})", file=sys.stderr,
-          flush=True)  # fmt: skip
+    print(
+        f"mtkit serve: listening on {url} (loading {', '.join(models)})",
+        file=sys.stderr,
+        flush=True,
+    )
 
     def load() -> None:
         try:
@@ -98,8 +113,14 @@ def serve(models: list[str], config: TranslateConfig, serve_config: ServeConfig)
             server.should_exit = True
             return
         src, tgt = service.model.pair
-        log.info("ready: %s-%s, engine %s, beam %d (%s)", src, tgt, config.engine,
-                 config.search.width, url)  # fmt: skip
+        log.info(
+            "ready: %s-%s, engine %s, beam %d (%s)",
+            src,
+            tgt,
+            config.engine,
+            config.search.width,
+            url,
+        )
 
     threading.Thread(target=load, name="mtkit-load", daemon=True).start()
     stopped_by = _run(server, sock)

@@ -26,8 +26,7 @@ def build_shortlist(cfg: ShortlistConfig) -> tuple[Shortlist, float]:
     start = time.perf_counter()
     data = ParallelData(cfg.data, "train")
     src, tgt = load_tokenizers(cfg.data)
-    shortlist = learn_shortlist(data, src, tgt, cfg.top_k, cfg.frequent, cfg.method,
-                                cfg.iterations)  # fmt: skip
+    shortlist = learn_shortlist(data, src, tgt, cfg.top_k, cfg.frequent, cfg.method, cfg.iterations)
     with naming_output(cfg.output), staged_file(cfg.output) as handle:
         shortlist.write(handle)
     return shortlist, time.perf_counter() - start
@@ -37,6 +36,8 @@ def summary(shortlist: Shortlist, output: str, seconds: float) -> str:
     """One line about a written shortlist."""
     sizes = [len(row) for row in shortlist.candidates if row]
     mean = sum(sizes) / len(sizes) if sizes else 0.0
-    return (f"{output}: {shortlist.method} shortlist, top {shortlist.top_k} of "
-            f"{len(sizes)} source pieces (mean {mean:.1f}) + {len(shortlist.frequent)} frequent "
-            f"target pieces, in {seconds:.1f} s")  # fmt: skip
+    return (
+        f"{output}: {shortlist.method} shortlist, top {shortlist.top_k} of "
+        f"{len(sizes)} source pieces (mean {mean:.1f}) + {len(shortlist.frequent)} frequent "
+        f"target pieces, in {seconds:.1f} s"
+    )

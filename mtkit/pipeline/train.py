@@ -134,19 +134,24 @@ def _train_locked(settings: Settings, quiet: bool) -> tuple[str, int]:
     elif ckpt is None:
         model = model_config(settings, cfg, (len(src_tok), len(tgt_tok)), joint)
     elif not ckpt.has_vocabularies(src_tok, tgt_tok):
-        raise MtkitError(f"{cfg.data}: its sentencepiece models differ from those {cfg.run_dir} "
-                         "was trained with")  # fmt: skip
+        raise MtkitError(
+            f"{cfg.data}: its sentencepiece models differ from those {cfg.run_dir} was trained with"
+        )
     run_dir = Path(cfg.run_dir)
     resume = ckpt.resume if ckpt else None
     if is_main():
         save_run_config(cfg, model)
         history = resume.state["history"] if resume else []
-        truncate_metrics(run_dir, resume.update if resume else 0,
-                         history[-1]["update"] if history else 0)  # fmt: skip
+        truncate_metrics(
+            run_dir, resume.update if resume else 0, history[-1]["update"] if history else 0
+        )
     start = f"resuming from update {resume.update}" if resume else "starting"
-    note(f"mtkit train: {start} in {run_dir}; data {cfg.data} ({len(train_split)} pairs); "
-         f"model {cfg.preset} d={model.d_model} layers={model.encoder_layers}+"
-         f"{model.decoder_layers}; config in {run_dir / CONFIG_FILE}", quiet)  # fmt: skip
+    note(
+        f"mtkit train: {start} in {run_dir}; data {cfg.data} ({len(train_split)} pairs); "
+        f"model {cfg.preset} d={model.d_model} layers={model.encoder_layers}+"
+        f"{model.decoder_layers}; config in {run_dir / CONFIG_FILE}",
+        quiet,
+    )
     warn_long_valid_pairs(valid, cfg, model)
     data = TrainData(train_split, valid, src_tok, tgt_tok, languages, init)
     return describe(train(cfg, model, data, ckpt, quiet), cfg)
@@ -191,8 +196,11 @@ def describe(result: Any, cfg: TrainConfig) -> tuple[str, int]:
         import signal
 
         name = signal.Signals(result.signum).name if result.signum else "a signal"
-        return (f"interrupted by {name} at {where}: wrote {cfg.run_dir}/checkpoint_last.pt; "
-                "run the same command to resume", 128 + (result.signum or 2))  # fmt: skip
+        return (
+            f"interrupted by {name} at {where}: wrote {cfg.run_dir}/checkpoint_last.pt; "
+            "run the same command to resume",
+            128 + (result.signum or 2),
+        )
     text = f"stopped at {where}: {result.reason}"
     if result.best is not None:
         metric = "BLEU" if cfg.validate_bleu else "loss"

@@ -31,11 +31,26 @@ if typing.TYPE_CHECKING:
 
 CONFIG_FILE = "config.yaml"
 # budget, bookkeeping and execution fields: they do not change what one update computes
-CHANGEABLE_ON_RESUME = frozenset({
-    "max_updates", "max_epochs", "max_time", "validate_every", "save_every", "keep_last",
-    "patience", "log_every", "device", "precision", "num_workers", "valid_beam",
-    "valid_max_sentences", "nan_policy", "max_skipped_batches", "run_dir",
-})  # fmt: skip
+CHANGEABLE_ON_RESUME = frozenset(
+    {
+        "max_updates",
+        "max_epochs",
+        "max_time",
+        "validate_every",
+        "save_every",
+        "keep_last",
+        "patience",
+        "log_every",
+        "device",
+        "precision",
+        "num_workers",
+        "valid_beam",
+        "valid_max_sentences",
+        "nan_policy",
+        "max_skipped_batches",
+        "run_dir",
+    }
+)
 FROM_DATA = ("src_vocab_size", "tgt_vocab_size")
 INIT_CHANGEABLE = frozenset({"dropout", "attention_dropout", "activation_dropout"})
 
@@ -52,8 +67,9 @@ class Settings:
 
     @property
     def run_dir(self) -> str:
-        return str(self.cli_train.get("run_dir") or self.yaml_train.get("run_dir") or
-                   TrainConfig.run_dir)  # fmt: skip
+        return str(
+            self.cli_train.get("run_dir") or self.yaml_train.get("run_dir") or TrainConfig.run_dir
+        )
 
     def model_keys(self) -> set[str]:
         return set(self.yaml_model) | set(self.cli_model)
@@ -104,25 +120,35 @@ def check_train_config(cfg: TrainConfig) -> None:
     if not cfg.data:
         raise MtkitError("no dataset: give --data DIR (a directory written by `mtkit prepare`)")
     rules = [
-        ("max_tokens", cfg.max_tokens > 0, "> 0"), ("update_freq", cfg.update_freq >= 1, ">= 1"),
-        ("lr", cfg.lr > 0, "> 0"), ("warmup_updates", cfg.warmup_updates >= 0, ">= 0"),
-        ("warmup_init_lr", cfg.warmup_init_lr >= 0, ">= 0"), ("adam_eps", cfg.adam_eps > 0, "> 0"),
-        ("adam_betas", len(cfg.adam_betas) == 2 and all(0 <= b < 1 for b in cfg.adam_betas),
-         "two values in [0, 1)"),
-        ("weight_decay", cfg.weight_decay >= 0, ">= 0"), ("clip_norm", cfg.clip_norm >= 0, ">= 0"),
+        ("max_tokens", cfg.max_tokens > 0, "> 0"),
+        ("update_freq", cfg.update_freq >= 1, ">= 1"),
+        ("lr", cfg.lr > 0, "> 0"),
+        ("warmup_updates", cfg.warmup_updates >= 0, ">= 0"),
+        ("warmup_init_lr", cfg.warmup_init_lr >= 0, ">= 0"),
+        ("adam_eps", cfg.adam_eps > 0, "> 0"),
+        (
+            "adam_betas",
+            len(cfg.adam_betas) == 2 and all(0 <= b < 1 for b in cfg.adam_betas),
+            "two values in [0, 1)",
+        ),
+        ("weight_decay", cfg.weight_decay >= 0, ">= 0"),
+        ("clip_norm", cfg.clip_norm >= 0, ">= 0"),
         ("label_smoothing", 0 <= cfg.label_smoothing < 1, "in [0, 1)"),
-        ("max_updates", cfg.max_updates >= 0, ">= 0"), ("max_epochs", cfg.max_epochs >= 0, ">= 0"),
+        ("max_updates", cfg.max_updates >= 0, ">= 0"),
+        ("max_epochs", cfg.max_epochs >= 0, ">= 0"),
         ("max_time", cfg.max_time >= 0, ">= 0"),
         ("validate_every", cfg.validate_every >= 0, ">= 0"),
         ("valid_beam", cfg.valid_beam >= 1, ">= 1"),
         ("valid_max_sentences", cfg.valid_max_sentences >= 0, ">= 0"),
-        ("save_every", cfg.save_every >= 0, ">= 0"), ("keep_last", cfg.keep_last >= 0, ">= 0"),
-        ("patience", cfg.patience >= 0, ">= 0"), ("log_every", cfg.log_every >= 1, ">= 1"),
+        ("save_every", cfg.save_every >= 0, ">= 0"),
+        ("keep_last", cfg.keep_last >= 0, ">= 0"),
+        ("patience", cfg.patience >= 0, ">= 0"),
+        ("log_every", cfg.log_every >= 1, ">= 1"),
         ("num_workers", cfg.num_workers >= 0, ">= 0"),
         ("nan_policy", cfg.nan_policy in ("stop", "skip"), "stop or skip"),
         ("max_skipped_batches", cfg.max_skipped_batches >= 0, ">= 0"),
         ("pair_temperature", cfg.pair_temperature > 0, "> 0"),
-    ]  # fmt: skip
+    ]
     augment = cfg.augment
     rules += [
         (f"augment.{name}", 0 <= p <= 1, "in [0, 1]") for name, p in augment.probabilities().items()
@@ -164,10 +190,16 @@ def resume_configs(settings: Settings, ckpt: Checkpoint) -> tuple[TrainConfig, M
     if Path(cfg.data).resolve() == Path(saved.data).resolve():
         cfg = dataclasses.replace(cfg, data=saved.data)
     model = settings.model_over(saved_model)
-    changes = [f"{k} {v!r} -> {asdict(cfg)[k]!r}" for k, v in asdict(saved).items()
-               if k not in CHANGEABLE_ON_RESUME and asdict(cfg)[k] != v]  # fmt: skip
-    changes += [f"model.{k} {v!r} -> {asdict(model)[k]!r}"
-                for k, v in asdict(saved_model).items() if asdict(model)[k] != v]  # fmt: skip
+    changes = [
+        f"{k} {v!r} -> {asdict(cfg)[k]!r}"
+        for k, v in asdict(saved).items()
+        if k not in CHANGEABLE_ON_RESUME and asdict(cfg)[k] != v
+    ]
+    changes += [
+        f"model.{k} {v!r} -> {asdict(model)[k]!r}"
+        for k, v in asdict(saved_model).items()
+        if asdict(model)[k] != v
+    ]
     if changes:
         raise MtkitError(
             f"{cfg.run_dir} was trained with another config ({'; '.join(changes)}): only "
@@ -186,7 +218,9 @@ def init_model_config(settings: Settings, ckpt: Checkpoint) -> ModelConfig:
     """``--init-from``: the checkpoint's model config; only its dropouts may be set."""
     fixed = sorted(settings.model_keys() - INIT_CHANGEABLE)
     if fixed:
-        raise MtkitError(f"--init-from {ckpt.where}: the model is the checkpoint's; "
-                         f"model.{fixed[0]} cannot be set "
-                         f"(only {', '.join(sorted(INIT_CHANGEABLE))})")  # fmt: skip
+        raise MtkitError(
+            f"--init-from {ckpt.where}: the model is the checkpoint's; "
+            f"model.{fixed[0]} cannot be set "
+            f"(only {', '.join(sorted(INIT_CHANGEABLE))})"
+        )
     return settings.model_over(ckpt.model_config)

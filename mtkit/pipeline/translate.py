@@ -57,8 +57,13 @@ STDIO = "-"
 MAX_ENCODING_WARNINGS = 10
 
 
-def format_results(results: list[list[Translation]], first_number: int, nbest: int,
-                   alignment: bool = False, word_scores: bool = False) -> str:  # fmt: skip
+def format_results(
+    results: list[list[Translation]],
+    first_number: int,
+    nbest: int,
+    alignment: bool = False,
+    word_scores: bool = False,
+) -> str:
     """Output text of a chunk: one line per input line, or ``nbest`` TSV rows per input line.
 
     TSV columns: ``LINE`` (1-based input line), ``RANK`` (1 = best), ``SCORE`` (length-penalised,
@@ -69,8 +74,12 @@ def format_results(results: list[list[Translation]], first_number: int, nbest: i
     constraints within the length limit) is filled with rows of score -inf.
     """
     if nbest <= 1:
-        best = [TextTranslation(hyps[0].text, hyps[0].alignment, hyps[0].confidence) if hyps
-                else TextTranslation("", (), Confidence()) for hyps in results]  # fmt: skip
+        best = [
+            TextTranslation(hyps[0].text, hyps[0].alignment, hyps[0].confidence)
+            if hyps
+            else TextTranslation("", (), Confidence())
+            for hyps in results
+        ]
         return format_texts(best, alignment, word_scores=word_scores)
     rows = []
     blank = [Translation("", 0.0, 0.0, 0, (), Confidence())] * nbest
@@ -85,8 +94,12 @@ def format_results(results: list[list[Translation]], first_number: int, nbest: i
     return "".join(rows)
 
 
-def format_texts(found: list[TextTranslation], alignment: bool = False, scores: bool = False,
-                 word_scores: bool = False) -> str:  # fmt: skip
+def format_texts(
+    found: list[TextTranslation],
+    alignment: bool = False,
+    scores: bool = False,
+    word_scores: bool = False,
+) -> str:
     """One line per translation, with more columns when asked, in this order:
     ``[SCORE<TAB>]TRANSLATION[<TAB>WORD_SCORES][<TAB>ALIGNMENT]``. SCORE: the length-normalised
     log-probability (:mod:`mtkit.engines.confidence`; ``word_scores`` implies it), WORD_SCORES
@@ -178,10 +191,14 @@ def translate_chunk(
         given = {first_number + i: phrases for i, (_, phrases) in enumerate(split)}
     constrain = constraining(glossary, given)
     if search.nbest > 1:
-        phrases = None if constrain is None else [constrain(line, first_number + i)
-                                                  for i, line in enumerate(chunk)]  # fmt: skip
-        results = engine.translate(chunk, first_number=first_number, progress=progress,
-                                   constraints=phrases)  # fmt: skip
+        phrases = (
+            None
+            if constrain is None
+            else [constrain(line, first_number + i) for i, line in enumerate(chunk)]
+        )
+        results = engine.translate(
+            chunk, first_number=first_number, progress=progress, constraints=phrases
+        )
         return format_results(results, first_number, search.nbest, search.alignment, word_scores)
     found = translated(engine, chunk, first_number, progress, constrain)
     return format_texts(found, search.alignment, search.scores, word_scores)  # no "\n" in gaps
@@ -197,15 +214,20 @@ def translated(
     """Each line's best translation (with its alignment when the search asks for one) through
     the text layer: a line is a sentence, or with ``split_sentences`` a text; ``constrain``
     gives each sentence its constraints."""
-    return translate_texts(engine, lines, text_options(engine), first_number=first_number,
-                           progress=progress, constrain=constrain)  # fmt: skip
+    return translate_texts(
+        engine,
+        lines,
+        text_options(engine),
+        first_number=first_number,
+        progress=progress,
+        constrain=constrain,
+    )
 
 
 def text_options(engine: Engine) -> TextOptions:
     """How ``engine``'s config reads lines (:class:`mtkit.text.TextOptions`)."""
     config = engine.config
-    return TextOptions(source_language(engine), config.split_sentences, config.spans,
-                       config.format)  # fmt: skip
+    return TextOptions(source_language(engine), config.split_sentences, config.spans, config.format)
 
 
 def source_language(engine: Engine) -> str:
@@ -252,8 +274,9 @@ def translate_file(
     file output is left as it was.
     """
     _check_paths(input, output)
-    glossary = read_glossary(config.glossary, config.glossary_ignore_case) if config.glossary \
-        else None  # fmt: skip
+    glossary = (
+        read_glossary(config.glossary, config.glossary_ignore_case) if config.glossary else None
+    )
     start = time.perf_counter()
     progress = None
     with SignalGuard() as guard, naming_output("<stdout>" if output == STDIO else output):
@@ -265,11 +288,13 @@ def translate_file(
                     count = translate_document(engine, source, output, stdout, glossary)
                 elif output == STDIO:
                     out = stdout or sys.stdout.buffer
-                    count = translate_stream(engine, read_lines(source), out, progress, guard,
-                                             glossary)  # fmt: skip
+                    count = translate_stream(
+                        engine, read_lines(source), out, progress, guard, glossary
+                    )
                 else:
-                    count = _translate_to_file(engine, read_lines(source), output, progress,
-                                               guard, glossary)  # fmt: skip
+                    count = _translate_to_file(
+                        engine, read_lines(source), output, progress, guard, glossary
+                    )
         finally:
             if progress is not None:
                 progress.close()
@@ -315,8 +340,9 @@ def translate_document(
         warn(f"invalid UTF-8 at byte {err.start} of the document, bad bytes replaced by U+FFFD")
         text = data.decode("utf-8", "replace")
     text = text.removeprefix("\ufeff")
-    (found,) = translate_texts(engine, [text], text_options(engine),
-                               constrain=constraining(glossary))  # fmt: skip
+    (found,) = translate_texts(
+        engine, [text], text_options(engine), constrain=constraining(glossary)
+    )
     if output == STDIO:
         out = stdout or sys.stdout.buffer
         out.write(found.text.encode("utf-8"))
@@ -342,5 +368,8 @@ def translate_with(engine: Engine, lines: list[str]) -> list[str]:
     """Translate with an already loaded engine; one output per input, on one line (a line
     break inside an input, kept where it was by the text layer, becomes a space)."""
     size = engine.config.chunk_lines
-    return [one_line(t.text) for start in range(0, len(lines), size)
-            for t in translated(engine, lines[start : start + size], start + 1)]  # fmt: skip
+    return [
+        one_line(t.text)
+        for start in range(0, len(lines), size)
+        for t in translated(engine, lines[start : start + size], start + 1)
+    ]

@@ -154,8 +154,9 @@ def decode_body(body: bytes, content_type: str) -> dict[str, Any]:
     try:
         data = json.loads(text)
     except json.JSONDecodeError as err:
-        raise ApiError(400, "body", f"malformed JSON ({err.msg} at line {err.lineno} column "
-                                    f"{err.colno})") from None  # fmt: skip
+        raise ApiError(
+            400, "body", f"malformed JSON ({err.msg} at line {err.lineno} column {err.colno})"
+        ) from None
     except RecursionError:
         raise ApiError(400, "body", "JSON nested too deeply") from None
     except ValueError as err:  # a number of more than 4,300 digits
@@ -192,10 +193,15 @@ def multipart_form(body: bytes, content_type: str) -> tuple[dict[str, Any], list
     for raw_name, raw_value in parts:
         name = _utf8(raw_name, "body")
         values.setdefault(name, []).append(_utf8(raw_value, name))
-    uploads = [Upload(_utf8(file.field_name or b"", "body"),
-                      (file.file_name or b"").decode("utf-8", "replace"),
-                      file.content_type or "application/octet-stream",
-                      file.file_object.getvalue()) for file in files]  # fmt: skip
+    uploads = [
+        Upload(
+            _utf8(file.field_name or b"", "body"),
+            (file.file_name or b"").decode("utf-8", "replace"),
+            file.content_type or "application/octet-stream",
+            file.file_object.getvalue(),
+        )
+        for file in files
+    ]
     return _collapsed(values), uploads
 
 
@@ -217,8 +223,9 @@ def _utf8(data: bytes | str, field: str) -> str:
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as err:
-        raise ApiError(400, field, f"invalid UTF-8 (byte 0x{data[err.start]:02x} at byte "
-                                   f"{err.start})") from None  # fmt: skip
+        raise ApiError(
+            400, field, f"invalid UTF-8 (byte 0x{data[err.start]:02x} at byte {err.start})"
+        ) from None
 
 
 def _form_fields(text: str, where: str) -> dict[str, Any]:
@@ -232,8 +239,9 @@ def _form_fields(text: str, where: str) -> dict[str, Any]:
 
 
 def _collapsed(values: dict[str, list[str]]) -> dict[str, Any]:
-    return {key: items if key == "q" and len(items) > 1 else items[-1]
-            for key, items in values.items()}  # fmt: skip
+    return {
+        key: items if key == "q" and len(items) > 1 else items[-1] for key, items in values.items()
+    }
 
 
 def _refuse_surrogates(data: dict[str, Any]) -> None:
@@ -288,14 +296,14 @@ def parse_request(
     per_text = [split_lines(text) for text in texts]
     counts = [len(lines) for lines in per_text]
     if sum(counts) > config.max_lines:
-        raise ApiError(400, "q", f"{sum(counts)} lines, more than the limit of "
-                                 f"{config.max_lines}")  # fmt: skip
+        raise ApiError(400, "q", f"{sum(counts)} lines, more than the limit of {config.max_lines}")
     source, target = text_field(data, "source"), text_field(data, "target")
     targets = pair[1].split(",")  # a multilingual model (issue 16): several, comma-separated
     if source not in (pair[0], "auto") or target not in targets:
         wrong = "source" if source not in (pair[0], "auto") else "target"
-        raise ApiError(400, wrong, f"this server translates {pair[0]}-{pair[1]} only, "
-                                   f"not {source}-{target}")  # fmt: skip
+        raise ApiError(
+            400, wrong, f"this server translates {pair[0]}-{pair[1]} only, not {source}-{target}"
+        )
     form = text_field(data, "format", "text")
     if form not in FORMATS:
         raise ApiError(400, "format", f"must be 'text' or 'html', got {form!r}")
@@ -307,13 +315,15 @@ def parse_request(
     scores = bool_field(data, "scores", False) or flag_below is not None
     if scores and form != "text":
         which = "flag_below" if "flag_below" in data else "scores"
-        raise ApiError(400, which, f"given for format 'text' only, not {form!r} (a "
-                                   "document's words move with its markup)")  # fmt: skip
+        raise ApiError(
+            400,
+            which,
+            f"given for format 'text' only, not {form!r} (a document's words move with its markup)",
+        )
     glossary = glossary_field(data, config.max_glossary_terms)
     kind = search.constraints or ("unordered" if glossary else "")  # batched with its kind
     try:
-        search = search.replace(beam=beam, nbest=alternatives + 1, scores=scores,
-                                constraints=kind)  # fmt: skip
+        search = search.replace(beam=beam, nbest=alternatives + 1, scores=scores, constraints=kind)
     except MtkitError as err:
         raise ApiError(400, "beam", str(err)) from None
     lines = [line for lines in per_text for line in lines]
@@ -325,9 +335,23 @@ def parse_request(
         except MtkitError as err:
             raise ApiError(400, "q", str(err)) from None
     detected = _detected(texts, many, pair, form) if source == "auto" else None
-    return TranslateRequest(texts, many, lines, counts, alternatives, search, detected, split,
-                            pair[0].split(",")[0], target if tags else "", tags, form, scores,
-                            flag_below, glossary)  # fmt: skip
+    return TranslateRequest(
+        texts,
+        many,
+        lines,
+        counts,
+        alternatives,
+        search,
+        detected,
+        split,
+        pair[0].split(",")[0],
+        target if tags else "",
+        tags,
+        form,
+        scores,
+        flag_below,
+        glossary,
+    )
 
 
 def _detected(
@@ -342,8 +366,11 @@ def _detected(
             name, code = language_name(guess.language), guess.language
             language = f"{name} ({code})" if name != code else code
             which = f"item {i}" if many else "the text"
-            raise ApiError(400, "q", f"{which} is in {language}; this server translates "
-                                     f"{pair[0]}-{pair[1]} only")  # fmt: skip
+            raise ApiError(
+                400,
+                "q",
+                f"{which} is in {language}; this server translates {pair[0]}-{pair[1]} only",
+            )
         found.append((guess.language, guess.confidence))
     return found
 
@@ -376,7 +403,9 @@ def build_response(
     if guard is not None and any(guard):
         answer["guard"] = guard if request.many else guard[0]
     if request.detected is not None:
-        detected = [{"confidence": confidence, "language": language}
-                    for language, confidence in request.detected]  # fmt: skip
+        detected = [
+            {"confidence": confidence, "language": language}
+            for language, confidence in request.detected
+        ]
         answer["detectedLanguage"] = detected if request.many else detected[0]
     return answer

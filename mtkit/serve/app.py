@@ -65,27 +65,44 @@ TRANSLATE_FIELDS = {
     "type": "object",
     "required": ["q", "source", "target"],
     "properties": {
-        "q": {"oneOf": [{"type": "string"},
-                        {"type": "array", "items": {"type": "string"}}],
-              "description": "Text or a list of texts"},
+        "q": {
+            "oneOf": [{"type": "string"}, {"type": "array", "items": {"type": "string"}}],
+            "description": "Text or a list of texts",
+        },
         "source": {"type": "string", "description": "Source code, or 'auto'"},
         "target": {"type": "string"},
         "format": {"type": "string", "enum": ["text", "html"], "default": "text"},
-        "alternatives": {"type": "integer", "minimum": 0, "default": 0,
-                         "description": "More translations from the n-best list"},
-        "beam": {"type": "integer", "minimum": 1,
-                 "description": "Beam width (mtkit; default: the server's)"},
-        "split": {"type": "boolean", "default": True,
-                  "description": "Cut texts into sentences, each translated (mtkit; "
-                                 "false: each line is one sentence)"},
-        "scores": {"type": "boolean", "default": False,
-                   "description": "Answer each text's confidence in [0, 1] (mtkit)"},
-        "flag_below": {"type": "number", "minimum": 0, "maximum": 1,
-                       "description": "Answer which texts' confidence is below this (mtkit; "
-                                      "implies scores)"},
+        "alternatives": {
+            "type": "integer",
+            "minimum": 0,
+            "default": 0,
+            "description": "More translations from the n-best list",
+        },
+        "beam": {
+            "type": "integer",
+            "minimum": 1,
+            "description": "Beam width (mtkit; default: the server's)",
+        },
+        "split": {
+            "type": "boolean",
+            "default": True,
+            "description": "Cut texts into sentences, each translated (mtkit; "
+            "false: each line is one sentence)",
+        },
+        "scores": {
+            "type": "boolean",
+            "default": False,
+            "description": "Answer each text's confidence in [0, 1] (mtkit)",
+        },
+        "flag_below": {
+            "type": "number",
+            "minimum": 0,
+            "maximum": 1,
+            "description": "Answer which texts' confidence is below this (mtkit; implies scores)",
+        },
         "api_key": {"type": "string"},
     },
-}  # fmt: skip
+}
 # JSON, a form, a multipart form, or no body at all and the fields in the query string
 TRANSLATE_BODY = {
     "required": False,
@@ -107,9 +124,14 @@ def create_app(service: Service) -> FastAPI:
     about = "Machine translation with mtkit, LibreTranslate-compatible."
     app = FastAPI(title="mtkit serve", version="1", description=about)
     if config.cors_origins:  # inside RequestLog: preflights are logged too
-        app.add_middleware(CORSMiddleware, allow_origins=config.cors_origins,
-                           allow_methods=["GET", "POST"], allow_headers=["*"],
-                           expose_headers=["Retry-After"], max_age=CORS_MAX_AGE)  # fmt: skip
+        app.add_middleware(
+            CORSMiddleware,
+            allow_origins=config.cors_origins,
+            allow_methods=["GET", "POST"],
+            allow_headers=["*"],
+            expose_headers=["Retry-After"],
+            max_age=CORS_MAX_AGE,
+        )
     app.add_middleware(RequestLog)
     rate = app.state.rate_limit = RateLimit(config.rate_limit) if config.rate_limit else None
     app.include_router(files.router(service))
@@ -127,16 +149,24 @@ def create_app(service: Service) -> FastAPI:
                 body = await read_body(request, config.max_body_bytes)
             except ClientDisconnect:  # nobody is left to answer: a 400 for the log alone
                 raise ApiError(400, "body", "the client left before sending it all") from None
-            data = decode_request(body, request.headers.get("content-type", ""),
-                                  request.scope.get("query_string", b""))  # fmt: skip
+            data = decode_request(
+                body,
+                request.headers.get("content-type", ""),
+                request.scope.get("query_string", b""),
+            )
             if not keyed:  # the key, if any, is a field
                 admit(rate, config, request, data)
             checked = parse_request(data, model.pair, model.search, config)
             try:
                 model.engine.check(checked.search)
             except MtkitError as err:
-                field = ("glossary" if checked.glossary else "alternatives"
-                         if checked.alternatives else "beam")  # fmt: skip
+                field = (
+                    "glossary"
+                    if checked.glossary
+                    else "alternatives"
+                    if checked.alternatives
+                    else "beam"
+                )
                 raise ApiError(400, field, str(err)) from None
             search = checked.search
             if checked.format != "text":  # markup is carried by the word alignments
@@ -178,10 +208,16 @@ def create_app(service: Service) -> FastAPI:
         if model is None:
             status = "failed" if service.error else "loading"
             return JSONResponse({"status": status, "error": service.error}, status_code=503)
-        return JSONResponse({"status": "ready", "model": model.name,
-                             "source": model.pair[0], "target": model.pair[1],
-                             "waiting": model.batcher.waiting,
-                             "batches": model.batcher.stats.batches})  # fmt: skip
+        return JSONResponse(
+            {
+                "status": "ready",
+                "model": model.name,
+                "source": model.pair[0],
+                "target": model.pair[1],
+                "waiting": model.batcher.waiting,
+                "batches": model.batcher.stats.batches,
+            }
+        )
 
     @app.get("/", response_class=HTMLResponse, include_in_schema=False)
     async def page() -> HTMLResponse:
@@ -199,17 +235,21 @@ async def _answered(
     loop = asyncio.get_running_loop()
 
     async def submit(lines: list[str], phrases: list[list[str]] | None) -> list:
-        return await batched(model.batcher, checked.tagged(lines), search,
-                             deadline, phrases)  # fmt: skip
+        return await batched(model.batcher, checked.tagged(lines), search, deadline, phrases)
 
     engine = model.engine
     units = batcher_units(
         submit, loop, constraining(request_glossary(model.glossary, checked.glossary))
     )
     try:
-        return await loop.run_in_executor(TEXT_THREADS, translate_request, checked,
-                                          engine.src_tokenizer, source_limit(engine),
-                                          units)  # fmt: skip
+        return await loop.run_in_executor(
+            TEXT_THREADS,
+            translate_request,
+            checked,
+            engine.src_tokenizer,
+            source_limit(engine),
+            units,
+        )
     except MtkitError as err:  # a document the text layer cannot read (XML that does not parse)
         raise ApiError(400, "q", str(err)) from None
 
@@ -239,8 +279,14 @@ class RequestLog:
             extra = ""
             if "lines" in state:
                 extra = f" lines={state['lines']} tokens={state['tokens']}"
-            log.info("%s %s %d %.1fms%s", scope["method"], scope["path"], status[0],
-                     (time.monotonic() - start) * 1000, extra)  # fmt: skip
+            log.info(
+                "%s %s %d %.1fms%s",
+                scope["method"],
+                scope["path"],
+                status[0],
+                (time.monotonic() - start) * 1000,
+                extra,
+            )
 
 
 PAGE = resources.files("mtkit.serve").joinpath("static/index.html").read_text(encoding="utf-8")

@@ -51,13 +51,15 @@ DETECT_BODY = {
             "schema": {
                 "type": "object",
                 "required": ["q"],
-                "properties": {"q": {"type": "string", "description": "Text to detect"},
-                               "api_key": {"type": "string"}},
+                "properties": {
+                    "q": {"type": "string", "description": "Text to detect"},
+                    "api_key": {"type": "string"},
+                },
             },
             "example": {"q": "What language is this?"},
         }
     },
-}  # fmt: skip
+}
 
 
 def router(service: Service) -> APIRouter:
@@ -73,8 +75,10 @@ def router(service: Service) -> APIRouter:
             if key_in_headers(request):  # refuse a wrong key before reading the body
                 check_key(config, request, None)
             model = service.ready()
-            data = decode_body(await read_body(request, config.max_body_bytes),
-                               request.headers.get("content-type", ""))  # fmt: skip
+            data = decode_body(
+                await read_body(request, config.max_body_bytes),
+                request.headers.get("content-type", ""),
+            )
             check_key(config, request, data)
             text = detect_text(data, config)
         except ApiError as err:
@@ -102,8 +106,7 @@ def detect_text(data: dict[str, Any], config: ServeConfig) -> str:
     if not isinstance(q, str):
         raise ApiError(400, "q", f"must be a string, got {kind_of(q)}")
     if len(q) > config.max_chars:
-        raise ApiError(400, "q", f"{len(q)} characters, more than the limit of "
-                                 f"{config.max_chars}")  # fmt: skip
+        raise ApiError(400, "q", f"{len(q)} characters, more than the limit of {config.max_chars}")
     return q
 
 

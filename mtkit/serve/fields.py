@@ -14,8 +14,15 @@ from mtkit.text.glossary import check_pair
 
 def kind_of(value: Any) -> str:
     """How a JSON value is named in an error message."""
-    names = {dict: "an object", list: "a list", str: "a string", bool: "a boolean",
-             int: "a number", float: "a number", type(None): "null"}  # fmt: skip
+    names = {
+        dict: "an object",
+        list: "a list",
+        str: "a string",
+        bool: "a boolean",
+        int: "a number",
+        float: "a number",
+        type(None): "null",
+    }
     return names.get(type(value), type(value).__name__)
 
 
@@ -76,17 +83,23 @@ def glossary_field(data: dict[str, Any], limit: int) -> list[tuple[str, str]]:
     if isinstance(value, str):  # a form field
         value = [line.split("\t") for line in value.splitlines() if line.strip()]
     if not isinstance(value, list):
-        raise ApiError(400, "glossary", f"must be a list of [source, target] pairs, got "
-                                        f"{kind_of(value)}")  # fmt: skip
+        raise ApiError(
+            400, "glossary", f"must be a list of [source, target] pairs, got {kind_of(value)}"
+        )
     if len(value) > limit:
-        raise ApiError(400, "glossary", f"{len(value)} terms, more than the limit of {limit} "
-                                        "(--max-glossary-terms)")  # fmt: skip
+        raise ApiError(
+            400,
+            "glossary",
+            f"{len(value)} terms, more than the limit of {limit} (--max-glossary-terms)",
+        )
     pairs = []
     for i, pair in enumerate(value):
-        if not (isinstance(pair, list) and len(pair) == 2
-                and all(isinstance(term, str) for term in pair)):  # fmt: skip
-            raise ApiError(400, "glossary", f"item {i} must be a [source, target] pair of "
-                                            "strings")  # fmt: skip
+        if not (
+            isinstance(pair, list)
+            and len(pair) == 2
+            and all(isinstance(term, str) for term in pair)
+        ):
+            raise ApiError(400, "glossary", f"item {i} must be a [source, target] pair of strings")
         try:
             pairs.append(check_pair(pair[0], pair[1], f"item {i}"))
         except MtkitError as err:
@@ -103,7 +116,8 @@ def texts_field(data: dict[str, Any]) -> tuple[list[str], bool]:
     if isinstance(q, list):
         for i, item in enumerate(q):
             if not isinstance(item, str):
-                raise ApiError(400, "q", f"must be a string or a list of strings; item {i} is "
-                                         f"{kind_of(item)}")  # fmt: skip
+                raise ApiError(
+                    400, "q", f"must be a string or a list of strings; item {i} is {kind_of(item)}"
+                )
         return q, True
     raise ApiError(400, "q", f"must be a string or a list of strings, got {kind_of(q)}")

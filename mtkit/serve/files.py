@@ -76,18 +76,24 @@ UPLOAD_BODY = {
                 "type": "object",
                 "required": ["file", "source", "target"],
                 "properties": {
-                    "file": {"type": "string", "format": "binary",
-                             "description": f"The file ({', '.join(FORMATS)})"},
+                    "file": {
+                        "type": "string",
+                        "format": "binary",
+                        "description": f"The file ({', '.join(FORMATS)})",
+                    },
                     "source": {"type": "string", "description": "Source code, or 'auto'"},
                     "target": {"type": "string"},
-                    "beam": {"type": "integer", "minimum": 1,
-                             "description": "Beam width (mtkit; default: the server's)"},
+                    "beam": {
+                        "type": "integer",
+                        "minimum": 1,
+                        "description": "Beam width (mtkit; default: the server's)",
+                    },
                     "api_key": {"type": "string"},
                 },
             }
         }
     },
-}  # fmt: skip
+}
 
 
 @dataclass
@@ -112,8 +118,12 @@ class FileStore:
         self.stopped = threading.Event()
         weakref.finalize(self, _remove, self.root, self.stopped)  # at exit, too
         every = min(max(ttl / 4, 0.25), 30.0)
-        threading.Thread(target=_sweeping, args=(weakref.ref(self), self.stopped, every),
-                         name="mtkit-files", daemon=True).start()  # fmt: skip
+        threading.Thread(
+            target=_sweeping,
+            args=(weakref.ref(self), self.stopped, every),
+            name="mtkit-files",
+            daemon=True,
+        ).start()
 
     def put(self, data: bytes, filename: str, media_type: str, owner: str) -> str:
         """Store ``data``; the name it is known by."""
@@ -123,8 +133,9 @@ class FileStore:
         with os.fdopen(handle, "wb") as out:
             out.write(data)
         with self.lock:
-            self.files[name] = Stored(path, filename, media_type, owner,
-                                      time.monotonic() + self.ttl)  # fmt: skip
+            self.files[name] = Stored(
+                path, filename, media_type, owner, time.monotonic() + self.ttl
+            )
         return name
 
     def get(self, name: str, owner: str) -> tuple[Stored, bytes] | None:
@@ -190,8 +201,9 @@ async def read_upload(request: Request, limit: int) -> Upload:
                 raise too_big
             yield chunk
 
-    parser = MultiPartParser(request.headers, counted(), max_files=1, max_fields=FORM_FIELDS,
-                             max_part_size=FIELD_BYTES)  # fmt: skip
+    parser = MultiPartParser(
+        request.headers, counted(), max_files=1, max_fields=FORM_FIELDS, max_part_size=FIELD_BYTES
+    )
     try:
         form = await parser.parse()
     except MultiPartException as err:
@@ -262,27 +274,31 @@ def router(service: Service) -> APIRouter:
             model = service.ready()
             upload = await read_upload(request, config.max_file_bytes)
             check_key(config, request, upload.fields)
-            data, media_type, counted = await _translate_upload(model, config, upload,
-                                                                start + config.timeout)  # fmt: skip
+            data, media_type, counted = await _translate_upload(
+                model, config, upload, start + config.timeout
+            )
         except ApiError as err:
             return error_response(err)
         filename = download_name(upload.filename, upload.fields.get("target", ""))
         name = store.put(data, filename, media_type, owner(service, request, upload.fields))
         state = request.scope.setdefault("state", {})
         state["lines"], state["tokens"] = counted.lines, counted.tokens
-        return JSONResponse({"translatedFileUrl": str(request.url_for("download_file",
-                                                                      name=name))})  # fmt: skip
+        return JSONResponse({"translatedFileUrl": str(request.url_for("download_file", name=name))})
 
     @routes.get("/download_file/{name}")
     async def download_file(name: str, request: Request) -> Response:
         """A translated file, as an attachment (404 once expired, or for anyone else)."""
         found = store.get(name, owner(service, request, None))
         if found is None:
-            return error_response(ApiError(404, "file", "no such file (never issued, expired "
-                                                        "or not yours)"))  # fmt: skip
+            return error_response(
+                ApiError(404, "file", "no such file (never issued, expired or not yours)")
+            )
         stored, data = found
-        return Response(data, media_type=stored.media_type,
-                        headers={"Content-Disposition": disposition(stored.filename)})  # fmt: skip
+        return Response(
+            data,
+            media_type=stored.media_type,
+            headers={"Content-Disposition": disposition(stored.filename)},
+        )
 
     return routes
 
@@ -292,8 +308,11 @@ async def _translate_upload(
 ) -> tuple[bytes, str, Counted]:
     """The uploaded file translated (in a text thread, its units through the batcher, within
     the ``deadline``), its media type, and the units and tokens it took."""
-    fields = {key: upload.fields[key] for key in ("source", "target", "beam", "glossary")
-              if key in upload.fields}  # fmt: skip
+    fields = {
+        key: upload.fields[key]
+        for key in ("source", "target", "beam", "glossary")
+        if key in upload.fields
+    }
     checked = parse_request({"q": "", **fields}, model.pair, model.search, config)
     try:
         kind = file_format(upload.filename)
@@ -308,17 +327,28 @@ async def _translate_upload(
     loop = asyncio.get_running_loop()
 
     async def submit(lines: list[str], phrases: list[list[str]] | None) -> list:
-        return await batched(model.batcher, checked.tagged(lines), search,
-                             Deadline(deadline, config.timeout), phrases)  # fmt: skip
+        return await batched(
+            model.batcher,
+            checked.tagged(lines),
+            search,
+            Deadline(deadline, config.timeout),
+            phrases,
+        )
 
     terms = request_glossary(model.glossary, checked.glossary)
     counted = Counted(batcher_units(submit, loop, constraining(terms)))
     engine = model.engine
     try:
         data = await loop.run_in_executor(
-            TEXT_THREADS, translate_file_bytes, upload.data, upload.filename,
-            TextOptions(checked.source), engine.src_tokenizer, source_limit(engine), counted,
-        )  # fmt: skip
+            TEXT_THREADS,
+            translate_file_bytes,
+            upload.data,
+            upload.filename,
+            TextOptions(checked.source),
+            engine.src_tokenizer,
+            source_limit(engine),
+            counted,
+        )
     except MtkitError as err:  # the file is not what its name says, or breaks a limit
         raise ApiError(400, "file", str(err)) from None
     except ApiError:

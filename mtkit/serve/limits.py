@@ -62,9 +62,13 @@ class RateLimit:
         wait = self.take(f"{field}:{requester}")
         if wait > 0:
             seconds = max(1, math.ceil(wait))
-            raise ApiError(429, field, f"more than {self.per_minute} requests a minute "
-                                       f"(--rate-limit); try again in {seconds} s",
-                           {"Retry-After": str(seconds)})  # fmt: skip
+            raise ApiError(
+                429,
+                field,
+                f"more than {self.per_minute} requests a minute "
+                f"(--rate-limit); try again in {seconds} s",
+                {"Retry-After": str(seconds)},
+            )
 
     def _tokens(self, requester: str, now: float) -> float:
         if requester not in self.buckets:

@@ -80,8 +80,11 @@ def check_key(config: ServeConfig, request: Request, data: dict[str, Any] | None
     if not given and data is not None and isinstance(data.get("api_key"), str):
         given = data["api_key"]
     if not given:
-        raise ApiError(401, "api_key", "this server needs an API key (api_key, or the header "
-                                       "'Authorization: Bearer KEY')")  # fmt: skip
+        raise ApiError(
+            401,
+            "api_key",
+            "this server needs an API key (api_key, or the header 'Authorization: Bearer KEY')",
+        )
     if not hmac.compare_digest(given.encode("utf-8", "replace"), config.api_key.encode()):
         raise ApiError(403, "api_key", "invalid API key")
 

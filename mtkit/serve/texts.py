@@ -77,19 +77,24 @@ def translate_request(
     if request.format != "text":
         found = translate_documents(request.texts, options, tokenizer, limit, counted)
         return Answer([t.text for t in found], [[] for _ in found], counted.lines, counted.tokens)
-    inputs = request.texts if request.split else [
-        line for text in request.texts for line in split_lines(text)]  # fmt: skip
+    inputs = (
+        request.texts
+        if request.split
+        else [line for text in request.texts for line in split_lines(text)]
+    )
     plan, results = translate_plans(inputs, options, tokenizer, limit, counted)
-    found = [plan.translated(results, k, request.scores and k == 0)
-             for k in range(len(ranks) + 1)]  # fmt: skip
+    found = [plan.translated(results, k, request.scores and k == 0) for k in range(len(ranks) + 1)]
     counts = [1] * len(inputs) if request.split else request.counts
-    by_rank = [["\n".join(t.text for t in group) for group in _grouped(each, counts)]
-               for each in found]  # fmt: skip
+    by_rank = [
+        ["\n".join(t.text for t in group) for group in _grouped(each, counts)] for each in found
+    ]
     alternatives = [[texts[i] for texts in by_rank[1:]] for i in range(len(request.texts))]
     confidence = None
     if request.scores:  # a text of several lines: over all their pieces
-        confidence = [concatenated([t.confidence or Confidence() for t in group]).probability
-                      for group in _grouped(found[0], counts)]  # fmt: skip
+        confidence = [
+            concatenated([t.confidence or Confidence() for t in group]).probability
+            for group in _grouped(found[0], counts)
+        ]
     guard = [joined_ways(t.guard for t in group) for group in _grouped(found[0], counts)]
     return Answer(by_rank[0], alternatives, counted.lines, counted.tokens, confidence, guard)
 
@@ -116,9 +121,12 @@ class Deadline:
 
 
 async def batched(
-    batcher: Batcher, lines: list[str], search: SearchConfig, deadline: Deadline,
+    batcher: Batcher,
+    lines: list[str],
+    search: SearchConfig,
+    deadline: Deadline,
     phrases: list[list[str]] | None = None,
-) -> list:  # fmt: skip
+) -> list:
     """Queue ``lines`` (with their constraint ``phrases``) on the batcher, wait for their
     translations until ``deadline``; every failure an :class:`ApiError` (503 busy or closing,
     504 late, 400, 500)."""
@@ -131,8 +139,9 @@ async def batched(
     try:
         return await asyncio.wait_for(asyncio.wrap_future(job.future), deadline.left())
     except asyncio.TimeoutError:
-        raise ApiError(504, "timeout", f"no translation within {seconds_text(deadline.seconds)} "
-                                       "(--timeout)") from None  # fmt: skip
+        raise ApiError(
+            504, "timeout", f"no translation within {seconds_text(deadline.seconds)} (--timeout)"
+        ) from None
     except MtkitError as err:
         raise ApiError(400, "q", str(err)) from None
     except Exception as err:  # the engine failed on this request (and on this one alone)

@@ -60,8 +60,9 @@ def joined(
     for piece, start in zip(pieces, starts, strict=True):
         src = word_map(piece.text, piece.offset, src_whole)
         tgt = word_map(piece.translation, start, tgt_whole)
-        pairs.update((src[i], tgt[j]) for i, j in piece.alignment or ()
-                     if i < len(src) and j < len(tgt))  # fmt: skip
+        pairs.update(
+            (src[i], tgt[j]) for i, j in piece.alignment or () if i < len(src) and j < len(tgt)
+        )
     return text, tuple(sorted(pairs))
 
 

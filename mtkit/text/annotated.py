@@ -26,8 +26,10 @@ class AnnotatedText:
         last = 0
         for start, end in self.sentences:
             if not last <= start < end <= len(self.text):
-                raise MtkitError(f"sentence range ({start}, {end}) out of order or empty in a "
-                                 f"text of {len(self.text)} characters")  # fmt: skip
+                raise MtkitError(
+                    f"sentence range ({start}, {end}) out of order or empty in a "
+                    f"text of {len(self.text)} characters"
+                )
             last = end
 
     def __len__(self) -> int:
@@ -52,8 +54,9 @@ class AnnotatedText:
     def rebuild(self, translations: Sequence[str]) -> str:
         """The text with sentence ``i`` replaced by ``translations[i]``, every gap as it was."""
         if len(translations) != len(self.sentences):
-            raise MtkitError(f"{len(translations)} translations for {len(self.sentences)} "
-                             "sentences")  # fmt: skip
+            raise MtkitError(
+                f"{len(translations)} translations for {len(self.sentences)} sentences"
+            )
         out = [self.gap(0)]
         for i, sentence in enumerate(translations, start=1):
             out += [sentence, self.gap(i)]

@@ -42,8 +42,9 @@ class Glossary:
         pattern = None
         if terms:
             body = "|".join(re.escape(t) for t in terms)
-            pattern = re.compile(rf"(?<!\w)(?:{body})(?!\w)", re.IGNORECASE if self.ignore_case
-                                 else 0)  # fmt: skip
+            pattern = re.compile(
+                rf"(?<!\w)(?:{body})(?!\w)", re.IGNORECASE if self.ignore_case else 0
+            )
         object.__setattr__(self, "_pattern", pattern)
 
     def _key(self, term: str) -> str:
@@ -72,8 +73,9 @@ def check_pair(source: str, target: str, where: str) -> tuple[str, str]:
         raise MtkitError(f"{where}: a glossary entry needs a source and a target term")
     for term in (source, target):
         if len(term) > MAX_TERM_CHARS:
-            raise MtkitError(f"{where}: a glossary term of {len(term)} characters (at most "
-                             f"{MAX_TERM_CHARS})")  # fmt: skip
+            raise MtkitError(
+                f"{where}: a glossary term of {len(term)} characters (at most {MAX_TERM_CHARS})"
+            )
         if "\t" in term or "\n" in term:
             raise MtkitError(f"{where}: a glossary term holds a tab or a line break")
     return source, target
@@ -97,8 +99,9 @@ def read_glossary(path: str, ignore_case: bool = False) -> Glossary:
         cells = line.split("\t")
         if len(cells) != 2:
             fields = f"{len(cells)} field{'s' if len(cells) != 1 else ''}"
-            raise MtkitError(f"{path}, line {number}: expected source term<TAB>target term, "
-                             f"found {fields}")  # fmt: skip
+            raise MtkitError(
+                f"{path}, line {number}: expected source term<TAB>target term, found {fields}"
+            )
         pairs.append(check_pair(cells[0], cells[1], f"{path}, line {number}"))
     return Glossary(pairs, ignore_case)
 

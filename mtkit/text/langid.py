@@ -141,8 +141,9 @@ def _probabilities(text: str, candidates: Sequence[str] | None) -> list[tuple[st
     if candidates is not None:
         unknown = sorted(set(candidates) - languages())
         if unknown:
-            raise MtkitError(f"language identification: unknown language code(s) "
-                             f"{', '.join(unknown)}")  # fmt: skip
+            raise MtkitError(
+                f"language identification: unknown language code(s) {', '.join(unknown)}"
+            )
     plain = language_text(text)
     if not letters(plain):
         return []

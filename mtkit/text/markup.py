@@ -156,8 +156,14 @@ def _start(text: str) -> str:
 
 
 def _xml_in(text: str, number: int) -> Node:
-    parser = etree.XMLParser(resolve_entities=False, no_network=True, load_dtd=False,
-                             dtd_validation=False, huge_tree=False, encoding="utf-8")  # fmt: skip
+    parser = etree.XMLParser(
+        resolve_entities=False,
+        no_network=True,
+        load_dtd=False,
+        dtd_validation=False,
+        huge_tree=False,
+        encoding="utf-8",
+    )
     try:
         return etree.fromstring(text.encode("utf-8"), parser)
     except etree.XMLSyntaxError as err:

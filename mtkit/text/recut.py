@@ -50,8 +50,11 @@ def short_units(
 def _short(
     units: Sequence[str], results: Sequence[Sequence[Translation]], index: range
 ) -> dict[int, list[str]]:
-    sized = [(i, len(units[i].split()), len(results[i][0].text.split())) for i in index
-             if results[i] and len(units[i].split()) >= MIN_WORDS]  # fmt: skip
+    sized = [
+        (i, len(units[i].split()), len(results[i][0].text.split()))
+        for i in index
+        if results[i] and len(units[i].split()) >= MIN_WORDS
+    ]
     ratios = sorted(target / source for _, source, target in sized)
     median = ratios[len(ratios) // 2] if len(ratios) >= MIN_UNITS else 1.0
     typical = median if median < DENSE else 1.0
@@ -87,10 +90,11 @@ def merged(
     for i, pieces in parts.items():
         found = part_results[at : at + len(pieces)]
         at += len(pieces)
-        kept = [Piece(piece, offset, hyps[0].text.strip(), hyps[0].alignment)
-                for piece, offset, hyps in zip(pieces, located(units[i], pieces), found,
-                                               strict=True)
-                if hyps and hyps[0].text.strip()]  # fmt: skip
+        kept = [
+            Piece(piece, offset, hyps[0].text.strip(), hyps[0].alignment)
+            for piece, offset, hyps in zip(pieces, located(units[i], pieces), found, strict=True)
+            if hyps and hyps[0].text.strip()
+        ]
         hyps = [h[0] for h in found if h]
         if kept:
             glue = [""] + [" "] * (len(kept) - 1) + [""]

@@ -107,8 +107,11 @@ def cut_long(sentence: str, count: Counter, limit: int) -> list[str]:
         k = bisect_left(offsets, begin)
     if tail := sentence[begin:].rstrip():
         parts.append(tail)
-    return [fit for part, size in zip(parts, count(parts), strict=True)
-            for fit in ([part] if size <= limit else _halves(part, count, limit))]  # fmt: skip
+    return [
+        fit
+        for part, size in zip(parts, count(parts), strict=True)
+        for fit in ([part] if size <= limit else _halves(part, count, limit))
+    ]
 
 
 def piece_starts(text: str, count: Counter) -> list[int]:
@@ -130,8 +133,11 @@ def _halves(part: str, count: Counter, limit: int) -> list[str]:
     cut = space if space > 0 else middle
     halves = [h for h in (part[:cut].rstrip(), part[cut:].lstrip()) if h]
     sizes = count(halves)
-    return [fit for half, size in zip(halves, sizes, strict=True)
-            for fit in ([half] if size <= limit else _halves(half, count, limit))]  # fmt: skip
+    return [
+        fit
+        for half, size in zip(halves, sizes, strict=True)
+        for fit in ([half] if size <= limit else _halves(half, count, limit))
+    ]
 
 
 def _safe_cut(text: str, size: int) -> int:

@@ -23,13 +23,19 @@ KINDS = ("code", "url", "mention", "email", "hashtag", "emoji", "number")  # the
 
 _NAME = r"[\p{L}\p{M}\p{N}_]"  # a character of a name, a hashtag, a domain label
 _DOMAIN = r"[\p{L}\p{M}\p{N}_-]+(?:\.[\p{L}\p{M}\p{N}_-]+)+"
-_EMOJI = (r"(?:\p{Emoji_Presentation}|\p{Regional_Indicator}|[#*0-9]\uFE0F?\u20E3"
-          r"|\p{Extended_Pictographic}(?=[\uFE0F\u200D\U0001F3FB-\U0001F3FF]))")  # fmt: skip
+_EMOJI = (
+    r"(?:\p{Emoji_Presentation}|\p{Regional_Indicator}|[#*0-9]\uFE0F?\u20E3"
+    r"|\p{Extended_Pictographic}(?=[\uFE0F\u200D\U0001F3FB-\U0001F3FF]))"
+)
 _URL = r"(?<![\p{L}\p{N}_@./-])((?:https?|ftp)://|mailto:|www\.)[^\s<>\"`]+"
-_MENTION = (rf"(?<![\p{{L}}\p{{N}}_@./+-])@{_NAME}(?:[\p{{L}}\p{{M}}\p{{N}}_.]*{_NAME})?"
-            rf"(?:@{_DOMAIN})?")  # fmt: skip
-_NUMBER = (r"(?<![\p{L}\p{N}_.,:/@+\-−\p{Sc}])\p{Sc}?[+\-−]?(?>\d+(?:[.,:]\d+)*"
-           r"(?:[-–/]\d+(?:[.,:]\d+)*)*)(?:[%‰]|\p{Sc})?(?![\p{L}\p{M}\p{N}_])")  # fmt: skip
+_MENTION = (
+    rf"(?<![\p{{L}}\p{{N}}_@./+-])@{_NAME}(?:[\p{{L}}\p{{M}}\p{{N}}_.]*{_NAME})?"
+    rf"(?:@{_DOMAIN})?"
+)
+_NUMBER = (
+    r"(?<![\p{L}\p{N}_.,:/@+\-−\p{Sc}])\p{Sc}?[+\-−]?(?>\d+(?:[.,:]\d+)*"
+    r"(?:[-–/]\d+(?:[.,:]\d+)*)*)(?:[%‰]|\p{Sc})?(?![\p{L}\p{M}\p{N}_])"
+)
 _PATTERNS = {
     "code": regex.compile(r"(?<!`)(`+)[^`\n]+\1(?!`)"),
     "url": regex.compile(_URL, regex.IGNORECASE),

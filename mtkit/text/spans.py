@@ -100,8 +100,10 @@ def _layout(original: str, spans: Sequence[Span]) -> _Layout:
     names = _placeholders(original, runs, natural)
     text, source, groups = [plain[0]], list(range(head, head + len(plain[0]))), []
     for k, ((start, end, _), name) in enumerate(zip(runs, names, strict=True)):
-        pad = (bool(WORDCHAR.match(original[start - 1])),
-               end < len(original) and bool(WORDCHAR.match(original[end])))  # fmt: skip
+        pad = (
+            bool(WORDCHAR.match(original[start - 1])),
+            end < len(original) and bool(WORDCHAR.match(original[end])),
+        )
         token = " " * pad[0] + name + " " * pad[1]
         groups.append(_Group(start, end, original[start:end], name, pad))
         text += [token, plain[k + 1]]
@@ -254,8 +256,9 @@ class _Fill:
                 continue
             taken[m.start() : m.end()] = b"\x01" * len(m[0])
         self.words = [m.span() for m in _WORDS.finditer(self.translation)]
-        self.kept = [w for w in self.words if start <= w[0] and w[1] <= self.end
-                     and taken.find(1, *w) < 0]  # fmt: skip
+        self.kept = [
+            w for w in self.words if start <= w[0] and w[1] <= self.end and taken.find(1, *w) < 0
+        ]
         for k, spans in enumerate(found):
             at = spans[0][0] if len(spans) == 1 else self._place(k, alignment, start)
             best = min(spans, key=lambda s: abs(s[0] - at), default=None)
@@ -337,8 +340,10 @@ def _realign(
     """``alignment`` (masked words, translation words) as (original words, restored words),
     ``texts`` the original, the translation, the restored one, ``fill``'s core there at ``at``."""
     original, _, restored = texts
-    copies = [(0, layout.lead, 0), (layout.trail, len(original),
-                                    len(restored) - len(original) + layout.trail)]  # fmt: skip
+    copies = [
+        (0, layout.lead, 0),
+        (layout.trail, len(original), len(restored) - len(original) + layout.trail),
+    ]
     copies += [(g.start, g.end, at + r) for r, g in fill.copies]
     sources, holds = _placeholder_words(layout, original)
     of_original, of_translation, of_restored = (_word_index(text) for text in texts)
@@ -346,8 +351,13 @@ def _realign(
     for r, t in enumerate(fill.prov, start=at):
         if t is not None and of_translation[t] >= 0 and of_restored[r] >= 0:
             targets.setdefault(of_translation[t], set()).add(of_restored[r])
-    links = {(o, r) for i, j in alignment if 0 <= i < len(sources) and not holds[i]
-             for o in sources[i] for r in targets.get(j, ())}  # fmt: skip
+    links = {
+        (o, r)
+        for i, j in alignment
+        if 0 <= i < len(sources) and not holds[i]
+        for o in sources[i]
+        for r in targets.get(j, ())
+    }
     for start, end, to in copies:
         for c in range(end - start):
             o, r = of_original[start + c], of_restored[to + c]

@@ -70,8 +70,9 @@ class TextOptions:
 
     def __post_init__(self) -> None:
         if self.format not in TEXT_FORMATS:
-            raise MtkitError(f"format must be one of {', '.join(TEXT_FORMATS)}, "
-                             f"got {self.format!r}")  # fmt: skip
+            raise MtkitError(
+                f"format must be one of {', '.join(TEXT_FORMATS)}, got {self.format!r}"
+            )
 
     @property
     def needs_alignment(self) -> bool:
@@ -116,8 +117,10 @@ class Segmented:
             units, owners = self.units, self.owners()
         if not any(self.tags):
             return list(units)
-        return [f"{self.tags[t]} {unit}" if self.tags[t] else unit
-                for unit, t in zip(units, owners, strict=True)]  # fmt: skip
+        return [
+            f"{self.tags[t]} {unit}" if self.tags[t] else unit
+            for unit, t in zip(units, owners, strict=True)
+        ]
 
     def recut(self, results: Sequence[Sequence[Translation]]) -> dict[int, list[str]]:
         """Units whose translation covers too little (:mod:`mtkit.text.recut`), each with the
@@ -131,9 +134,11 @@ class Segmented:
         return self.lines([p for pair in parts.values() for p in pair], texts), texts
 
     def merged(
-        self, results: Sequence[Sequence[Translation]], parts: dict[int, list[str]],
+        self,
+        results: Sequence[Sequence[Translation]],
+        parts: dict[int, list[str]],
         again: Sequence[Sequence[Translation]],
-    ) -> list[list[Translation]]:  # fmt: skip
+    ) -> list[list[Translation]]:
         """``results`` with the units of ``parts`` replaced by their parts' translations."""
         return merged(self.units, results, parts, again)
 
@@ -157,8 +162,10 @@ class Segmented:
         for text, counts in zip(self.texts, self.parts, strict=True):
             sentences, scored = [], []
             for count, sentence in zip(counts, text.all_sentences(), strict=True):
-                pieces = [_piece(self.units[u], offsets[u], results[u], rank)
-                          for u in range(at, at + count)]  # fmt: skip
+                pieces = [
+                    _piece(self.units[u], offsets[u], results[u], rank)
+                    for u in range(at, at + count)
+                ]
                 units = range(at, at + count)
                 at += count
                 masked = next(masks)
@@ -166,11 +173,14 @@ class Segmented:
                 sentences.append(masked.restore(*found) if masked else found)
                 if scores:
                     confidence = _sentence_confidence(pieces, [results[u] for u in units], rank)
-                    scored.append(regrouped(confidence, masked.word_sources(*found))
-                                  if masked else confidence)  # fmt: skip
+                    scored.append(
+                        regrouped(confidence, masked.word_sources(*found)) if masked else confidence
+                    )
             gaps = [text.gap(i) for i in range(len(text) + 1)]
-            whole = [Piece(text.sentence(i), start, *sentences[i])
-                     for i, (start, _) in enumerate(text.sentences)]  # fmt: skip
+            whole = [
+                Piece(text.sentence(i), start, *sentences[i])
+                for i, (start, _) in enumerate(text.sentences)
+            ]
             found = joined(text.text, whole, gaps)
             confidence = None
             if scores:
@@ -207,8 +217,11 @@ def _sentence_confidence(
     found = [_unit_confidence(hyps, rank) for hyps in results]
     if len(pieces) == 1:
         return found[0]
-    kept = [(p.translation.strip(), c) for p, c in zip(pieces, found, strict=True)
-            if p.translation.strip()]  # fmt: skip
+    kept = [
+        (p.translation.strip(), c)
+        for p, c in zip(pieces, found, strict=True)
+        if p.translation.strip()
+    ]
     dropped = [c for p, c in zip(pieces, found, strict=True) if not p.translation.strip()]
     glue = ["", *[" "] * (len(kept) - 1), ""] if kept else [""]
     return joined_confidence(kept, glue, dropped)
@@ -218,8 +231,7 @@ def _sentence(sentence: str, pieces: list[Piece]) -> tuple[str, Alignment | None
     """A sentence's translation: one unit's exactly, or its parts' joined with a space."""
     if len(pieces) == 1:
         return pieces[0].translation, pieces[0].alignment
-    kept = [replace(p, translation=p.translation.strip()) for p in pieces
-            if p.translation.strip()]  # fmt: skip
+    kept = [replace(p, translation=p.translation.strip()) for p in pieces if p.translation.strip()]
     if not kept:
         return "", None if any(p.alignment is None for p in pieces) else ()
     return joined(sentence, kept, [""] + [" "] * (len(kept) - 1) + [""])
@@ -236,8 +248,9 @@ def prepare(
     else each text is one unit, as it is); ``first_number`` numbers the texts in warnings (a
     text is a line of the input)."""
     tagged = [_tagged(text, tokenizer.tags) for text in texts]
-    annotated = [segment(body, options.lang) if options.split else _whole(body)
-                 for _, body in tagged]  # fmt: skip
+    annotated = [
+        segment(body, options.lang) if options.split else _whole(body) for _, body in tagged
+    ]
     plain = [s for text in annotated for s in text.all_sentences()]
     masks = [mask(s) if options.spans else None for s in plain]
     sentences = [m.text if m else s for m, s in zip(masks, plain, strict=True)]
@@ -260,8 +273,10 @@ def prepare(
             fits = lengths is None or next(lengths) <= limit
             cut = [sentence] if fits else cut_long(sentence, count, limit)
             if len(cut) > 1:
-                warn(f"line {number}: a sentence of {pieces(sentence)} pieces, more than the "
-                     f"limit of {limit}, cut into {len(cut)} parts, each translated")  # fmt: skip
+                warn(
+                    f"line {number}: a sentence of {pieces(sentence)} pieces, more than the "
+                    f"limit of {limit}, cut into {len(cut)} parts, each translated"
+                )
             units.extend(cut)
             offsets.extend(located(sentence, cut))
             counts.append(len(cut))
@@ -326,8 +341,10 @@ def translate_documents(
         plan, results = translate_plans(texts, options, tokenizer, limit, units, first_number)
         return plan.translated(results, scores=scores)
     if scores:
-        raise MtkitError(f"scores are given per text of format 'text', not {options.format!r} "
-                         "(a document's words move with its markup)")  # fmt: skip
+        raise MtkitError(
+            f"scores are given per text of format 'text', not {options.format!r} "
+            "(a document's words move with its markup)"
+        )
     from mtkit.text.markup import translate_markup
 
     plain = replace(options, format="text", split=True)
@@ -336,8 +353,9 @@ def translate_documents(
         plan, results = translate_plans(found, plain, tokenizer, limit, units, first_number)
         return [(t.text, t.alignment) for t in plan.translated(results)]
 
-    return [TextTranslation(document)
-            for document in translate_markup(texts, options.format, blocks)]  # fmt: skip
+    return [
+        TextTranslation(document) for document in translate_markup(texts, options.format, blocks)
+    ]
 
 
 def engine_units(
@@ -353,8 +371,9 @@ def engine_units(
         phrases = None
         if constrain is not None:
             phrases = [constrain(line, n) for line, n in zip(lines, numbers, strict=True)]
-        return engine.translate(lines, search, first_number=numbers, progress=progress,
-                                constraints=phrases)  # fmt: skip
+        return engine.translate(
+            lines, search, first_number=numbers, progress=progress, constraints=phrases
+        )
 
     return translate
 
@@ -378,8 +397,15 @@ def translate_texts(
         search = search.replace(alignment=True)
     per_batch = not options.split and options.format == "text"
     units = Counted(engine_units(engine, search, progress if per_batch else None, constrain))
-    found = translate_documents(texts, options, engine.src_tokenizer, source_limit(engine),
-                                units, first_number, search.scores)  # fmt: skip
+    found = translate_documents(
+        texts,
+        options,
+        engine.src_tokenizer,
+        source_limit(engine),
+        units,
+        first_number,
+        search.scores,
+    )
     if progress is not None:  # the texts with nothing to translate, or all of them
         progress.update(len(texts) - units.lines if per_batch else len(texts))
     return found

@@ -66,8 +66,9 @@ def average_checkpoints(paths: Sequence[str | Path], output: str | Path) -> Chec
         if ckpt.model.keys() != first.model.keys():
             raise MtkitError(f"{path}: parameters differ from {paths[0]}")
         states.append(ckpt.model)
-    averaged = replace(first, model=average_state_dicts(states), resume=None,
-                       averaged_from=[str(p) for p in paths])  # fmt: skip
+    averaged = replace(
+        first, model=average_state_dicts(states), resume=None, averaged_from=[str(p) for p in paths]
+    )
     averaged.save(output)
     return averaged
 

@@ -155,8 +155,12 @@ def iterate_groups(
     groups = [batches[i : i + per_group] for i in range(start, len(batches), per_group)]
     slots = [rank_slots(g, rank, world_size, update_freq) for g in groups]
     sampler = [idx.tolist() for rank_slots_ in slots for idx, _ in rank_slots_]
-    loader = DataLoader(PairDataset(data), batch_sampler=sampler,
-                        collate_fn=partial(collate, ids=ids), **loader_args)  # fmt: skip
+    loader = DataLoader(
+        PairDataset(data),
+        batch_sampler=sampler,
+        collate_fn=partial(collate, ids=ids),
+        **loader_args,
+    )
     stream = iter(loader)
     tgt_lengths = torch.as_tensor(data.tgt_lengths)
     consumed = start

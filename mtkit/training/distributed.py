@@ -92,8 +92,10 @@ def resolve_precision(
         return _cpu_precision(precision, cpu_flags() if flags is None else flags)
     if precision == "auto":
         bf16 = torch.cuda.is_bf16_supported()
-        return Precision(torch.bfloat16 if bf16 else torch.float16,
-                         f"auto: this GPU {'supports' if bf16 else 'lacks'} bf16")  # fmt: skip
+        return Precision(
+            torch.bfloat16 if bf16 else torch.float16,
+            f"auto: this GPU {'supports' if bf16 else 'lacks'} bf16",
+        )
     dtype = {"fp32": None, "bf16": torch.bfloat16, "fp16": torch.float16}[precision]
     return Precision(dtype, "as asked")
 

@@ -76,8 +76,14 @@ class RunLog:
         self._file = None
         self._tb = None
         show_bar = enabled and not quiet and sys.stderr.isatty()
-        self.bar = tqdm(total=total, initial=initial, file=sys.stderr, disable=not show_bar,
-                        unit="upd", dynamic_ncols=True)  # fmt: skip
+        self.bar = tqdm(
+            total=total,
+            initial=initial,
+            file=sys.stderr,
+            disable=not show_bar,
+            unit="upd",
+            dynamic_ncols=True,
+        )
         if enabled:
             self._file = (self.run_dir / METRICS_LOG).open("a", encoding="utf-8")
             self._tb = _tensorboard(self.run_dir)

@@ -83,8 +83,9 @@ class Trainer:
         self, cfg: TrainConfig, model_cfg: ModelConfig, data: TrainData, quiet: bool = False
     ) -> None:
         self.cfg, self.model_cfg, self.data, self.quiet = cfg, model_cfg, data, quiet
-        self.step = Stepper(cfg, model_cfg, data.tgt_tokenizer.specials, data.init,
-                            data.src_tokenizer.tag_ids)  # fmt: skip
+        self.step = Stepper(
+            cfg, model_cfg, data.tgt_tokenizer.specials, data.init, data.src_tokenizer.tag_ids
+        )
         self.where, self.device = self.step.where, self.step.device
         self.state = TrainState(precision=self.step.resolved.name)
         self.sizes = sentence_sizes(data.train.src_lengths, data.train.tgt_lengths)
@@ -117,9 +118,14 @@ class Trainer:
 
     def checkpoint(self, rngs: list[dict[str, Any]]) -> Checkpoint:
         data, resume = self.data, self.step.resume_state(rngs, self.state.to_dict())
-        return Checkpoint.of(self.step.model, data.src_tokenizer, data.tgt_tokenizer,
-                             languages=data.languages, train_config=asdict(self.cfg),
-                             resume=resume)  # fmt: skip
+        return Checkpoint.of(
+            self.step.model,
+            data.src_tokenizer,
+            data.tgt_tokenizer,
+            languages=data.languages,
+            train_config=asdict(self.cfg),
+            resume=resume,
+        )
 
     def save(self, numbered: bool, best: bool) -> None:
         """checkpoint_last.pt (a numbered one too, or instead, see CheckpointDir.save).
@@ -182,8 +188,13 @@ class Trainer:
         deterministic = torch.are_deterministic_algorithms_enabled()
         if self.device.type == "cpu":
             torch.use_deterministic_algorithms(True)  # bitwise-exact resume on CPU
-        self.log = RunLog(self.cfg.run_dir, self.where.is_main, self.quiet,
-                          self.cfg.max_updates or None, self.state.update)  # fmt: skip
+        self.log = RunLog(
+            self.cfg.run_dir,
+            self.where.is_main,
+            self.quiet,
+            self.cfg.max_updates or None,
+            self.state.update,
+        )
         try:
             with StopSignal() as self.signal:
                 return self._run()
@@ -213,22 +224,40 @@ class Trainer:
             reason = "early_stop"  # an early-stopped run, resumed with the same patience
         while reason is None:
             train, sizes = self._epoch_data()
-            batches = epoch_batches(sizes, self.cfg.max_tokens, self.cfg.seed,
-                                    self.state.epoch, list(self.data.train.directions.values()),
-                                    self.cfg.pair_temperature)  # fmt: skip
+            batches = epoch_batches(
+                sizes,
+                self.cfg.max_tokens,
+                self.cfg.seed,
+                self.state.epoch,
+                list(self.data.train.directions.values()),
+                self.cfg.pair_temperature,
+            )
             if not batches:
                 raise MtkitError("the training split is empty")
-            groups = iterate_groups(train, batches, self.state.consumed,
-                                    self.where.rank, self.where.world_size,
-                                    self.cfg.update_freq, self._loader_args(),
-                                    self.step.model.special_ids)  # fmt: skip
+            groups = iterate_groups(
+                train,
+                batches,
+                self.state.consumed,
+                self.where.rank,
+                self.where.world_size,
+                self.cfg.update_freq,
+                self._loader_args(),
+                self.step.model.special_ids,
+            )
             for group in groups:
                 reason = self._update(group, len(batches))
                 if reason is not None:
                     break
         state = self.state
-        return TrainResult(state.update, state.epoch, state.consumed, reason, state.best,
-                           self.last_valid, self.signal.signum)  # fmt: skip
+        return TrainResult(
+            state.update,
+            state.epoch,
+            state.consumed,
+            reason,
+            state.best,
+            self.last_valid,
+            self.signal.signum,
+        )
 
     def _epoch_data(self) -> tuple[Any, torch.Tensor]:
         """The training split as this epoch sees it (augmented, when asked) and its sizes."""
@@ -328,8 +357,14 @@ class Trainer:
         improved = early = False
         if self.where.is_main:
             assert self.data.valid is not None
-            record = validate(self.step.model, self.data.valid, self.cfg, self.device,
-                              self.step.amp_dtype, self.data.tgt_tokenizer)  # fmt: skip
+            record = validate(
+                self.step.model,
+                self.data.valid,
+                self.cfg,
+                self.device,
+                self.step.amp_dtype,
+                self.data.tgt_tokenizer,
+            )
             improved, early = self._track(record)
         D.barrier(self.where)
         self.validated_at = self.state.update
@@ -339,8 +374,12 @@ class Trainer:
     def _track(self, record: dict[str, Any]) -> tuple[bool, bool]:
         """Log a validation record, update best/patience; returns (improved, stop early)."""
         state = self.state
-        record = {"update": state.update, "epoch": state.epoch, **record,
-                  "elapsed": round(state.elapsed, 3)}  # fmt: skip
+        record = {
+            "update": state.update,
+            "epoch": state.epoch,
+            **record,
+            "elapsed": round(state.elapsed, 3),
+        }
         state.history.append(record)
         self.last_valid = record
         self.log.record("valid", record)
@@ -364,13 +403,21 @@ class Trainer:
         if state.update % max(self.cfg.log_every, 1):
             return
         nll = state.log_nll / max(state.log_tokens, 1)
-        self.log.record("train", {
-            "update": state.update, "epoch": state.epoch,
-            "loss": state.log_loss / max(state.log_tokens, 1), "nll": nll,
-            "ppl": math.exp(min(nll, 700.0)), "lr": lr, "gnorm": gnorm,
-            "tgt_tokens_per_s": round(tps, 1), "elapsed": round(state.elapsed, 3),
-            **self._scaler_record(),
-        })  # fmt: skip
+        self.log.record(
+            "train",
+            {
+                "update": state.update,
+                "epoch": state.epoch,
+                "loss": state.log_loss / max(state.log_tokens, 1),
+                "nll": nll,
+                "ppl": math.exp(min(nll, 700.0)),
+                "lr": lr,
+                "gnorm": gnorm,
+                "tgt_tokens_per_s": round(tps, 1),
+                "elapsed": round(state.elapsed, 3),
+                **self._scaler_record(),
+            },
+        )
         meter.reset()
         state.log_loss = state.log_nll = 0.0
         state.log_tokens = 0

@@ -97,9 +97,13 @@ class Stepper:
 
     def resume_state(self, rng: list[dict[str, Any]], state: dict[str, Any]) -> ResumeState:
         """The optimizer's, schedule's and scaler's states with the run's ``rng`` and ``state``."""
-        return ResumeState(optimizer=self.optimizer.state_dict(),
-                           scheduler=self.scheduler.state_dict(), rng=rng, state=state,
-                           scaler=self.scaler.state_dict())  # fmt: skip
+        return ResumeState(
+            optimizer=self.optimizer.state_dict(),
+            scheduler=self.scheduler.state_dict(),
+            rng=rng,
+            state=state,
+            scaler=self.scaler.state_dict(),
+        )
 
     def load(self, ckpt: Checkpoint, resume: ResumeState) -> None:
         """Continue from ``ckpt``'s weights and ``resume``'s optimizer, schedule and scaler."""

@@ -57,9 +57,14 @@ def plan_validation(data: ParallelData, max_positions: int, max_tokens: int) -> 
     src = np.minimum(data.src_lengths, cap)
     in_loss = data.tgt_lengths <= cap
     sizes = np.maximum(src, data.tgt_lengths) + 1
-    return ValidPlan(src, sizes, in_loss, truncated=int((data.src_lengths > cap).sum()),
-                     left_out=int((~in_loss).sum()),
-                     alone=int((in_loss & (sizes > max_tokens)).sum()))  # fmt: skip
+    return ValidPlan(
+        src,
+        sizes,
+        in_loss,
+        truncated=int((data.src_lengths > cap).sum()),
+        left_out=int((~in_loss).sum()),
+        alone=int((in_loss & (sizes > max_tokens)).sum()),
+    )
 
 
 def _counted(n: int, one: str, many: str) -> str:
@@ -72,9 +77,11 @@ def describe_plan(plan: ValidPlan, max_positions: int, max_tokens: int) -> str |
     parts = []
     if plan.truncated:
         its = "its" if plan.truncated == 1 else "their"
-        parts.append(f"{_counted(plan.truncated, 'source', 'sources')} longer than "
-                     f"max_positions={max_positions} allows will be truncated to {its} first "
-                     f"{cap} pieces")  # fmt: skip
+        parts.append(
+            f"{_counted(plan.truncated, 'source', 'sources')} longer than "
+            f"max_positions={max_positions} allows will be truncated to {its} first "
+            f"{cap} pieces"
+        )
     if plan.left_out:
         its = "its pair" if plan.left_out == 1 else "their pairs"
         parts.append(

@@ -17,9 +17,19 @@ def spm_model() -> bytes:
 
 
 def make_ckpt(spm_bytes: bytes) -> tuple[dict, torch.nn.Module]:
-    cfg = ModelConfig(src_vocab_size=60, tgt_vocab_size=60, d_model=16, ffn_dim=32, heads=2,
-                      encoder_layers=1, decoder_layers=1)  # fmt: skip
+    cfg = ModelConfig(
+        src_vocab_size=60,
+        tgt_vocab_size=60,
+        d_model=16,
+        ffn_dim=32,
+        heads=2,
+        encoder_layers=1,
+        decoder_layers=1,
+    )
     model = build_model(cfg)
-    payload = {"model_config": asdict(cfg), "model": model.state_dict(),
-               "spm": {"src": spm_bytes, "tgt": spm_bytes}}  # fmt: skip
+    payload = {
+        "model_config": asdict(cfg),
+        "model": model.state_dict(),
+        "spm": {"src": spm_bytes, "tgt": spm_bytes},
+    }
     return payload, model

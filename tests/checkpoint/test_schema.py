@@ -75,12 +75,22 @@ def full_checkpoint(spm_bytes: bytes) -> Checkpoint:
             rng=[rng_state()],
             state=TrainState(update=4, epoch=2).to_dict(),
             scaler={"scale": 1024.0},
-        ),  # fmt: skip
+        ),
     )
 
 
-FIELDS = ("model_config", "model", "spm", "vocab", "special_ids", "languages", "tag_ids",
-          "train_config", "averaged_from", "imported_from")  # fmt: skip
+FIELDS = (
+    "model_config",
+    "model",
+    "spm",
+    "vocab",
+    "special_ids",
+    "languages",
+    "tag_ids",
+    "train_config",
+    "averaged_from",
+    "imported_from",
+)
 
 
 def test_every_field_round_trips(tmp_path: Path, spm_bytes: bytes) -> None:

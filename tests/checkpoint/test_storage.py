@@ -38,8 +38,10 @@ def test_refuses_code(tmp_path: Path) -> None:
     torch.save({"format": "mtkit-checkpoint", "x": Evil()}, path)
     raw = tmp_path / "raw.pt"
     raw.write_bytes(pickle.dumps(Evil()))
-    refusals = [(path, "refused: loading it would call posix.system"),
-                (raw, "refused: not a checkpoint of tensors and plain data")]  # fmt: skip
+    refusals = [
+        (path, "refused: loading it would call posix.system"),
+        (raw, "refused: not a checkpoint of tensors and plain data"),
+    ]
     for crafted, message in refusals:
         with pytest.raises(MtkitError) as refused:
             load_checkpoint(crafted)

@@ -59,8 +59,16 @@ def test_help_lists_evaluate() -> None:
 
 
 def test_prints_what_sacrebleu_prints(files: dict[str, Path]) -> None:
-    result = run("-r", files["ref"], "-r", files["ref2"], "--tokenize", "intl", "--lowercase",
-                 stdin=files["hyp"].read_bytes())  # fmt: skip
+    result = run(
+        "-r",
+        files["ref"],
+        "-r",
+        files["ref2"],
+        "--tokenize",
+        "intl",
+        "--lowercase",
+        stdin=files["hyp"].read_bytes(),
+    )
     assert result.exit_code == 0, result.output
     options = ["-m", "bleu", "chrf", "ter", "-tok", "intl", "-lc", "--chrf-lowercase"]
     expected = sacrebleu(files["ref"], files["ref2"], "-i", files["hyp"], *options, "-f", "text")
@@ -87,8 +95,20 @@ def test_json_matches_sacrebleu_json(files: dict[str, Path]) -> None:
 
 def test_compare(files: dict[str, Path]) -> None:
     hyp, hyp2, ref = files["hyp"], files["hyp2"], files["ref"]
-    result = run("-i", hyp, "-r", ref, "--compare", hyp2, "--compare", hyp, "--metrics",
-                 "bleu,chrf", "--paired-bs-n", 200)  # fmt: skip
+    result = run(
+        "-i",
+        hyp,
+        "-r",
+        ref,
+        "--compare",
+        hyp2,
+        "--compare",
+        hyp,
+        "--metrics",
+        "bleu,chrf",
+        "--paired-bs-n",
+        200,
+    )
     assert result.exit_code == 0, result.output
     out = result.output.splitlines()
     assert out[0].startswith("Paired bootstrap resampling (200 resamples)")
@@ -100,9 +120,25 @@ def test_compare(files: dict[str, Path]) -> None:
 
 
 def test_compare_ar_json(files: dict[str, Path]) -> None:
-    result = run("-i", files["hyp2"], "-r", files["ref"], "--compare", files["hyp"], "--paired",
-                 "ar", "--paired-ar-n", 300, "--paired-bs-n", 100, "--seed", 3, "--metrics",
-                 "bleu", "--json")  # fmt: skip
+    result = run(
+        "-i",
+        files["hyp2"],
+        "-r",
+        files["ref"],
+        "--compare",
+        files["hyp"],
+        "--paired",
+        "ar",
+        "--paired-ar-n",
+        300,
+        "--paired-bs-n",
+        100,
+        "--seed",
+        3,
+        "--metrics",
+        "bleu",
+        "--json",
+    )
     assert result.exit_code == 0, result.output
     (bleu,) = json.loads(result.output)
     assert bleu["test"] == "ar" and bleu["samples"] == 300
@@ -115,22 +151,40 @@ def test_compare_ar_json(files: dict[str, Path]) -> None:
 @pytest.mark.parametrize(
     "make, args, message",
     [
-        ({"h": b"a\nb\nc\n", "r": b"a\nb\n"}, ["-i", "h", "-r", "r"],
-         "line count mismatch: {h} has 3 lines, {r} has 2"),
-        ({"h": b"a\nb\n", "r": b"a\nb\n", "r2": b"a\n"}, ["-i", "h", "-r", "r", "-r", "r2"],
-         "line count mismatch: {r} has 2 lines, {r2} has 1"),
+        (
+            {"h": b"a\nb\nc\n", "r": b"a\nb\n"},
+            ["-i", "h", "-r", "r"],
+            "line count mismatch: {h} has 3 lines, {r} has 2",
+        ),
+        (
+            {"h": b"a\nb\n", "r": b"a\nb\n", "r2": b"a\n"},
+            ["-i", "h", "-r", "r", "-r", "r2"],
+            "line count mismatch: {r} has 2 lines, {r2} has 1",
+        ),
         ({"r": b"a\n"}, ["-i", "missing", "-r", "r"], "{missing}: no such file"),
-        ({"h": b"ok\n\xff\xfe\n", "r": b"a\nb\n"}, ["-i", "h", "-r", "r"],
-         "{h}:2: invalid UTF-8 (byte 0xff at byte 1 of the line)"),
-        ({"h": b"a\n", "r": b"a\n"}, ["-i", "h", "-r", "r", "--metrics", "bleu,meteor"],
-         "--metrics: unknown metric 'meteor' (known: bleu, chrf, chrf++, ter)"),
-        ({"h": b"a\n", "r": b"a\n"}, ["-i", "h", "-r", "r", "--tokenize", "moses"],
-         "--tokenize: unknown BLEU tokenizer 'moses'"),
+        (
+            {"h": b"ok\n\xff\xfe\n", "r": b"a\nb\n"},
+            ["-i", "h", "-r", "r"],
+            "{h}:2: invalid UTF-8 (byte 0xff at byte 1 of the line)",
+        ),
+        (
+            {"h": b"a\n", "r": b"a\n"},
+            ["-i", "h", "-r", "r", "--metrics", "bleu,meteor"],
+            "--metrics: unknown metric 'meteor' (known: bleu, chrf, chrf++, ter)",
+        ),
+        (
+            {"h": b"a\n", "r": b"a\n"},
+            ["-i", "h", "-r", "r", "--tokenize", "moses"],
+            "--tokenize: unknown BLEU tokenizer 'moses'",
+        ),
         ({"h": b"a\n"}, ["-i", "h"], "no reference given (-r REF)"),
-        ({"h": b"a\n", "r": b"a\n"}, ["-i", "h", "-r", "r", "--compare", "r", "--compare", "x"],
-         "{x}: no such file"),
+        (
+            {"h": b"a\n", "r": b"a\n"},
+            ["-i", "h", "-r", "r", "--compare", "r", "--compare", "x"],
+            "{x}: no such file",
+        ),
     ],
-)  # fmt: skip
+)
 def test_one_line_errors(tmp_path: Path, make: dict, args: list[str], message: str) -> None:
     names = {name: str(tmp_path / name) for name in ("h", "r", "r2", "missing", "x")}
     for name, data in make.items():
@@ -145,8 +199,14 @@ def test_one_line_errors(tmp_path: Path, make: dict, args: list[str], message: s
 def test_bom_crlf_from_stdin(tmp_path: Path) -> None:
     ref = tmp_path / "ref.de"
     ref.write_bytes(b"\xef\xbb\xbfein Hund l\xc3\xa4uft im Park\r\n")
-    result = run("-r", ref, "--metrics", "bleu,ter", "--json",
-                 stdin=b"\xef\xbb\xbfein Hund l\xc3\xa4uft im Park\r\n")  # fmt: skip
+    result = run(
+        "-r",
+        ref,
+        "--metrics",
+        "bleu,ter",
+        "--json",
+        stdin=b"\xef\xbb\xbfein Hund l\xc3\xa4uft im Park\r\n",
+    )
     assert result.exit_code == 0, result.output
     assert [item["score"] for item in json.loads(result.output)] == pytest.approx([100.0, 0.0])
 
@@ -164,8 +224,22 @@ def test_model_option_with_fake_engine(tmp_path: Path, monkeypatch: pytest.Monke
     text = tmp_path / "same.txt"
     text.write_text("a b c d e\n")
     out = tmp_path / "hyp.txt"
-    result = run("-m", "m.pt", "--src", text, "-r", text, "--beam", 3, "--device", "cpu",
-                 "-o", out, "--metrics", "chrf")  # fmt: skip
+    result = run(
+        "-m",
+        "m.pt",
+        "--src",
+        text,
+        "-r",
+        text,
+        "--beam",
+        3,
+        "--device",
+        "cpu",
+        "-o",
+        out,
+        "--metrics",
+        "chrf",
+    )
     assert result.exit_code == 0, result.output
     assert result.output.startswith("chrF2|") and result.output.rstrip().endswith("= 100.0")
     assert (seen[0].search.beam, seen[0].device) == (3, "cpu")
@@ -182,16 +256,30 @@ def test_model_end_to_end(tmp_path: Path) -> None:
     words = "the a man woman dog cat runs walks on in red blue big small house street".split()
     sentences = [" ".join(words[(i * 7 + j) % len(words)] for j in range(6)) for i in range(200)]
     spm = train_spm(sentences, vocab_size=60)
-    cfg = ModelConfig(src_vocab_size=60, tgt_vocab_size=60, d_model=16, ffn_dim=32, heads=2,
-                      encoder_layers=1, decoder_layers=1)  # fmt: skip
+    cfg = ModelConfig(
+        src_vocab_size=60,
+        tgt_vocab_size=60,
+        d_model=16,
+        ffn_dim=32,
+        heads=2,
+        encoder_layers=1,
+        decoder_layers=1,
+    )
     ckpt = tmp_path / "model.pt"
-    save_checkpoint({"model_config": asdict(cfg), "model": build_model(cfg).state_dict(),
-                     "spm": {"src": spm, "tgt": spm}}, ckpt)  # fmt: skip
+    save_checkpoint(
+        {
+            "model_config": asdict(cfg),
+            "model": build_model(cfg).state_dict(),
+            "spm": {"src": spm, "tgt": spm},
+        },
+        ckpt,
+    )
     src, ref, out = tmp_path / "test.en", tmp_path / "test.de", tmp_path / "hyp.de"
     src.write_text("".join(f"{s}\n" for s in sentences[:5]))
     ref.write_text("".join(f"{s}\n" for s in sentences[5:10]))
-    result = run("-m", ckpt, "--src", src, "-r", ref, "--beam", 2, "--device", "cpu", "-o", out,
-                 "--json")  # fmt: skip
+    result = run(
+        "-m", ckpt, "--src", src, "-r", ref, "--beam", 2, "--device", "cpu", "-o", out, "--json"
+    )
     assert result.exit_code == 0, result.output
     config = TranslateConfig(SearchConfig(beam=2), device="cpu")
     hyps = translate.translate_lines([str(ckpt)], sentences[:5], config)
@@ -207,11 +295,31 @@ def test_evaluate_a_multilingual_model(multi_run: Path, multi_dataset: Path, tmp
     refs = (multi_dataset / "valid.tgt.txt").read_text().splitlines()
     (tmp_path / "en").write_text("".join(line.split(" ", 1)[1] + "\n" for line in src[8:16]))
     (tmp_path / "fr").write_text("".join(f"{line}\n" for line in refs[8:16]))
-    result = run("-m", ckpt, "--src", tmp_path / "en", "-r", tmp_path / "fr", "--tgt-lang", "fr",
-                 "--metrics", "bleu", "--json")  # fmt: skip
+    result = run(
+        "-m",
+        ckpt,
+        "--src",
+        tmp_path / "en",
+        "-r",
+        tmp_path / "fr",
+        "--tgt-lang",
+        "fr",
+        "--metrics",
+        "bleu",
+        "--json",
+    )
     assert result.exit_code == 0, result.output
     assert json.loads(result.output)[0]["score"] > 99.99
-    result = run("-m", ckpt, "--src", multi_dataset / "valid.src.txt", "-r",
-                 multi_dataset / "valid.tgt.txt", "--metrics", "bleu", "--json")  # fmt: skip
+    result = run(
+        "-m",
+        ckpt,
+        "--src",
+        multi_dataset / "valid.src.txt",
+        "-r",
+        multi_dataset / "valid.tgt.txt",
+        "--metrics",
+        "bleu",
+        "--json",
+    )
     assert result.exit_code == 0, result.output
     assert json.loads(result.output)[0]["score"] > 99.99

@@ -116,8 +116,9 @@ def test_a_hard_coded_default_is_caught() -> None:
         "--metrics: default 'bleu,chrf,ter', not ['bleu', 'chrf', 'ter']",
         "--nope: no field nope in EvaluateConfig",
     ]
-    assert mismatches(evaluate, EvaluateConfig, {"paired_bs_n", "seed", "metrics", "nope"},
-                      override=True) == ["--width: default 1, not None"]  # fmt: skip
+    assert mismatches(
+        evaluate, EvaluateConfig, {"paired_bs_n", "seed", "metrics", "nope"}, override=True
+    ) == ["--width: default 1, not None"]
 
 
 def test_config_option() -> None:
@@ -130,14 +131,22 @@ def test_config_option() -> None:
 
     ctx = click.Context(run)
     assert [p.get_help_record(ctx)[1] for p in run.params] == [
-        "[default: bleu,chrf,ter]", "", "Stop.  [default: 0]", "[default: joint]"
-    ]  # fmt: skip
+        "[default: bleu,chrf,ter]",
+        "",
+        "Stop.  [default: 0]",
+        "[default: joint]",
+    ]
     defaults = {"metrics": ["bleu", "chrf", "ter"], "refs": [], "max_updates": None, "joint": True}
     assert run.make_context("run", []).params == defaults  # lists, not tuples: the fields' type
-    ctx = run.make_context("run", ["--metrics", "bleu,ter", "-r", "a", "-r", "b", "--separate",
-                                   "--max-updates", "0"])  # fmt: skip
-    assert ctx.params == {"metrics": ["bleu", "ter"], "refs": ["a", "b"], "max_updates": 0,
-                          "joint": False}  # fmt: skip
+    ctx = run.make_context(
+        "run", ["--metrics", "bleu,ter", "-r", "a", "-r", "b", "--separate", "--max-updates", "0"]
+    )
+    assert ctx.params == {
+        "metrics": ["bleu", "ter"],
+        "refs": ["a", "b"],
+        "max_updates": 0,
+        "joint": False,
+    }
 
 
 @pytest.mark.parametrize(

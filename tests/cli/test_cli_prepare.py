@@ -44,9 +44,26 @@ def test_spm_train_then_prepare(tmp_path: Path, write_corpus, corpus_pairs) -> N
     assert code == 0, output
     assert output == f"wrote {prefix}.model and {prefix}.vocab: 90 pieces from 400 sentences\n"
     out = tmp_path / "bin"
-    code, output = invoke("prepare", "--src-lang", "en", "--tgt-lang", "de", "--train-prefix",
-                          train, "--valid", valid, "--spm", prefix, "-o", str(out),
-                          "--dedup", "--workers", "2", "--chunk-size", "50")  # fmt: skip
+    code, output = invoke(
+        "prepare",
+        "--src-lang",
+        "en",
+        "--tgt-lang",
+        "de",
+        "--train-prefix",
+        train,
+        "--valid",
+        valid,
+        "--spm",
+        prefix,
+        "-o",
+        str(out),
+        "--dedup",
+        "--workers",
+        "2",
+        "--chunk-size",
+        "50",
+    )
     assert code == 0, output
     lines = output.splitlines()
     assert lines[0] == f"prepared {out}: en-de, joint vocabulary 90, uint16"
@@ -75,17 +92,29 @@ def test_separate_models_from_the_command_line(tmp_path: Path, write_corpus, cor
 @pytest.mark.parametrize(
     "files, args, message",
     [
-        ({"c.en": "a\nb\n", "c.de": "x\n"}, ["--train", "c"],
-         "Error: line counts differ: c.en has 2 lines, c.de has 1"),
-        ({"c.tsv": "a\tb\nno tab\n"}, ["--train", "c.tsv"],
-         "Error: c.tsv: line 2: expected 2 tab-separated columns, found 1"),
-        ({"c.en": "a\n", "c.de": "\xff\n"}, ["--train", "c"],
-         "Error: c.de:1: invalid UTF-8 (byte 0xff at byte 1 of the line)"),
-        ({"c.en": "a\n", "c.de": "b\n"}, ["--train", "c", "--spm", "nope.model"],
-         "Error: nope.model: no such sentencepiece model"),
+        (
+            {"c.en": "a\nb\n", "c.de": "x\n"},
+            ["--train", "c"],
+            "Error: line counts differ: c.en has 2 lines, c.de has 1",
+        ),
+        (
+            {"c.tsv": "a\tb\nno tab\n"},
+            ["--train", "c.tsv"],
+            "Error: c.tsv: line 2: expected 2 tab-separated columns, found 1",
+        ),
+        (
+            {"c.en": "a\n", "c.de": "\xff\n"},
+            ["--train", "c"],
+            "Error: c.de:1: invalid UTF-8 (byte 0xff at byte 1 of the line)",
+        ),
+        (
+            {"c.en": "a\n", "c.de": "b\n"},
+            ["--train", "c", "--spm", "nope.model"],
+            "Error: nope.model: no such sentencepiece model",
+        ),
         ({}, ["--train", "c"], "Error: c: no such corpus (looked for c.en and c.de;"),
     ],
-)  # fmt: skip
+)
 def test_errors_are_one_line_and_leave_no_output(
     tmp_path: Path, monkeypatch, corpus_spm: Path, files: dict, args: list, message: str
 ) -> None:
@@ -115,14 +144,29 @@ def test_help() -> None:
 
 
 def run_mtkit(*args: str, cwd: Path, env: dict | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run([*mtkit_command(), *args], cwd=cwd, capture_output=True, text=True,
-                          env={**os.environ, **(env or {})}, timeout=120)  # fmt: skip
+    return subprocess.run(
+        [*mtkit_command(), *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        env={**os.environ, **(env or {})},
+        timeout=120,
+    )
 
 
 def test_installed_command(tmp_path: Path, write_corpus, corpus_pairs) -> None:
     train = write_corpus("text", corpus_pairs)
-    done = run_mtkit("spm", "train", "--model-prefix", "m", "--vocab-size", "80", f"{train}.en",
-                     f"{train}.de", cwd=tmp_path)  # fmt: skip
+    done = run_mtkit(
+        "spm",
+        "train",
+        "--model-prefix",
+        "m",
+        "--vocab-size",
+        "80",
+        f"{train}.en",
+        f"{train}.de",
+        cwd=tmp_path,
+    )
     assert done.returncode == 0, done.stderr
     done = run_mtkit("prepare", "--train", train, "--spm", "m", "-o", "bin", cwd=tmp_path)
     assert done.returncode == 0, done.stderr
@@ -137,9 +181,19 @@ def test_installed_command(tmp_path: Path, write_corpus, corpus_pairs) -> None:
 
 
 def test_unknown_hf_dataset(tmp_path: Path, corpus_spm: Path) -> None:
-    done = run_mtkit("prepare", "--train", "hf:nobody-xyz/no-such-dataset", "--hf-config", "de-en",
-                     "--spm", str(corpus_spm), "-o", "bin", cwd=tmp_path,
-                     env={"HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1"})  # fmt: skip
+    done = run_mtkit(
+        "prepare",
+        "--train",
+        "hf:nobody-xyz/no-such-dataset",
+        "--hf-config",
+        "de-en",
+        "--spm",
+        str(corpus_spm),
+        "-o",
+        "bin",
+        cwd=tmp_path,
+        env={"HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1"},
+    )
     assert done.returncode == 1
     assert done.stderr.startswith("Error: unknown dataset nobody-xyz/no-such-dataset")
     assert done.stderr.count("\n") == 1 and "Traceback" not in done.stderr
@@ -171,11 +225,23 @@ def test_killed_prepare_leaves_no_dataset(
         feeders.append(threading.Thread(target=feed, args=(tmp_path / f"c.{lang}", payload)))
         feeders[-1].start()
     out = tmp_path / "out" / "bin"
-    args = ["prepare", "--train", str(tmp_path / "c"), "--spm", str(corpus_spm), "-o", str(out),
-            "--workers", "2", "--chunk-size", "500"]  # fmt: skip
+    args = [
+        "prepare",
+        "--train",
+        str(tmp_path / "c"),
+        "--spm",
+        str(corpus_spm),
+        "-o",
+        str(out),
+        "--workers",
+        "2",
+        "--chunk-size",
+        "500",
+    ]
     env = {**os.environ, "PYTHONFAULTHANDLER": "1"}  # SIGABRT: every thread's stack
-    process = subprocess.Popen([*mtkit_command(), *args], cwd=tmp_path, stderr=subprocess.PIPE,
-                               env=env)  # fmt: skip
+    process = subprocess.Popen(
+        [*mtkit_command(), *args], cwd=tmp_path, stderr=subprocess.PIPE, env=env
+    )
     try:
         deadline = time.monotonic() + 60
         while not [p for p in out.parent.glob(".bin.*.tmp/train.src.bin") if p.stat().st_size]:
@@ -245,8 +311,9 @@ def test_pairs_from_the_command_line(tmp_path: Path, multi_corpus) -> None:
     assert output.endswith("from 240 sentences, tags >>de<< >>fr<< >>cs<<\n")
     valid_pairs = [a for name, spec in valid.items() for a in ("--valid-pair", f"{name}={spec}")]
     out = tmp_path / "bin"
-    code, output = invoke("prepare", "--spm", prefix, "-o", str(out), "--max-ratio", "0", *pairs,
-                          *valid_pairs)  # fmt: skip
+    code, output = invoke(
+        "prepare", "--spm", prefix, "-o", str(out), "--max-ratio", "0", *pairs, *valid_pairs
+    )
     assert code == 0, output
     lines = output.splitlines()
     assert lines[0] == f"prepared {out}: en-de,fr,cs, joint vocabulary 80, uint16"
@@ -259,12 +326,16 @@ def test_pairs_from_the_command_line(tmp_path: Path, multi_corpus) -> None:
     "args, message",
     [
         (["--pair", "en-de=c", "--pair", "en-de=c"], "Error: --pair en-de is given twice\n"),
-        (["--pair", "en-de=c", "--pair", "en-fr=u"], "Error: line counts differ: u.en has 2 lines, "
-         "u.fr has 1\n"),
-        (["--pair", "en-de"],
-         "Error: --pair en-de: expected SRC-TGT=SOURCE, e.g. en-de=data/train\n"),
+        (
+            ["--pair", "en-de=c", "--pair", "en-fr=u"],
+            "Error: line counts differ: u.en has 2 lines, u.fr has 1\n",
+        ),
+        (
+            ["--pair", "en-de"],
+            "Error: --pair en-de: expected SRC-TGT=SOURCE, e.g. en-de=data/train\n",
+        ),
     ],
-)  # fmt: skip
+)
 def test_pair_errors_are_one_line_and_write_nothing(
     tmp_path: Path, monkeypatch, args: list, message: str
 ) -> None:
@@ -272,14 +343,42 @@ def test_pair_errors_are_one_line_and_write_nothing(
     files = {"c.en": "a b\n", "c.de": "x y\n", "u.en": "a\nb\n", "u.fr": "x\n"}
     for name, text in files.items():
         (tmp_path / name).write_text(text)
-    for command in (["spm", "train", "--model-prefix", "m", "--vocab-size", "12"],
-                    ["prepare", "--spm", "m.model", "-o", "bin"]):  # fmt: skip
+    for command in (
+        ["spm", "train", "--model-prefix", "m", "--vocab-size", "12"],
+        ["prepare", "--spm", "m.model", "-o", "bin"],
+    ):
         if command[0] == "prepare":
-            assert invoke("spm", "train", "--model-prefix", "m", "--vocab-size", "12",
-                          "--pair", "en-de=c", "--pair", "en-fr=c.tsv")[0] != 0  # fmt: skip
+            assert (
+                invoke(
+                    "spm",
+                    "train",
+                    "--model-prefix",
+                    "m",
+                    "--vocab-size",
+                    "12",
+                    "--pair",
+                    "en-de=c",
+                    "--pair",
+                    "en-fr=c.tsv",
+                )[0]
+                != 0
+            )
             (tmp_path / "c.tsv").write_text("a\tx\n")
-            assert invoke("spm", "train", "--model-prefix", "m", "--vocab-size", "12",
-                          "--pair", "en-de=c", "--pair", "en-fr=c.tsv")[0] == 0  # fmt: skip
+            assert (
+                invoke(
+                    "spm",
+                    "train",
+                    "--model-prefix",
+                    "m",
+                    "--vocab-size",
+                    "12",
+                    "--pair",
+                    "en-de=c",
+                    "--pair",
+                    "en-fr=c.tsv",
+                )[0]
+                == 0
+            )
         before = sorted(p.name for p in tmp_path.iterdir())
         code, output = invoke(*command, *args)
         assert (code, output) == (1, message)

@@ -22,8 +22,10 @@ def ckpts(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, str, str]:
     teacher = make_checkpoint(where / "teacher.pt")
     torch.manual_seed(3)
     payload = torch.load(teacher, weights_only=False)
-    payload["model"] = {k: v + 0.05 * torch.randn_like(v) if v.is_floating_point() else v
-                        for k, v in payload["model"].items()}  # fmt: skip
+    payload["model"] = {
+        k: v + 0.05 * torch.randn_like(v) if v.is_floating_point() else v
+        for k, v in payload["model"].items()
+    }
     draft = where / "draft.pt"
     torch.save(payload, draft)
     return teacher, str(draft), make_checkpoint(where / "other.pt", spm_seed=1)
@@ -108,8 +110,9 @@ def test_an_int8_draft_within_a_shortlist_gives_the_teachers_greedy_output(
     greedy = run(["-m", teacher, *GREEDY])
     greedy8 = run(["-m", teacher, "--quantize", "int8", *GREEDY])
     small = shortlist_of(teacher, tmp_path / "small.gz", (9, 12))
-    full = shortlist_of(teacher, tmp_path / "full.gz",
-                        tuple(range(len(Checkpoint.load(teacher).tokenizers()[1]))))  # fmt: skip
+    full = shortlist_of(
+        teacher, tmp_path / "full.gz", tuple(range(len(Checkpoint.load(teacher).tokenizers()[1])))
+    )
     for extra in (
         ["--draft-quantize", "int8"],
         ["--draft-confidence", "0.6", "--draft-tokens", "6"],

@@ -30,11 +30,25 @@ def make_checkpoint(path: Path, spm_seed: int = 0) -> str:
     text = [" ".join(rng.choices(WORDS, k=rng.randint(2, 9))) for _ in range(300)]
     spm = train_spm(text, vocab_size=60)
     torch.manual_seed(0)
-    cfg = ModelConfig(src_vocab_size=60, tgt_vocab_size=60, d_model=16, ffn_dim=32, heads=2,
-                      encoder_layers=1, decoder_layers=1, max_positions=64)  # fmt: skip
+    cfg = ModelConfig(
+        src_vocab_size=60,
+        tgt_vocab_size=60,
+        d_model=16,
+        ffn_dim=32,
+        heads=2,
+        encoder_layers=1,
+        decoder_layers=1,
+        max_positions=64,
+    )
     weights = build_model(cfg).state_dict()
-    save_checkpoint({"model_config": dataclasses.asdict(cfg), "model": weights,
-                     "spm": {"src": spm, "tgt": spm}}, path)  # fmt: skip
+    save_checkpoint(
+        {
+            "model_config": dataclasses.asdict(cfg),
+            "model": weights,
+            "spm": {"src": spm, "tgt": spm},
+        },
+        path,
+    )
     return str(path)
 
 
@@ -144,7 +158,8 @@ def test_scores_equal_the_nbest_lists_score(ckpt: str) -> None:
     assert nbest.exit_code == 0 and scored.exit_code == 0, nbest.output + scored.output
     best = [row.split("\t") for row in nbest.stdout.splitlines() if row.split("\t")[1] == "1"]
     assert [row.split("\t") for row in scored.stdout.splitlines()] == [
-        [score, text] for _, _, score, _, text in best]  # fmt: skip
+        [score, text] for _, _, score, _, text in best
+    ]
     assert scored.stdout.splitlines()[1] == "0.0000\t"  # nothing to translate: as the n-best
 
 
@@ -200,15 +215,19 @@ def test_signal_keeps_whole_chunks_on_stdout_and_no_output_file(
     if to_file:
         assert rest == b"" and target.read_text() == "old\n"
         assert sorted(p.name for p in tmp_path.iterdir()) == ["out.txt"]
-        assert error.decode() == (f"mtkit translate: interrupted by {name}: {target} was not "
-                                  f"written ({chunk} lines were translated)\n")  # fmt: skip
+        assert error.decode() == (
+            f"mtkit translate: interrupted by {name}: {target} was not "
+            f"written ({chunk} lines were translated)\n"
+        )
     else:
         assert rest == b""  # nothing of the second chunk
-        assert error.decode() == (f"mtkit translate: interrupted by {name}: the first {chunk} "
-                                  "lines were written\n")  # fmt: skip
+        assert error.decode() == (
+            f"mtkit translate: interrupted by {name}: the first {chunk} lines were written\n"
+        )
         sample = list(range(0, chunk, 997))
-        expected = run(["-m", ckpt, *FAST, "--beam", "1", "-q"],
-                       "\n".join(lines[i] for i in sample).encode())  # fmt: skip
+        expected = run(
+            ["-m", ckpt, *FAST, "--beam", "1", "-q"], "\n".join(lines[i] for i in sample).encode()
+        )
         assert [first[i].decode() for i in sample] == expected.stdout.splitlines(keepends=True)
 
 
@@ -235,14 +254,27 @@ def test_tgt_lang_switches_the_output_language(multi_run: Path, multi_dataset: P
 @pytest.mark.parametrize(
     "multi, args, stdin, message",
     [
-        (False, ["--tgt-lang", "de"], "a man\n", "Error: --tgt-lang de: this model was not "
-         "trained multilingual (its vocabulary has no >>xx<< target-language tags)\n"),
-        (True, ["--tgt-lang", "es"], "a man\n",
-         "Error: --tgt-lang es: unknown target language (known: cs, de, fr)\n"),
-        (True, ["--tgt-lang", "de"], "a man\n>>es<< a dog\n",
-         "Error: line 2: unknown target-language tag >>es<< (known: cs, de, fr)\n"),
+        (
+            False,
+            ["--tgt-lang", "de"],
+            "a man\n",
+            "Error: --tgt-lang de: this model was not "
+            "trained multilingual (its vocabulary has no >>xx<< target-language tags)\n",
+        ),
+        (
+            True,
+            ["--tgt-lang", "es"],
+            "a man\n",
+            "Error: --tgt-lang es: unknown target language (known: cs, de, fr)\n",
+        ),
+        (
+            True,
+            ["--tgt-lang", "de"],
+            "a man\n>>es<< a dog\n",
+            "Error: line 2: unknown target-language tag >>es<< (known: cs, de, fr)\n",
+        ),
     ],
-)  # fmt: skip
+)
 def test_target_language_errors_are_one_line_and_write_nothing(
     tmp_path: Path, ckpt: str, multi_run: Path, multi: bool, args: list, stdin: str, message: str
 ) -> None:

@@ -12,8 +12,9 @@ def longest_prefixes(order: list[int], sizes: list[int], max_tokens: int) -> lis
     """Reference: each batch is the longest prefix of what is left that fits (at least one)."""
     batches, rest = [], list(order)
     while rest:
-        fits = [k for k in range(1, len(rest) + 1)
-                if k * max(sizes[i] for i in rest[:k]) <= max_tokens]  # fmt: skip
+        fits = [
+            k for k in range(1, len(rest) + 1) if k * max(sizes[i] for i in rest[:k]) <= max_tokens
+        ]
         k = max(fits, default=1)
         batches.append(rest[:k])
         rest = rest[k:]

@@ -102,8 +102,16 @@ def test_another_vocabulary_is_refused(tiny_dataset: Path) -> None:
     src, tgt = load_tokenizers(tiny_dataset)
     built = learn_shortlist(ParallelData(tiny_dataset, "train"), src, tgt, top_k=3, frequent=2)
     built.check_vocabularies(src, tgt, "here")  # its own: fine
-    other = Shortlist(built.candidates, built.frequent, built.src_sha256, "c" * 64,
-                      built.src_vocab_size, built.tgt_vocab_size, "ibm1", 3)  # fmt: skip
+    other = Shortlist(
+        built.candidates,
+        built.frequent,
+        built.src_sha256,
+        "c" * 64,
+        built.src_vocab_size,
+        built.tgt_vocab_size,
+        "ibm1",
+        3,
+    )
     with pytest.raises(MtkitError, match=r"^here: built for another target vocabulary \(sent"):
         other.check_vocabularies(src, tgt, "here")
 
@@ -113,8 +121,16 @@ def test_read_for_a_model_reads_its_own_and_names_the_option_for_another(
 ) -> None:
     src, tgt = load_tokenizers(tiny_dataset)
     built = learn_shortlist(ParallelData(tiny_dataset, "train"), src, tgt, top_k=3, frequent=2)
-    other = Shortlist(built.candidates, built.frequent, built.src_sha256, "c" * 64,
-                      built.src_vocab_size, built.tgt_vocab_size, "ibm1", 3)  # fmt: skip
+    other = Shortlist(
+        built.candidates,
+        built.frequent,
+        built.src_sha256,
+        "c" * 64,
+        built.src_vocab_size,
+        built.tgt_vocab_size,
+        "ibm1",
+        3,
+    )
     paths = {}
     for name, shortlist in (("own", built), ("other", other)):
         paths[name] = tmp_path / f"{name}.json.gz"
@@ -134,8 +150,13 @@ HAND = [([0, 1], [2, 3]), ([0], [2])]  # (a b -> x y), (a -> x): a=0, b=1, x=2, 
 def test_sentence_pairs_are_every_source_target_pair_of_each_sentence() -> None:
     pairs = [([4, 5, 6], [7, 8]), ([], [9]), ([1], []), ([2], [3])]
     s, t, group = sentence_pairs(*flat(pairs))
-    expected = [(a, b, g) for (src, tgt), first in zip(pairs, [0, 2, 3, 3], strict=True)
-                for j, b in enumerate(tgt) for a in src for g in [first + j]]  # fmt: skip
+    expected = [
+        (a, b, g)
+        for (src, tgt), first in zip(pairs, [0, 2, 3, 3], strict=True)
+        for j, b in enumerate(tgt)
+        for a in src
+        for g in [first + j]
+    ]
     assert list(zip(s.tolist(), t.tolist(), group.tolist(), strict=True)) == expected
 
 
@@ -163,8 +184,13 @@ def ibm1_reference(pairs: list, iterations: int) -> dict[tuple[int, int], float]
 
 def test_ibm1_equals_the_textbook_algorithm() -> None:
     rng = random.Random(3)
-    pairs = [([rng.randrange(12) for _ in range(rng.randint(1, 6))],
-              [rng.randrange(9) for _ in range(rng.randint(1, 6))]) for _ in range(40)]  # fmt: skip
+    pairs = [
+        (
+            [rng.randrange(12) for _ in range(rng.randint(1, 6))],
+            [rng.randrange(9) for _ in range(rng.randint(1, 6))],
+        )
+        for _ in range(40)
+    ]
     got = table(*ibm1_scores(*flat(pairs), 12, 9, iterations=4))
     assert got == pytest.approx(ibm1_reference(pairs, 4), rel=1e-12)
 
@@ -190,8 +216,10 @@ def test_learned_shortlist_lists_a_word_translation_first(make_tiny_dataset) -> 
     # two-word sentences over a 4-word dictionary, each word one piece
     words = {"sun": "sonne", "moon": "mond", "star": "stern", "sky": "himmel"}
     rng = random.Random(0)
-    train = [(f"{a} {b}", f"{words[a]} {words[b]}")
-             for a, b in (rng.sample(list(words), 2) for _ in range(60))]  # fmt: skip
+    train = [
+        (f"{a} {b}", f"{words[a]} {words[b]}")
+        for a, b in (rng.sample(list(words), 2) for _ in range(60))
+    ]
     data = make_tiny_dataset("d", train, train[:2], vocab_size=60)
     src, tgt = load_tokenizers(data)
     for method in ("ibm1", "dice"):

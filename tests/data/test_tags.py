@@ -69,8 +69,13 @@ TAGS = [">>de<<", ">>fr<<"]
 def test_tag_lines() -> None:
     lines = ["a dog", ">>fr<< a cat", " >>de<< x", "", "  ", ">>weird tag<< y"]
     assert tag_lines(lines, "de", TAGS) == [
-        ">>de<< a dog", ">>fr<< a cat", ">>de<< x", "", "  ", ">>de<< >>weird tag<< y"
-    ]  # fmt: skip
+        ">>de<< a dog",
+        ">>fr<< a cat",
+        ">>de<< x",
+        "",
+        "  ",
+        ">>de<< >>weird tag<< y",
+    ]
     assert tag_lines(lines, "", TAGS)[:3] == ["a dog", ">>fr<< a cat", ">>de<< x"]
     assert tag_lines(lines, "", []) == lines  # a bilingual model reads lines as they are
 

@@ -35,8 +35,11 @@ def tok() -> Tokenizer:
 
 def test_special_ids(tok: Tokenizer) -> None:
     assert [tok.sp.IdToPiece(i) for i in (PAD_ID, UNK_ID, BOS_ID, EOS_ID)] == [
-        "<pad>", "<unk>", "<s>", "</s>"
-    ]  # fmt: skip
+        "<pad>",
+        "<unk>",
+        "<s>",
+        "</s>",
+    ]
     assert len(tok) == 120
 
 
@@ -69,9 +72,11 @@ def test_rejects_foreign_models(tmp_path: Path) -> None:
     # a valid spm model with other special ids (sentencepiece's defaults: unk=0, bos=1, eos=2)
     (tmp_path / "in.txt").write_text("\n".join(TEXT))
     spm.SentencePieceTrainer.Train(
-        input=str(tmp_path / "in.txt"), model_prefix=str(tmp_path / "plain"), vocab_size=40,
+        input=str(tmp_path / "in.txt"),
+        model_prefix=str(tmp_path / "plain"),
+        vocab_size=40,
         minloglevel=2,
-    )  # fmt: skip
+    )
     with pytest.raises(MtkitError, match="special ids"):
         Tokenizer.from_file(tmp_path / "plain.model")
 

@@ -22,17 +22,29 @@ pytestmark = pytest.mark.usefixtures("one_thread")
 PHRASES = [[(10, 11)], [(7,), (20, 21, 22)], [], [(30,), (30, 31)]]
 
 
-def constraints(phrases: list[list[tuple[int, ...]]], ordered: bool = False,
-                ends: frozenset[int] | None = None) -> list[Constraints]:  # fmt: skip
+def constraints(
+    phrases: list[list[tuple[int, ...]]], ordered: bool = False, ends: frozenset[int] | None = None
+) -> list[Constraints]:
     return [Constraints(p, ordered, ends) for p in phrases]
 
 
-def exhaustive(model: nn.Module, src: Tensor, phrases, ordered: bool, max_len: int, lenpen: float,
-               n: int, ends=None) -> list[tuple[float, list[int]]]:  # fmt: skip
+def exhaustive(
+    model: nn.Module,
+    src: Tensor,
+    phrases,
+    ordered: bool,
+    max_len: int,
+    lenpen: float,
+    n: int,
+    ends=None,
+) -> list[tuple[float, list[int]]]:
     """The n best outputs of at most ``max_len`` tokens that meet ``phrases``, by brute force."""
     seqs = all_sequences([UNK_ID, 4, 5, 6, 7], max_len)
-    met = [s for s in seqs if (in_order(s, phrases, ends) if ordered
-                               else all(contains(s, p, ends) for p in phrases))]  # fmt: skip
+    met = [
+        s
+        for s in seqs
+        if (in_order(s, phrases, ends) if ordered else all(contains(s, p, ends) for p in phrases))
+    ]
     logprobs = forced_logprobs(model, src[0], met)
     scored = [
         (lp / length_penalty(len(s) + 1.0, lenpen), s) for s, lp in zip(met, logprobs, strict=True)
@@ -42,10 +54,12 @@ def exhaustive(model: nn.Module, src: Tensor, phrases, ordered: bool, max_len: i
 
 @pytest.mark.parametrize("ends", [None, frozenset({UNK_ID, 4, 5})])
 @pytest.mark.parametrize("ordered", [False, True])
-@pytest.mark.parametrize(("phrases", "lenpen"), [([(5, 6)], 1.0), ([(7,), (4, 5)], 0.0),
-                                                 ([(6,), (4,)], 1.0)])  # fmt: skip
-def test_wide_constrained_beam_equals_exhaustive_search(phrases, lenpen: float, ordered: bool,
-                                                        ends) -> None:  # fmt: skip
+@pytest.mark.parametrize(
+    ("phrases", "lenpen"), [([(5, 6)], 1.0), ([(7,), (4, 5)], 0.0), ([(6,), (4,)], 1.0)]
+)
+def test_wide_constrained_beam_equals_exhaustive_search(
+    phrases, lenpen: float, ordered: bool, ends
+) -> None:
     """As test_search's exhaustive test: with at most 3 tokens before EOS and a beam of 160,
     every finite candidate keeps its place whatever its bank, so the constrained search is
     exhaustive over the outputs that meet the constraints (with ``ends``: where a word ends
@@ -68,8 +82,11 @@ def test_every_output_meets_its_constraints(beam: int, ordered: bool) -> None:
         assert 1 <= len(hyps) <= beam  # fewer when the length limit comes first
         assert [h.score for h in hyps] == sorted((h.score for h in hyps), reverse=True)
         for h in hyps:
-            ok = in_order(h.tokens, phrases) if ordered else all(contains(h.tokens, p)
-                                                                 for p in phrases)  # fmt: skip
+            ok = (
+                in_order(h.tokens, phrases)
+                if ordered
+                else all(contains(h.tokens, p) for p in phrases)
+            )
             assert ok, (h.tokens, phrases)
             assert sum(h.token_logprobs) == pytest.approx(h.logprob, abs=1e-5)
             assert len(h.token_logprobs) == len(h.tokens) + 1
@@ -88,8 +105,10 @@ def test_batched_equals_one_at_a_time_and_ensemble_of_itself(beam: int) -> None:
     model, src = tiny_model(), sources([5, 9, 2, 7])
     cfg = SearchConfig(beam=beam, nbest=beam)
     together = generate([model], src, cfg, constraints=constraints(PHRASES))
-    alone = [generate([model], row[row.ne(PAD_ID)][None], cfg, constraints=constraints([p]))[0]
-             for row, p in zip(src, PHRASES, strict=True)]  # fmt: skip
+    alone = [
+        generate([model], row[row.ne(PAD_ID)][None], cfg, constraints=constraints([p]))[0]
+        for row, p in zip(src, PHRASES, strict=True)
+    ]
     same(together, alone)
     same(generate([model, model], src, cfg, constraints=constraints(PHRASES)), together)
 
@@ -158,15 +177,18 @@ def test_every_variant_meets_constraints_batched_as_alone(variant: dict) -> None
     together = generate([model], src, cfg, constraints=constraints(phrases))
     for row, p, hyps in zip(src, phrases, together, strict=True):
         assert all(contains(hyps[0].tokens, q) for q in p)
-        same([hyps], generate([model], row[row.ne(PAD_ID)][None], cfg,
-                              constraints=constraints([p])))  # fmt: skip
+        same(
+            [hyps], generate([model], row[row.ne(PAD_ID)][None], cfg, constraints=constraints([p]))
+        )
 
 
 def test_constraints_beyond_the_length_limit_are_refused() -> None:
     model, src = tiny_model(), sources([3, 3])
     cfg = SearchConfig(beam=2, max_len_a=0.0, max_len_b=4)
-    with pytest.raises(MtkitError, match="sentence 2: its constraints need 5 target pieces, "
-                       "more than its length limit of 4"):  # fmt: skip
+    with pytest.raises(
+        MtkitError,
+        match="sentence 2: its constraints need 5 target pieces, more than its length limit of 4",
+    ):
         generate([model], src, cfg, constraints=constraints([[(5,)], [(5, 6, 7), (8, 9)]]))
     with pytest.raises(MtkitError, match="sampling"):
         generate([model], src, SearchConfig(sampling=True), constraints=constraints([[], []]))

@@ -36,8 +36,13 @@ def met_prefix_tokens(seq: list[int], phrases: list[tuple[int, ...]]) -> int:
     """Brute-force progress: tokens of whole phrases met + the longest suffix of ``seq`` that
     is a proper prefix of an unmet phrase."""
     met = [p for p in phrases if contains(seq, p)]
-    ends = [k for p in phrases if p not in met for k in range(1, min(len(p), len(seq) + 1))
-            if tuple(seq[len(seq) - k :]) == p[:k]]  # fmt: skip
+    ends = [
+        k
+        for p in phrases
+        if p not in met
+        for k in range(1, min(len(p), len(seq) + 1))
+        if tuple(seq[len(seq) - k :]) == p[:k]
+    ]
     partial = max(ends, default=0)
     return sum(len(p) for p in met) + partial
 
@@ -101,8 +106,11 @@ def test_with_word_boundaries_a_phrase_counts_only_where_a_word_ends(phrases, or
     for n in range(7):
         for seq in itertools.product([4, 5, 6, 7], repeat=n):
             seq = list(seq)
-            want = in_order(seq, phrases, ENDS) if ordered else all(
-                contains(seq, p, ENDS) for p in phrases)  # fmt: skip
+            want = (
+                in_order(seq, phrases, ENDS)
+                if ordered
+                else all(contains(seq, p, ENDS) for p in phrases)
+            )
             assert cons.met_by(seq) == want, seq
             if n < 4:
                 state = cons.start

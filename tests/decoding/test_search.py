@@ -100,8 +100,13 @@ def test_scripted_length_penalty_can_prefer_the_longer_hypothesis() -> None:
 
 
 def test_scripted_max_len_forces_eos() -> None:
-    model = ScriptedModel({(): {A: 0.99, EOS_ID: 0.01}, (A,): {A: 0.99, EOS_ID: 0.01},
-                           (A, A): {A: 0.99, EOS_ID: 0.01}})  # fmt: skip
+    model = ScriptedModel(
+        {
+            (): {A: 0.99, EOS_ID: 0.01},
+            (A,): {A: 0.99, EOS_ID: 0.01},
+            (A, A): {A: 0.99, EOS_ID: 0.01},
+        }
+    )
     (greedy,) = search(model, beam=1, max_len_a=0.0, max_len_b=2)[0]
     assert greedy.tokens == [A, A]
     assert greedy.logprob == pytest.approx(2 * math.log(0.99) + math.log(0.01))
@@ -117,9 +122,19 @@ def tiny_model(
     vocab: int = 40, seed: int = 0, layers: int = 2, max_positions: int = 128, **variant
 ) -> Transformer:
     torch.manual_seed(seed)
-    cfg = ModelConfig(src_vocab_size=vocab, tgt_vocab_size=vocab, d_model=32, ffn_dim=64,
-                      heads=4, encoder_layers=layers, decoder_layers=layers, dropout=0.0,
-                      attention_dropout=0.0, max_positions=max_positions, **variant)  # fmt: skip
+    cfg = ModelConfig(
+        src_vocab_size=vocab,
+        tgt_vocab_size=vocab,
+        d_model=32,
+        ffn_dim=64,
+        heads=4,
+        encoder_layers=layers,
+        decoder_layers=layers,
+        dropout=0.0,
+        attention_dropout=0.0,
+        max_positions=max_positions,
+        **variant,
+    )
     return build_model(cfg).eval()
 
 
@@ -170,8 +185,11 @@ def same(a: list[list[Hypothesis]], b: list[list[Hypothesis]], tol: float = 1e-5
             assert x.logprob == pytest.approx(y.logprob, abs=tol)
 
 
-SEARCH_RULES = [dict(lenpen=1.0), dict(lenpen=0.6, lenpen_style="gnmt"),
-                dict(no_repeat_ngram=2, min_len=3, unk_penalty=0.5)]  # fmt: skip
+SEARCH_RULES = [
+    dict(lenpen=1.0),
+    dict(lenpen=0.6, lenpen_style="gnmt"),
+    dict(no_repeat_ngram=2, min_len=3, unk_penalty=0.5),
+]
 
 
 @pytest.mark.parametrize("config", SEARCH_RULES)
@@ -214,13 +232,16 @@ def test_wide_beam_equals_exhaustive_search(lenpen: float, style: str) -> None:
     sentence stops early (it would need 160 finished). The search is exhaustive.
     """
     model, src = tiny_model(vocab=8, seed=3), sources([4], vocab=8)
-    cfg = SearchConfig(beam=160, nbest=5, lenpen=lenpen, lenpen_style=style, min_len=0,
-                          max_len_a=0.0, max_len_b=3)  # fmt: skip
+    cfg = SearchConfig(
+        beam=160, nbest=5, lenpen=lenpen, lenpen_style=style, min_len=0, max_len_a=0.0, max_len_b=3
+    )
     found = generate([model], src, cfg)[0]
     seqs = all_sequences([UNK_ID, 4, 5, 6, 7], 3)
     logprobs = forced_logprobs(model, src[0], seqs)
-    scored = [(lp / length_penalty(len(seq) + 1.0, lenpen, style), seq, lp)
-              for seq, lp in zip(seqs, logprobs, strict=True)]  # fmt: skip
+    scored = [
+        (lp / length_penalty(len(seq) + 1.0, lenpen, style), seq, lp)
+        for seq, lp in zip(seqs, logprobs, strict=True)
+    ]
     scored.sort(key=lambda x: -x[0])
     assert [h.tokens for h in found] == [seq for _, seq, _ in scored[:5]]
     assert [h.score for h in found] == pytest.approx([s for s, _, _ in scored[:5]], abs=1e-5)
@@ -399,6 +420,7 @@ def test_recorded_attention_equals_the_teacher_forced_pass(variant: dict) -> Non
     found = generate([Recording(model, 1)], src, SearchConfig(beam=2), phrases)
     for row, hyps in zip(src, found, strict=True):
         tgt = torch.tensor([[BOS_ID, *hyps[0].tokens]])
-        torch.testing.assert_close(hyps[0].attention, model.cross_attention(row[None], tgt, 1)[0],
-                                   atol=1e-5, rtol=1e-5)  # fmt: skip
+        torch.testing.assert_close(
+            hyps[0].attention, model.cross_attention(row[None], tgt, 1)[0], atol=1e-5, rtol=1e-5
+        )
     assert generate([model], src, searches[1])[0][0].attention is None

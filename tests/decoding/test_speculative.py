@@ -151,10 +151,12 @@ PREPARED = {"plain": ("", "default"), "packed": ("", "onednn"), "int8": ("int8",
 def test_a_shortlisted_draft_reads_the_full_logits_at_its_columns(prepared: str) -> None:
     base, src = noisy(eos_prone()), sources(LENGTHS)
     quantize, matmul = PREPARED[prepared]
-    model = prepare_for_inference(copy.deepcopy(base), torch.device("cpu"), "fp32", quantize,
-                                  matmul)  # fmt: skip
-    draft = ShortlistedDraft(model, vocabulary_shortlist((20, 29)), base.special_ids,
-                             projection_weight(base))  # fmt: skip
+    model = prepare_for_inference(
+        copy.deepcopy(base), torch.device("cpu"), "fp32", quantize, matmul
+    )
+    draft = ShortlistedDraft(
+        model, vocabulary_shortlist((20, 29)), base.special_ids, projection_weight(base)
+    )
     tokens = torch.randint(4, 40, (len(LENGTHS), 3), generator=torch.Generator().manual_seed(2))
     with torch.inference_mode():
         full = model.decode_steps(tokens, model.start_state(model.encode(src), 8))
@@ -174,19 +176,23 @@ def test_int8_and_shortlisted_drafts_give_greedy_output(prepared: str) -> None:
     greedy = generate([teacher], src, cfg)
     base = noisy(teacher)
     quantize, matmul = PREPARED[prepared]
-    model = prepare_for_inference(copy.deepcopy(base), torch.device("cpu"), "fp32", quantize,
-                                  matmul)  # fmt: skip
+    model = prepare_for_inference(
+        copy.deepcopy(base), torch.device("cpu"), "fp32", quantize, matmul
+    )
     stats = {}
     for name, frequent in (("none", None), ("full", tuple(range(40))), ("small", (20, 29))):
         draft = model
         if frequent is not None:
-            draft = ShortlistedDraft(model, vocabulary_shortlist(frequent), teacher.special_ids,
-                                     projection_weight(base))  # fmt: skip
+            draft = ShortlistedDraft(
+                model, vocabulary_shortlist(frequent), teacher.special_ids, projection_weight(base)
+            )
         stats[name] = DraftStats()
         check_equal(generate([teacher], src, cfg, draft=Draft(draft, 3, stats[name])), greedy)
         if name == "small":  # alone, each sentence has a union of its own
-            alone = [generate([teacher], row[row.ne(PAD_ID)][None], cfg,
-                              draft=Draft(draft, 3))[0] for row in src]  # fmt: skip
+            alone = [
+                generate([teacher], row[row.ne(PAD_ID)][None], cfg, draft=Draft(draft, 3))[0]
+                for row in src
+            ]
             check_equal(alone, greedy)
     assert stats["full"] == stats["none"]
     assert stats["small"].acceptance < stats["none"].acceptance
@@ -200,12 +206,12 @@ def test_a_confidence_threshold_proposes_less_and_gives_greedy_output(confidence
         always, gated = DraftStats(), DraftStats()
         draft = noisy(teacher, std=0.3)
         check_equal(generate([teacher], src, cfg, draft=Draft(draft, 6, always)), greedy)
-        check_equal(generate([teacher], src, cfg, draft=Draft(draft, 6, gated, confidence)),
-                    greedy)  # fmt: skip
+        check_equal(generate([teacher], src, cfg, draft=Draft(draft, 6, gated, confidence)), greedy)
         if cfg.no_repeat_ngram:  # alone too, once
             one = Draft(draft, 6, confidence=confidence)
-            alone = [generate([teacher], row[row.ne(PAD_ID)][None], cfg, draft=one)[0]
-                     for row in src]  # fmt: skip
+            alone = [
+                generate([teacher], row[row.ne(PAD_ID)][None], cfg, draft=one)[0] for row in src
+            ]
             check_equal(alone, greedy)
         assert gated.proposed < always.proposed
         assert gated.proposed / gated.row_passes < 6

@@ -27,8 +27,9 @@ KINDS = {
 
 def engine_config(kind: str, **values: object) -> TranslateConfig:
     name, runtime = KINDS[kind]
-    return TranslateConfig.from_flat({"engine": name, "device": "cpu", "threads": 1, **SEARCH,
-                                      **runtime, **values})  # fmt: skip
+    return TranslateConfig.from_flat(
+        {"engine": name, "device": "cpu", "threads": 1, **SEARCH, **runtime, **values}
+    )
 
 
 def trained_ckpt(directory: Path) -> Path:

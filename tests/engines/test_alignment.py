@@ -24,23 +24,28 @@ def test_a_piece_starting_with_the_marker_starts_a_word() -> None:
 
 def test_each_target_piece_takes_the_source_piece_it_attends_to_most() -> None:
     src, tgt = ["▁a", "▁b", "c"], ["▁X", "y", "▁Z"]
-    attention = [[0.1, 0.2, 0.3, 0.9],  # the last column, the source EOS, is never chosen
-                 [0.6, 0.3, 0.1, 0.0],
-                 [0.0, 0.5, 0.4, 0.1],
-                 [1.0, 0.0, 0.0, 0.0]]  # fmt: skip  # the last row, the EOS step, is ignored
+    attention = [
+        [0.1, 0.2, 0.3, 0.9],  # the last column, the source EOS, is never chosen
+        [0.6, 0.3, 0.1, 0.0],
+        [0.0, 0.5, 0.4, 0.1],
+        [1.0, 0.0, 0.0, 0.0],  # the last row, the EOS step, is ignored
+    ]
     assert word_alignment(src, tgt, attention) == ((0, 0), (1, 0), (1, 1))
     # a target-language tag is not a word and never chosen
     tagged = [[0.9, 0.05, 0.05]] * 2
     assert word_alignment(["▁>>de<<", "▁a", "▁b"], ["▁X", "▁Y"], tagged, tagged=True) == (
-        (0, 0), (0, 1))  # fmt: skip
+        (0, 0),
+        (0, 1),
+    )
     # indices stay below the texts' word counts
     assert word_alignment(src, tgt, attention, src_words=1, tgt_words=1) == ((0, 0),)
     assert word_alignment([], tgt, attention) == () and moses(((0, 1), (2, 0))) == "0-1 2-0"
 
 
-@pytest.mark.parametrize(("asked", "layers", "index"),
-                         [(-2, 6, 4), (-1, 6, 5), (0, 6, 0), (5, 6, 5), (-6, 6, 0), (-1, 1, 0),
-                          (0, 1, 0)])  # fmt: skip
+@pytest.mark.parametrize(
+    ("asked", "layers", "index"),
+    [(-2, 6, 4), (-1, 6, 5), (0, 6, 0), (5, 6, 5), (-6, 6, 0), (-1, 1, 0), (0, 1, 0)],
+)
 def test_the_layer_counts_from_the_top_when_negative(asked: int, layers: int, index: int) -> None:
     assert alignment_layer(asked, layers) == index
 
@@ -64,8 +69,12 @@ def test_the_native_engine_aligns_with_the_layers_attention(load_kind, engine_ck
         tgt_in = pad_batch([[ids.bos] + tokens], torch.device("cpu"), ids.pad)
         with torch.inference_mode():
             probs = model.cross_attention(src, tgt_in, 0)[0].tolist()
-        expected = word_alignment([piece(t) for t in row], [piece(t) for t in tokens], probs,
-                                  tgt_words=len(best.text.split()))  # fmt: skip
+        expected = word_alignment(
+            [piece(t) for t in row],
+            [piece(t) for t in tokens],
+            probs,
+            tgt_words=len(best.text.split()),
+        )
         assert best.alignment == expected and best.alignment
         assert {j for _, j in best.alignment} == set(range(len(best.text.split())))
         assert all(i < len(line.split()) for i, _ in best.alignment)

@@ -36,7 +36,10 @@ def test_words_stay_within_the_texts_words() -> None:
 
 def test_nothing_translated_is_certain() -> None:
     assert (Confidence().normalized, Confidence().mean_prob, Confidence().probability) == (
-        0.0, 1.0, 1.0)  # fmt: skip
+        0.0,
+        1.0,
+        1.0,
+    )
     assert piece_confidence([], [-0.5], 0) == Confidence((-0.5,), (), -0.5)
 
 
@@ -66,8 +69,9 @@ def test_every_engine_scores_as_mtkit_does(engine: Engine, load_kind) -> None:
     log-probabilities as mtkit's greedy search, piece by piece."""
     native = load_kind("mtkit", beam=engine.config.search.width)
     search = engine.config.search.replace(scores=True)
-    for mine, theirs in zip(native.translate(LINES, search), engine.translate(LINES, search),
-                            strict=True):  # fmt: skip
+    for mine, theirs in zip(
+        native.translate(LINES, search), engine.translate(LINES, search), strict=True
+    ):
         assert mine[0].text == theirs[0].text
         a, b = mine[0].confidence, theirs[0].confidence
         assert a is not None and b is not None and len(a.words) == len(b.words)

@@ -60,8 +60,11 @@ def bf16_linears(model: nn.Module) -> tuple[int, int]:
     """(linear layers computing in bf16, all linear layers) of a prepared model."""
     kinds = (nn.Linear, PackedLinear, Bf16Linear)
     layers = [m for m in model.modules() if isinstance(m, kinds)]
-    bf16 = [m for m in layers if isinstance(m, Bf16Linear) or getattr(m, "dtype", None)
-            == torch.bfloat16]  # fmt: skip
+    bf16 = [
+        m
+        for m in layers
+        if isinstance(m, Bf16Linear) or getattr(m, "dtype", None) == torch.bfloat16
+    ]
     return len(bf16), len(layers)
 
 

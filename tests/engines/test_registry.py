@@ -80,7 +80,9 @@ def test_workers_build_no_model_in_the_main_process(engine_ckpt, monkeypatch) ->
 def test_the_ctranslate2_engine_runs_without_torch() -> None:
     """Its module, the directory format and the precision policy import neither torch nor the
     model (checked in a fresh interpreter: this one has torch loaded already)."""
-    code = "import sys, mtkit.engines.ct2; print(sorted(m for m in ('torch', 'mtkit.model') " \
-           "if m in sys.modules))"  # fmt: skip
+    code = (
+        "import sys, mtkit.engines.ct2; print(sorted(m for m in ('torch', 'mtkit.model') "
+        "if m in sys.modules))"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"

@@ -69,8 +69,9 @@ SETTINGS = {
 
 
 @pytest.mark.parametrize("settings", list(SETTINGS.values()), ids=list(SETTINGS))
-def test_a_full_shortlist_decodes_as_none(engine_ckpt: Path, full_file: Path,
-                                          settings: dict) -> None:  # fmt: skip
+def test_a_full_shortlist_decodes_as_none(
+    engine_ckpt: Path, full_file: Path, settings: dict
+) -> None:
     """Texts, token counts, scores and log-probabilities equal, not just close."""
     plain = exact(engine_ckpt, **settings)
     assert exact(engine_ckpt, **settings, shortlist=str(full_file)) == plain
@@ -99,9 +100,11 @@ class Masked:
         return out
 
 
-@pytest.mark.parametrize("settings", [{}, {"cpu_matmul": "default"}, {"quantize": "int8"},
-                                      {"dtype": "bf16"}], ids=["packed", "default", "int8",
-                                                               "bf16"])  # fmt: skip
+@pytest.mark.parametrize(
+    "settings",
+    [{}, {"cpu_matmul": "default"}, {"quantize": "int8"}, {"dtype": "bf16"}],
+    ids=["packed", "default", "int8", "bf16"],
+)
 @pytest.mark.parametrize("beam", [1, 3])
 def test_a_small_shortlist_decodes_as_the_masked_model(
     engine_ckpt: Path, small_file: Path, settings: dict, beam: int
@@ -114,8 +117,13 @@ def test_a_small_shortlist_decodes_as_the_masked_model(
     rows = engine.encode(LINES)
     ids = engine.src_tokenizer.specials
     int8 = bool(settings.get("quantize"))
-    found = group_plan(engine.shortlist, rows, engine.tgt_tokenizer.specials, torch.device("cpu"),
-                       group=len(rows) if int8 else 4)  # fmt: skip
+    found = group_plan(
+        engine.shortlist,
+        rows,
+        engine.tgt_tokenizer.specials,
+        torch.device("cpu"),
+        group=len(rows) if int8 else 4,
+    )
     assert len(found.sizes) == (1 if int8 else 6)
     assert max(found.sizes) < engine.models[0].tgt_vocab_size
     model, weight = engine.models[0], engine.projection_weights[0]
@@ -129,8 +137,11 @@ def test_a_small_shortlist_decodes_as_the_masked_model(
     for i, (row, hyps) in enumerate(zip(rows, got, strict=True)):
         g = int(found.group_of[i])
         allowed = found.tables[g, : found.sizes[g]]
-        refs = want[i] if int8 else generate([Masked(model, allowed)], pad_batch([row + [ids.eos]]),
-                                             search)[0]  # fmt: skip
+        refs = (
+            want[i]
+            if int8
+            else generate([Masked(model, allowed)], pad_batch([row + [ids.eos]]), search)[0]
+        )
         assert [short.vocabulary_ids(i, h.tokens) for h in hyps] == [r.tokens for r in refs]
         assert [h.score for h in hyps] == pytest.approx([r.score for r in refs], abs=1e-4)
         assert {t for r in refs for t in r.tokens} <= set(allowed.tolist())
@@ -156,8 +167,9 @@ def test_workers_decode_with_the_shortlist(engine_ckpt: Path, small_file: Path) 
     assert one != exact(engine_ckpt)  # the shortlist changed something
 
 
-def test_a_shortlist_of_another_vocabulary_is_refused(engine_ckpt: Path, tmp_path: Path,
-                                                      tiny_dataset: Path) -> None:  # fmt: skip
+def test_a_shortlist_of_another_vocabulary_is_refused(
+    engine_ckpt: Path, tmp_path: Path, tiny_dataset: Path
+) -> None:
     from mtkit.data.binarized import ParallelData, load_tokenizers
     from mtkit.data.lexicon import learn_shortlist
 
@@ -176,15 +188,17 @@ def test_a_shortlist_of_another_vocabulary_is_refused(engine_ckpt: Path, tmp_pat
 
 
 @pytest.fixture(scope="module")
-def ct2_dirs(engine_ckpt: Path, full_file: Path, small_file: Path,
-             tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:  # fmt: skip
+def ct2_dirs(
+    engine_ckpt: Path, full_file: Path, small_file: Path, tmp_path_factory: pytest.TempPathFactory
+) -> dict[str, Path]:
     pytest.importorskip("ctranslate2", reason="needs the 'ct2' extra")
     from mtkit.export.ct2 import export_ct2
 
     base = tmp_path_factory.mktemp("ct2-vmap")
     files = {"none": "", "full": full_file, "small": small_file}
-    return {name: export_ct2(engine_ckpt, base / name, shortlist=file)
-            for name, file in files.items()}  # fmt: skip
+    return {
+        name: export_ct2(engine_ckpt, base / name, shortlist=file) for name, file in files.items()
+    }
 
 
 def ct2(model: Path, **values: object) -> list:
@@ -197,8 +211,9 @@ def test_ct2_full_vmap_decodes_as_none(ct2_dirs: dict[str, Path]) -> None:
     assert ct2(ct2_dirs["full"]) == ct2(ct2_dirs["none"])
 
 
-def test_ct2_vmap_decodes_as_the_native_shortlist(engine_ckpt: Path, small_file: Path,
-                                                  ct2_dirs: dict[str, Path]) -> None:  # fmt: skip
+def test_ct2_vmap_decodes_as_the_native_shortlist(
+    engine_ckpt: Path, small_file: Path, ct2_dirs: dict[str, Path]
+) -> None:
     texts = [[t.text for t in hyps] for hyps in ct2(ct2_dirs["small"])]
     assert texts != [[t.text for t in hyps] for hyps in ct2(ct2_dirs["none"])]
     engine = load_engine([str(engine_ckpt)], config(beam=1, shortlist=str(small_file)))
@@ -212,8 +227,9 @@ def test_ct2_refuses_a_shortlist_option(ct2_dirs: dict[str, Path], small_file: P
         ct2(ct2_dirs["none"], shortlist=str(small_file))
 
 
-def test_constraints_decode_over_the_shortlist(engine_ckpt: Path, full_file: Path,
-                                               small_file: Path) -> None:  # fmt: skip
+def test_constraints_decode_over_the_shortlist(
+    engine_ckpt: Path, full_file: Path, small_file: Path
+) -> None:
     """Constrained beam search: with a full shortlist as without one; with a small one, the
     phrases' pieces are allowed (the batch then one group) and every translation holds its."""
     from engine_helpers import TRAIN

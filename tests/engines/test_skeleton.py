@@ -20,8 +20,12 @@ def same(a: list[list[Translation]], b: list[list[Translation]], engine: Engine)
     texts = [[(h.text, h.tokens) for h in x] for x in a]
     assert texts == [[(h.text, h.tokens) for h in y] for y in b]
     if engine.config.engine == "mtkit":
-        bad = [(h, g) for x, y in zip(a, b, strict=True) for h, g in zip(x, y, strict=True)
-               if not math.isclose(h.score, g.score, rel_tol=1e-5, abs_tol=1e-5)]  # fmt: skip
+        bad = [
+            (h, g)
+            for x, y in zip(a, b, strict=True)
+            for h, g in zip(x, y, strict=True)
+            if not math.isclose(h.score, g.score, rel_tol=1e-5, abs_tol=1e-5)
+        ]
         assert not bad, bad
     return True
 
@@ -46,8 +50,11 @@ def test_lines_in_equal_lines_out_in_order(engine: Engine) -> None:
 
 
 def test_order_and_batch_size_change_nothing(engine: Engine, load_kind) -> None:
-    kind = next(k for k, (name, settings) in KINDS.items() if name == engine.config.engine
-                and settings.get("workers", 1) == engine.config.workers)  # fmt: skip
+    kind = next(
+        k
+        for k, (name, settings) in KINDS.items()
+        if name == engine.config.engine and settings.get("workers", 1) == engine.config.workers
+    )
     small = load_kind(kind, max_tokens=12)  # batches of one or two lines
     want = engine.translate(LINES)
     assert same(small.translate(LINES), want, engine)

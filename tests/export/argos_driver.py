@@ -38,11 +38,21 @@ def main(package: str, from_code: str, to_code: str) -> dict:
     translate.MiniSBDSentencizer = OneSentence  # the one replacement (see the docstring)
     argos_package.install_from_path(package)
     installed = [
-        {key: getattr(p, key) for key in ("from_code", "from_name", "to_code", "to_name",
-                                          "package_version", "argos_version", "type")}
+        {
+            key: getattr(p, key)
+            for key in (
+                "from_code",
+                "from_name",
+                "to_code",
+                "to_name",
+                "package_version",
+                "argos_version",
+                "type",
+            )
+        }
         | {"dir": p.package_path.name, "tokenizer": type(p.tokenizer).__name__}
         for p in argos_package.get_installed_packages()
-    ]  # fmt: skip
+    ]
     lines = json.load(sys.stdin)
     translation = translate.get_translation_from_codes(from_code, to_code)
     return {

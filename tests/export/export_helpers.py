@@ -79,9 +79,18 @@ def make_ckpt(directory: Path, spms: dict[str, bytes], steps: int = 0, **overrid
     joint = overrides.get("share_all_embeddings", False)
     src = Tokenizer(spms["joint" if joint else "src"])
     tgt = Tokenizer(spms["joint" if joint else "tgt"])
-    values = dict(src_vocab_size=len(src), tgt_vocab_size=len(tgt), d_model=32, ffn_dim=64,
-                  heads=4, encoder_layers=2, decoder_layers=2, dropout=0.0,
-                  attention_dropout=0.0, max_positions=64)  # fmt: skip
+    values = dict(
+        src_vocab_size=len(src),
+        tgt_vocab_size=len(tgt),
+        d_model=32,
+        ffn_dim=64,
+        heads=4,
+        encoder_layers=2,
+        decoder_layers=2,
+        dropout=0.0,
+        attention_dropout=0.0,
+        max_positions=64,
+    )
     cfg = ModelConfig(**{**values, **overrides})
     torch.manual_seed(0)
     model = build_model(cfg)
@@ -90,8 +99,14 @@ def make_ckpt(directory: Path, spms: dict[str, bytes], steps: int = 0, **overrid
     model.eval()
     name = "_".join(f"{k}={v}" for k, v in sorted(overrides.items())) or "default"
     path = directory / f"{name}-{steps}.pt"
-    save_checkpoint({"model_config": asdict(cfg), "model": model.state_dict(),
-                     "spm": {"src": src.proto, "tgt": tgt.proto}}, path)  # fmt: skip
+    save_checkpoint(
+        {
+            "model_config": asdict(cfg),
+            "model": model.state_dict(),
+            "spm": {"src": src.proto, "tgt": tgt.proto},
+        },
+        path,
+    )
     return Ckpt(path, model, src, tgt)
 
 

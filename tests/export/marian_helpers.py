@@ -26,10 +26,15 @@ from export_helpers import TRAIN
 def opus_spm(lines: list[str], vocab_size: int) -> bytes:
     """A sentencepiece model with its default ids (unk 0, bos 1, eos 2, no pad), as OPUS-MT's."""
     out = io.BytesIO()
-    spm.SentencePieceTrainer.Train(sentence_iterator=iter(lines), model_writer=out,
-                                   vocab_size=vocab_size, model_type="unigram",
-                                   character_coverage=1.0, minloglevel=2,
-                                   hard_vocab_limit=False)  # fmt: skip
+    spm.SentencePieceTrainer.Train(
+        sentence_iterator=iter(lines),
+        model_writer=out,
+        vocab_size=vocab_size,
+        model_type="unigram",
+        character_coverage=1.0,
+        minloglevel=2,
+        hard_vocab_limit=False,
+    )
     return out.getvalue()
 
 
@@ -68,28 +73,52 @@ def make_marian_dir(out: Path, separate: bool = False, steps: int = 100, seed: i
     pad = len(src_vocab) - 1
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # "Recommended: pip install sacremoses"
-        tok = transformers.MarianTokenizer(str(out / "source.spm"), str(out / "target.spm"),
-                                           str(out / "vocab.json"), separate_vocabs=separate,
-                                           model_max_length=64, **files)  # fmt: skip
+        tok = transformers.MarianTokenizer(
+            str(out / "source.spm"),
+            str(out / "target.spm"),
+            str(out / "vocab.json"),
+            separate_vocabs=separate,
+            model_max_length=64,
+            **files,
+        )
     tok.save_pretrained(str(out))
     config = transformers.MarianConfig(
-        vocab_size=len(src_vocab), decoder_vocab_size=len(tgt_vocab), d_model=32,
-        encoder_layers=2, decoder_layers=2, encoder_attention_heads=4,
-        decoder_attention_heads=4, encoder_ffn_dim=64, decoder_ffn_dim=64,
-        max_position_embeddings=64, activation_function="swish", scale_embedding=True,
-        share_encoder_decoder_embeddings=not separate, tie_word_embeddings=True,
-        pad_token_id=pad, eos_token_id=0, decoder_start_token_id=pad, forced_eos_token_id=0,
-        dropout=0.0, attention_dropout=0.0, activation_dropout=0.0,
-    )  # fmt: skip
+        vocab_size=len(src_vocab),
+        decoder_vocab_size=len(tgt_vocab),
+        d_model=32,
+        encoder_layers=2,
+        decoder_layers=2,
+        encoder_attention_heads=4,
+        decoder_attention_heads=4,
+        encoder_ffn_dim=64,
+        decoder_ffn_dim=64,
+        max_position_embeddings=64,
+        activation_function="swish",
+        scale_embedding=True,
+        share_encoder_decoder_embeddings=not separate,
+        tie_word_embeddings=True,
+        pad_token_id=pad,
+        eos_token_id=0,
+        decoder_start_token_id=pad,
+        forced_eos_token_id=0,
+        dropout=0.0,
+        attention_dropout=0.0,
+        activation_dropout=0.0,
+    )
     torch.manual_seed(seed)
     model = transformers.MarianMTModel(config)
     with torch.no_grad():
         model.final_logits_bias.normal_(0.0, 0.5)  # nonzero, as in OPUS-MT models
     _train(model, tok, steps)
     model.generation_config = transformers.GenerationConfig(
-        decoder_start_token_id=pad, pad_token_id=pad, eos_token_id=0, forced_eos_token_id=0,
-        bad_words_ids=[[pad]], max_length=64, num_beams=4,
-    )  # fmt: skip
+        decoder_start_token_id=pad,
+        pad_token_id=pad,
+        eos_token_id=0,
+        forced_eos_token_id=0,
+        bad_words_ids=[[pad]],
+        max_length=64,
+        num_beams=4,
+    )
     model.save_pretrained(str(out))
     return out
 
@@ -101,11 +130,16 @@ def _train(model, tok, steps: int) -> None:
     model.train()
     for _ in range(steps):
         pairs = rng.sample(TRAIN, 32)
-        batch = tok([s for s, _ in pairs], text_target=[t for _, t in pairs], padding=True,
-                    return_tensors="pt")  # fmt: skip
+        batch = tok(
+            [s for s, _ in pairs],
+            text_target=[t for _, t in pairs],
+            padding=True,
+            return_tensors="pt",
+        )
         labels = batch["labels"].masked_fill(batch["labels"].eq(tok.pad_token_id), -100)
-        loss = model(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"],
-                     labels=labels).loss  # fmt: skip
+        loss = model(
+            input_ids=batch["input_ids"], attention_mask=batch["attention_mask"], labels=labels
+        ).loss
         opt.zero_grad()
         loss.backward()
         opt.step()

@@ -43,10 +43,15 @@ def argos_decode(package: Path, lines: list[str]) -> list[str]:
     out = []
     for line in lines:  # a paragraph of one sentence: one call
         (result,) = translator.translate_batch(
-            [sp.encode(line, out_type=str)], replace_unknowns=True, max_batch_size=32,
-            batch_type="tokens", beam_size=4, num_hypotheses=1, length_penalty=0.2,
+            [sp.encode(line, out_type=str)],
+            replace_unknowns=True,
+            max_batch_size=32,
+            batch_type="tokens",
+            beam_size=4,
+            num_hypotheses=1,
+            length_penalty=0.2,
             return_scores=True,
-        )  # fmt: skip
+        )
         out.append(detokenize(sp, result.hypotheses[0]))
     return out
 
@@ -79,18 +84,39 @@ def test_the_archive_holds_what_argos_reads(package: Path, trained: Ckpt) -> Non
         assert archive.read(f"{top}/sentencepiece.model") == trained.src.proto
         config = json.loads(archive.read(f"{top}/model/config.json"))
         readme = archive.read(f"{top}/README.md").decode()
-    assert {f"{top}/", f"{top}/metadata.json", f"{top}/README.md", f"{top}/model/",
-            f"{top}/model/model.bin", f"{top}/model/config.json",
-            f"{top}/sentencepiece.model"} <= names  # fmt: skip
+    assert {
+        f"{top}/",
+        f"{top}/metadata.json",
+        f"{top}/README.md",
+        f"{top}/model/",
+        f"{top}/model/model.bin",
+        f"{top}/model/config.json",
+        f"{top}/sentencepiece.model",
+    } <= names
     assert all(n.startswith(f"{top}/") for n in names)
     assert not any(n.endswith((".spm", "mtkit.json")) for n in names)  # Argos' files only
     assert config["add_source_bos"] is False and config["add_source_eos"] is True
     meta = read_package(package)
-    assert {k: meta[k] for k in ("package_version", "argos_version", "from_code", "from_name",
-                                 "to_code", "to_name", "type")} == {
-        "package_version": "1.0", "argos_version": "1.11", "from_code": "en",
-        "from_name": "English", "to_code": "de", "to_name": "German", "type": "translate",
-    }  # fmt: skip
+    assert {
+        k: meta[k]
+        for k in (
+            "package_version",
+            "argos_version",
+            "from_code",
+            "from_name",
+            "to_code",
+            "to_name",
+            "type",
+        )
+    } == {
+        "package_version": "1.0",
+        "argos_version": "1.11",
+        "from_code": "en",
+        "from_name": "English",
+        "to_code": "de",
+        "to_name": "German",
+        "type": "translate",
+    }
     assert meta["mtkit"]["quantization"] == "float32" and meta["mtkit"]["source_prefix"] is None
     assert readme.startswith("# English → German\n")
 
@@ -101,8 +127,11 @@ def test_argos_decoding_equals_mtkits_ctranslate2_engine(
     """Separate vocabularies: the target pieces go through the source model, as in Argos."""
     assert trained.src.proto != trained.tgt.proto
     lines = TEST_LINES + ["the dog", "a red house on the street"]
-    want = translate_lines([str(export_ct2(trained.path, tmp_path / "ct2"))], lines,
-                           TranslateConfig.from_flat(ARGOS_SEARCH))  # fmt: skip
+    want = translate_lines(
+        [str(export_ct2(trained.path, tmp_path / "ct2"))],
+        lines,
+        TranslateConfig.from_flat(ARGOS_SEARCH),
+    )
     assert argos_decode(install(package, tmp_path / "packages"), lines) == want
     assert all(want)
 
@@ -122,20 +151,25 @@ def test_a_multilingual_model_is_packaged_for_one_target(
     config = json.loads((package / "model" / "config.json").read_text())
     assert (config["add_source_bos"], config["bos_token"]) == (True, ">>fr<<")
     assert config["decoder_start_token"] == "<s>"  # the decoder still starts from BOS
-    want = {lang: translate_lines([str(ct2_dir)], lines,
-                                  TranslateConfig.from_flat({**ARGOS_SEARCH, "tgt_lang": lang}))
-            for lang in ("fr", "de")}  # fmt: skip
+    want = {
+        lang: translate_lines(
+            [str(ct2_dir)], lines, TranslateConfig.from_flat({**ARGOS_SEARCH, "tgt_lang": lang})
+        )
+        for lang in ("fr", "de")
+    }
     assert argos_decode(package, lines) == want["fr"] != want["de"]
 
 
 def test_languages_come_from_the_checkpoint(trained: Ckpt, tmp_path: Path) -> None:
     named = tmp_path / "named.pt"
-    Checkpoint.of(trained.model, trained.src, trained.tgt,
-                  languages=Languages(("en",), ("de",))).save(named)  # fmt: skip
+    Checkpoint.of(
+        trained.model, trained.src, trained.tgt, languages=Languages(("en",), ("de",))
+    ).save(named)
     meta = read_package(export_argos(named, tmp_path / "a.argosmodel").path)
     assert (meta["from_code"], meta["to_code"]) == ("en", "de")
-    out = export_argos(named, tmp_path / "b.argosmodel", source_lang="fr", target_lang="pt",
-                       package_version="2.1")  # fmt: skip
+    out = export_argos(
+        named, tmp_path / "b.argosmodel", source_lang="fr", target_lang="pt", package_version="2.1"
+    )
     assert out.info.dir_name == "translate-fr_pt-2_1"
     assert read_package(out.path)["to_name"] == "Portuguese"
 
@@ -152,19 +186,28 @@ EN_DE = ["--source-lang", "en", "--target-lang", "de"]
     [
         ([], r"--source-lang: the checkpoint names no source language; give the code"),
         (["--source-lang", "en"], r"--target-lang: the checkpoint names no target language"),
-        (["--source-lang", "en_US", "--target-lang", "de"],
-         r"--source-lang en_US: not a language code for Argos Translate"),
+        (
+            ["--source-lang", "en_US", "--target-lang", "de"],
+            r"--source-lang en_US: not a language code for Argos Translate",
+        ),
         ([*EN_DE, "--package-version", "v1"], r"--package-version v1: expected numbers"),
-        ([*EN_DE, "{t}/pkg.zip"], r"pkg\.zip: an Argos Translate package is a file named "
-         r"\*\.argosmodel"),
+        (
+            [*EN_DE, "{t}/pkg.zip"],
+            r"pkg\.zip: an Argos Translate package is a file named "
+            r"\*\.argosmodel",
+        ),
         ([*EN_DE, "{t}/old.argosmodel"], r"old\.argosmodel: already exists \(use --force"),
         ([*EN_DE, "{t}/dir.argosmodel"], r"dir\.argosmodel: is a directory"),
-        (["--format", "ctranslate2", "--target-lang", "de", "{t}/ct2"],
-         r"--target-lang applies to --format argos only"),
-        (["--format", "hf", "--package-version", "2.0", "{t}/hf"],
-         r"--package-version applies to --format argos only"),
+        (
+            ["--format", "ctranslate2", "--target-lang", "de", "{t}/ct2"],
+            r"--target-lang applies to --format argos only",
+        ),
+        (
+            ["--format", "hf", "--package-version", "2.0", "{t}/hf"],
+            r"--package-version applies to --format argos only",
+        ),
     ],
-)  # fmt: skip
+)
 def test_mistakes_are_one_line_and_write_nothing(
     trained: Ckpt, tmp_path: Path, args: list[str], error: str
 ) -> None:
@@ -181,7 +224,9 @@ def test_mistakes_are_one_line_and_write_nothing(
     assert result.output.count("\n") == 1 and result.output.startswith("Error: "), result.output
     assert re.search(error, result.output), result.output
     assert _tree(tmp_path) == before and sorted(p.name for p in tmp_path.iterdir()) == [
-        "dir.argosmodel", "old.argosmodel"]  # fmt: skip
+        "dir.argosmodel",
+        "old.argosmodel",
+    ]
 
 
 def test_multilingual_mistakes_name_the_target(multi_run: Path, tmp_path: Path) -> None:
@@ -215,8 +260,9 @@ def test_force_replaces_whole_and_a_failure_keeps_the_old_package(
         with pytest.raises(MtkitError, match="simulated"):
             export_argos(trained.path, out, force=True, source_lang="en", target_lang="de")
     assert out.read_bytes() == b"an older package" and list(tmp_path.iterdir()) == [out]
-    export_argos(trained.path, out, force=True, source_lang="en", target_lang="de",
-                 quantization="int8")  # fmt: skip
+    export_argos(
+        trained.path, out, force=True, source_lang="en", target_lang="de", quantization="int8"
+    )
     assert read_package(out)["mtkit"]["quantization"] == "int8"
     assert list(tmp_path.iterdir()) == [out]
 
@@ -225,10 +271,17 @@ def byte_fallback_spm() -> bytes:
     """A target model with byte pieces (<0xE2>...), which a model without them cannot decode."""
     model = io.BytesIO()
     spm.SentencePieceTrainer.Train(
-        sentence_iterator=iter([t for _, t in TRAIN]), model_writer=model, model_type="bpe",
-        vocab_size=340, byte_fallback=True, pad_id=0, unk_id=1, bos_id=2, eos_id=3,
+        sentence_iterator=iter([t for _, t in TRAIN]),
+        model_writer=model,
+        model_type="bpe",
+        vocab_size=340,
+        byte_fallback=True,
+        pad_id=0,
+        unk_id=1,
+        bos_id=2,
+        eos_id=3,
         minloglevel=2,
-    )  # fmt: skip
+    )
     return model.getvalue()
 
 

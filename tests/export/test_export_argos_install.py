@@ -45,8 +45,17 @@ def mtkit(*args: str) -> None:
 def mtkit_translate(model: Path, lines: list[str], work: Path, *options: str) -> list[str]:
     """`mtkit translate --engine ctranslate2` with Argos' search settings."""
     (work / "in.txt").write_text("\n".join(lines) + "\n", encoding="utf-8")
-    mtkit("translate", "-m", str(model), "-i", str(work / "in.txt"), "-o",
-          str(work / "out.txt"), *SEARCH, *options)  # fmt: skip
+    mtkit(
+        "translate",
+        "-m",
+        str(model),
+        "-i",
+        str(work / "in.txt"),
+        "-o",
+        str(work / "out.txt"),
+        *SEARCH,
+        *options,
+    )
     return (work / "out.txt").read_text(encoding="utf-8").splitlines()
 
 
@@ -55,12 +64,22 @@ def argos_translate(
 ) -> dict:
     """Install ``package`` into a fresh Argos (its own HOME) and translate ``lines``."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("ARGOS_", "XDG_"))}
-    env.update(HOME=str(home), XDG_DATA_HOME=str(home / "data"),
-               XDG_CACHE_HOME=str(home / "cache"), XDG_CONFIG_HOME=str(home / "config"),
-               ARGOS_INTRA_THREADS="1", **settings)  # fmt: skip
-    done = subprocess.run([str(ARGOS_PYTHON), str(DRIVER), str(package), *pair],
-                          input=json.dumps(lines), capture_output=True, text=True, env=env,
-                          timeout=600)  # fmt: skip
+    env.update(
+        HOME=str(home),
+        XDG_DATA_HOME=str(home / "data"),
+        XDG_CACHE_HOME=str(home / "cache"),
+        XDG_CONFIG_HOME=str(home / "config"),
+        ARGOS_INTRA_THREADS="1",
+        **settings,
+    )
+    done = subprocess.run(
+        [str(ARGOS_PYTHON), str(DRIVER), str(package), *pair],
+        input=json.dumps(lines),
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=600,
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     return json.loads(done.stdout)
 
@@ -68,10 +87,27 @@ def argos_translate(
 def export_both(ckpt: Path, out: Path, quantization: str, *argos: str) -> tuple[Path, Path]:
     """The same checkpoint as a .argosmodel and as a CTranslate2 directory."""
     package, ct2 = out / "model.argosmodel", out / "ct2"
-    mtkit("export", "-m", str(ckpt), "--format", "argos", "--quantization", quantization,
-          *argos, str(package))  # fmt: skip
-    mtkit("export", "-m", str(ckpt), "--format", "ctranslate2", "--quantization", quantization,
-          str(ct2))  # fmt: skip
+    mtkit(
+        "export",
+        "-m",
+        str(ckpt),
+        "--format",
+        "argos",
+        "--quantization",
+        quantization,
+        *argos,
+        str(package),
+    )
+    mtkit(
+        "export",
+        "-m",
+        str(ckpt),
+        "--format",
+        "ctranslate2",
+        "--quantization",
+        quantization,
+        str(ct2),
+    )
     return package, ct2
 
 
@@ -81,15 +117,23 @@ def export_both(ckpt: Path, out: Path, quantization: str, *argos: str) -> tuple[
 def test_installs_and_translates_as_mtkit(
     trained: Ckpt, tmp_path: Path, quantization: str, settings: dict[str, str]
 ) -> None:
-    package, ct2 = export_both(trained.path, tmp_path, quantization, "--source-lang", "en",
-                              "--target-lang", "de")  # fmt: skip
+    package, ct2 = export_both(
+        trained.path, tmp_path, quantization, "--source-lang", "en", "--target-lang", "de"
+    )
     lines = TEST_LINES[:8]
     got = argos_translate(package, ("en", "de"), lines, tmp_path / "home", **settings)
     (installed,) = got["installed"]
-    assert installed == {"from_code": "en", "from_name": "English", "to_code": "de",
-                         "to_name": "German", "package_version": "1.0", "argos_version": "1.11",
-                         "type": "translate", "dir": "translate-en_de-1_0",
-                         "tokenizer": "SentencePieceTokenizer"}  # fmt: skip
+    assert installed == {
+        "from_code": "en",
+        "from_name": "English",
+        "to_code": "de",
+        "to_name": "German",
+        "package_version": "1.0",
+        "argos_version": "1.11",
+        "type": "translate",
+        "dir": "translate-en_de-1_0",
+        "tokenizer": "SentencePieceTokenizer",
+    }
     assert Path(got["package_dir"], "translate-en_de-1_0", "model", "model.bin").is_file()
     assert got["languages"] == ["en", "de"] and got["sentencizer"] == "OneSentence"
     assert got["translations"] == mtkit_translate(ct2, lines, tmp_path)
@@ -103,8 +147,9 @@ def test_a_multilingual_model_installs_for_one_target(
     package, ct2 = export_both(ckpt, tmp_path, "float32", "--target-lang", "fr")
     src = (multi_dataset / "valid.src.txt").read_text(encoding="utf-8").splitlines()
     lines = [line.split(" ", 1)[1] for line in src[:8]]  # English, without the tags
-    got = argos_translate(package, ("en", "fr"), lines, tmp_path / "home",
-                          ARGOS_COMPUTE_TYPE="float32")  # fmt: skip
+    got = argos_translate(
+        package, ("en", "fr"), lines, tmp_path / "home", ARGOS_COMPUTE_TYPE="float32"
+    )
     assert [(p["from_code"], p["to_code"]) for p in got["installed"]] == [("en", "fr")]
     want = mtkit_translate(ct2, lines, tmp_path, "--tgt-lang", "fr")
     assert got["translations"] == want

@@ -25,21 +25,41 @@ from mtkit.staging import staged_dir
     [
         ({}, dict(share_encoder_decoder_embeddings=False, tie_word_embeddings=True)),
         (dict(tie_output=False), dict(tie_word_embeddings=False)),
-        (dict(share_all_embeddings=True, tgt_vocab_size=8000),
-         dict(share_encoder_decoder_embeddings=True, tie_word_embeddings=True)),
-        (dict(src_vocab_size=100, tgt_vocab_size=200),
-         dict(vocab_size=100, decoder_vocab_size=200)),
-        (dict(d_model=64, ffn_dim=96, heads=8, encoder_layers=1, decoder_layers=5),
-         dict(d_model=64, encoder_ffn_dim=96, decoder_ffn_dim=96, encoder_attention_heads=8,
-              decoder_attention_heads=8, encoder_layers=1, decoder_layers=5)),
+        (
+            dict(share_all_embeddings=True, tgt_vocab_size=8000),
+            dict(share_encoder_decoder_embeddings=True, tie_word_embeddings=True),
+        ),
+        (
+            dict(src_vocab_size=100, tgt_vocab_size=200),
+            dict(vocab_size=100, decoder_vocab_size=200),
+        ),
+        (
+            dict(d_model=64, ffn_dim=96, heads=8, encoder_layers=1, decoder_layers=5),
+            dict(
+                d_model=64,
+                encoder_ffn_dim=96,
+                decoder_ffn_dim=96,
+                encoder_attention_heads=8,
+                decoder_attention_heads=8,
+                encoder_layers=1,
+                decoder_layers=5,
+            ),
+        ),
         (dict(max_positions=77), dict(max_position_embeddings=77)),
     ],
-)  # fmt: skip
+)
 def test_marian_config(overrides: dict, expected: dict) -> None:
     got = marian_config(ModelConfig(**overrides))
     assert {k: got[k] for k in expected} == expected
-    fixed = dict(activation_function="relu", scale_embedding=True, pad_token_id=0, eos_token_id=3,
-                 bos_token_id=2, decoder_start_token_id=2, forced_eos_token_id=3)  # fmt: skip
+    fixed = dict(
+        activation_function="relu",
+        scale_embedding=True,
+        pad_token_id=0,
+        eos_token_id=3,
+        bos_token_id=2,
+        decoder_start_token_id=2,
+        forced_eos_token_id=3,
+    )
     assert {k: got[k] for k in fixed} == fixed
 
 
@@ -51,10 +71,18 @@ def test_marian_refuses(overrides: dict, option: str) -> None:
         marian_config(ModelConfig(**overrides))
 
 
-VARIANT_FIELDS = [("norm", "rmsnorm"), ("norm_eps", 1e-6), ("positions", "rope"),
-                  ("positions", "learned"), ("max_relative_position", 8), ("kv_heads", 2),
-                  ("ffn_activation", "swiglu"), ("bias", False),
-                  ("decoder_self_attention", "average"), ("share_layers", True)]  # fmt: skip
+VARIANT_FIELDS = [
+    ("norm", "rmsnorm"),
+    ("norm_eps", 1e-6),
+    ("positions", "rope"),
+    ("positions", "learned"),
+    ("max_relative_position", 8),
+    ("kv_heads", 2),
+    ("ffn_activation", "swiglu"),
+    ("bias", False),
+    ("decoder_self_attention", "average"),
+    ("share_layers", True),
+]
 
 
 @pytest.mark.parametrize("field, value", VARIANT_FIELDS)
@@ -96,9 +124,15 @@ def test_generation_defaults() -> None:
 
 @pytest.mark.parametrize(
     "src_len, a, b, min_len, expected",
-    [(10, 1.2, 10, 1, 22), (10, 0.0, 7, 1, 7), (3, 0.5, 0, 1, 1), (0, 1.0, 0, 0, 0),
-     (5, 1.0, 3, 9, 9), (50, 2.0, 10, 1, 63)],
-)  # fmt: skip
+    [
+        (10, 1.2, 10, 1, 22),
+        (10, 0.0, 7, 1, 7),
+        (3, 0.5, 0, 1, 1),
+        (0, 1.0, 0, 0, 0),
+        (5, 1.0, 3, 9, 9),
+        (50, 2.0, 10, 1, 63),
+    ],
+)
 def test_max_target_len_agrees_with_search(src_len, a, b, min_len, expected) -> None:
     from mtkit.decoding.beam import max_target_lengths
 

@@ -205,6 +205,18 @@ def test_translate_cli_engine_ctranslate2(ct2_dir: Path, trained: Ckpt, tmp_path
     got = (tmp_path / "out.txt").read_text().split("\n")[:-1]
     cfg = tcfg(beam=1)
     assert got == translate_lines_ct2(ct2_dir, TEST_LINES, cfg) + ["", ""]
-    bad = CliRunner().invoke(cli, ["translate", "--engine", "ctranslate2", "-m", str(ct2_dir),
-                                   "-m", str(ct2_dir), "-i", str(tmp_path / "in.txt")])  # fmt: skip
+    bad = CliRunner().invoke(
+        cli,
+        [
+            "translate",
+            "--engine",
+            "ctranslate2",
+            "-m",
+            str(ct2_dir),
+            "-m",
+            str(ct2_dir),
+            "-i",
+            str(tmp_path / "in.txt"),
+        ],
+    )
     assert bad.exit_code == 1 and "one exported model directory" in bad.output

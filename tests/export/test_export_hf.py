@@ -90,8 +90,13 @@ def hf_generate(hf, src: torch.Tensor, bound: int, **kwargs) -> list[list[int]]:
     """HF generate with mtkit's bound: ``bound`` tokens, then forced EOS (max_length counts the
     decoder start token)."""
     with torch.no_grad():
-        out = hf.generate(input_ids=src, attention_mask=src.ne(PAD_ID), max_length=bound + 2,
-                          min_new_tokens=1, **kwargs)  # fmt: skip
+        out = hf.generate(
+            input_ids=src,
+            attention_mask=src.ne(PAD_ID),
+            max_length=bound + 2,
+            min_new_tokens=1,
+            **kwargs,
+        )
     return [[t for t in row.tolist()[1:] if t not in (EOS_ID, PAD_ID)] for row in out]
 
 

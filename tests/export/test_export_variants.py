@@ -80,8 +80,10 @@ def test_every_variant_has_an_expectation() -> None:
 def test_whitelists_write_what_the_formats_hold(overrides: dict) -> None:
     """Both exporters' config checks (no extra needed) against the hand-written table."""
     cfg = ModelConfig(d_model=16, ffn_dim=32, heads=4, **overrides)
-    checks = (lambda: check_supported(cfg, "CTranslate2", CT2_SUPPORTS, CT2_WHY),
-              lambda: marian_config(cfg))  # fmt: skip
+    checks = (
+        lambda: check_supported(cfg, "CTranslate2", CT2_SUPPORTS, CT2_WHY),
+        lambda: marian_config(cfg),
+    )
     for exporter, check in enumerate(checks):
         want = expected(overrides, exporter)
         if want == WRITES:
@@ -153,8 +155,14 @@ def test_hugging_face_writes_gelu_and_refuses_the_rest(
     hf = transformers.MarianMTModel.from_pretrained(str(tmp_path / "hf")).eval()
     src = pad([ids + [EOS_ID] for ids in ck.src.encode(TEST_LINES)])
     with torch.no_grad():
-        out = hf.generate(input_ids=src, attention_mask=src.ne(0), max_length=BOUND + 2,
-                          num_beams=1, do_sample=False, min_new_tokens=1)  # fmt: skip
+        out = hf.generate(
+            input_ids=src,
+            attention_mask=src.ne(0),
+            max_length=BOUND + 2,
+            num_beams=1,
+            do_sample=False,
+            min_new_tokens=1,
+        )
     got = [[t for t in row.tolist()[1:] if t not in (EOS_ID, 0)] for row in out]
     want = [greedy_reference(ck.model, ids, BOUND) for ids in ck.src.encode(TEST_LINES)]
     assert got == want

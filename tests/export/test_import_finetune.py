@@ -35,17 +35,53 @@ def setup(marian_joint: Path, tmp_path_factory: pytest.TempPathFactory):
         pairs = corpus(n, seed)
         (root / f"{split}.en").write_text("".join(s + "\n" for s, _ in pairs), encoding="utf-8")
         (root / f"{split}.de").write_text("".join(t + "\n" for _, t in pairs), encoding="utf-8")
-    run("prepare", "--src-lang", "en", "--tgt-lang", "de", "--tokenizer-from",
-        str(root / "model.pt"), "--train", str(root / "train"), "--valid", str(root / "valid"),
-        "-o", str(root / "data"), "--workers", "0")  # fmt: skip
+    run(
+        "prepare",
+        "--src-lang",
+        "en",
+        "--tgt-lang",
+        "de",
+        "--tokenizer-from",
+        str(root / "model.pt"),
+        "--train",
+        str(root / "train"),
+        "--valid",
+        str(root / "valid"),
+        "-o",
+        str(root / "data"),
+        "--workers",
+        "0",
+    )
     return root
 
 
 def train(root: Path, run_dir: Path, updates: int) -> None:
-    run("train", "--data", str(root / "data"), "--run-dir", str(run_dir), "--init-from",
-        str(root / "model.pt"), "--device", "cpu", "--max-tokens", "256", "--lr", "1e-3",
-        "--warmup-updates", "1", "--max-updates", str(updates), "--validate-every", "0",
-        "--save-every", "3", "-q", "--set", "log_every=1")  # fmt: skip
+    run(
+        "train",
+        "--data",
+        str(root / "data"),
+        "--run-dir",
+        str(run_dir),
+        "--init-from",
+        str(root / "model.pt"),
+        "--device",
+        "cpu",
+        "--max-tokens",
+        "256",
+        "--lr",
+        "1e-3",
+        "--warmup-updates",
+        "1",
+        "--max-updates",
+        str(updates),
+        "--validate-every",
+        "0",
+        "--save-every",
+        "3",
+        "-q",
+        "--set",
+        "log_every=1",
+    )
 
 
 def test_data_is_encoded_with_the_checkpoints_vocabulary(setup: Path) -> None:
@@ -82,10 +118,35 @@ def test_init_from_refuses_another_vocabulary_size(setup: Path) -> None:
     from mtkit.data.tokenizer import train_spm
 
     (setup / "other.model").write_bytes(train_spm([s for s, _ in corpus(200, 5)], 40))
-    run("prepare", "--src-lang", "en", "--tgt-lang", "de", "--spm", str(setup / "other.model"),
-        "--train", str(setup / "train"), "-o", str(setup / "other"), "--workers", "0")  # fmt: skip
-    result = CliRunner().invoke(cli, ["train", "--data", str(setup / "other"), "--run-dir",
-                                      str(setup / "bad"), "--init-from", str(setup / "model.pt"),
-                                      "--device", "cpu", "-q"])  # fmt: skip
+    run(
+        "prepare",
+        "--src-lang",
+        "en",
+        "--tgt-lang",
+        "de",
+        "--spm",
+        str(setup / "other.model"),
+        "--train",
+        str(setup / "train"),
+        "-o",
+        str(setup / "other"),
+        "--workers",
+        "0",
+    )
+    result = CliRunner().invoke(
+        cli,
+        [
+            "train",
+            "--data",
+            str(setup / "other"),
+            "--run-dir",
+            str(setup / "bad"),
+            "--init-from",
+            str(setup / "model.pt"),
+            "--device",
+            "cpu",
+            "-q",
+        ],
+    )
     assert result.exit_code == 1 and "--tokenizer-from" in result.output
     assert not (setup / "bad").exists()

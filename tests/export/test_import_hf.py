@@ -88,8 +88,9 @@ def test_tokenizer_gives_marian_tokenizers_ids(pair) -> None:
 @pytest.mark.parametrize("beam, lenpen", [(1, 1.0), (4, 1.0), (4, 0.6), (4, 2.0)])
 def test_translate_equals_generate(pair, beam: int, lenpen: float) -> None:
     hf, tok, path = pair
-    want = hf_generate(hf, tok, TEST_LINES, BOUND, num_beams=beam, length_penalty=lenpen,
-                       early_stopping=True)  # fmt: skip
+    want = hf_generate(
+        hf, tok, TEST_LINES, BOUND, num_beams=beam, length_penalty=lenpen, early_stopping=True
+    )
     assert ours(path, TEST_LINES, beam, lenpen) == want
     assert max(map(len, want)) < BOUND  # the limit never bound
 
@@ -99,8 +100,22 @@ def test_cli_translate_and_evaluate(pair, tmp_path: Path) -> None:
     src = tmp_path / "test.en"
     src.write_text("\n".join(TEST_LINES) + "\n", encoding="utf-8")
     out = tmp_path / "hyp.de"
-    args = ["translate", "-m", str(path), "-i", str(src), "-o", str(out), "--beam", "4",
-            "--max-len-a", "0", "--max-len-b", str(BOUND), "-q"]  # fmt: skip
+    args = [
+        "translate",
+        "-m",
+        str(path),
+        "-i",
+        str(src),
+        "-o",
+        str(out),
+        "--beam",
+        "4",
+        "--max-len-a",
+        "0",
+        "--max-len-b",
+        str(BOUND),
+        "-q",
+    ]
     result = CliRunner().invoke(cli, args)
     assert result.exit_code == 0, result.output
     hyps = hf_generate(hf, tok, TEST_LINES, BOUND, num_beams=4, early_stopping=True)
@@ -108,8 +123,20 @@ def test_cli_translate_and_evaluate(pair, tmp_path: Path) -> None:
     assert out.read_text(encoding="utf-8").splitlines() == want
     ref = tmp_path / "ref.de"
     ref.write_text("\n".join(want) + "\n", encoding="utf-8")
-    args = ["evaluate", "-m", str(path), "--src", str(src), "-r", str(ref), "--beam", "4",
-            "--metrics", "bleu", "--json"]  # fmt: skip
+    args = [
+        "evaluate",
+        "-m",
+        str(path),
+        "--src",
+        str(src),
+        "-r",
+        str(ref),
+        "--beam",
+        "4",
+        "--metrics",
+        "bleu",
+        "--json",
+    ]
     result = CliRunner().invoke(cli, args)
     assert result.exit_code == 0, result.output
     assert json.loads(result.output[result.output.index("[") :])[0]["score"] > 0
@@ -146,8 +173,9 @@ def test_mtkit_export_then_import_is_the_same_model(trained: Ckpt, tmp_path: Pat
     assert back["model_config"] == before["model_config"] and back["spm"] == before["spm"]
     assert "vocab" not in back and "special_ids" not in back  # mtkit's own ids: today's format
     for beam in (1, 4):
-        assert ours(tmp_path / "m.pt", TEST_LINES, beam, 1.0) == ours(trained.path, TEST_LINES,
-                                                                      beam, 1.0)  # fmt: skip
+        assert ours(tmp_path / "m.pt", TEST_LINES, beam, 1.0) == ours(
+            trained.path, TEST_LINES, beam, 1.0
+        )
 
 
 # -- refusals: one line, nothing written ----------------------------------------------------------
@@ -195,8 +223,9 @@ def broken_copy(marian_joint: Path, tmp_path: Path) -> Path:
     return Path(shutil.copytree(marian_joint, tmp_path / "broken"))
 
 
-@pytest.mark.parametrize("missing", ["config.json", "source.spm", "target.spm", "vocab.json",
-                                     "model.safetensors"])  # fmt: skip
+@pytest.mark.parametrize(
+    "missing", ["config.json", "source.spm", "target.spm", "vocab.json", "model.safetensors"]
+)
 def test_a_missing_file_is_named(marian_joint: Path, tmp_path: Path, missing: str) -> None:
     model_dir = broken_copy(marian_joint, tmp_path)
     (model_dir / missing).unlink()
@@ -205,10 +234,16 @@ def test_a_missing_file_is_named(marian_joint: Path, tmp_path: Path, missing: st
     )
 
 
-@pytest.mark.parametrize("key, value", [("activation_function", "gelu_new"),
-                                        ("add_bias_logits", True), ("normalize_before", True),
-                                        ("decoder_attention_heads", 2),
-                                        ("normalize_embedding", True)])  # fmt: skip
+@pytest.mark.parametrize(
+    "key, value",
+    [
+        ("activation_function", "gelu_new"),
+        ("add_bias_logits", True),
+        ("normalize_before", True),
+        ("decoder_attention_heads", 2),
+        ("normalize_embedding", True),
+    ],
+)
 def test_an_unsupported_option_is_named(marian_joint: Path, tmp_path: Path, key, value) -> None:
     model_dir = broken_copy(marian_joint, tmp_path)
     config = json.loads((model_dir / "config.json").read_text())
@@ -269,8 +304,14 @@ def test_imported_model_exports_back_to_hf(pair, tmp_path: Path) -> None:
     export_hf(path, tmp_path / "hf")
     back, back_tok = load_hf(tmp_path / "hf")
     assert back_tok.encoder == tok.encoder and back_tok.decoder == tok.decoder  # vocab.json(s)
-    for key in ("pad_token_id", "eos_token_id", "decoder_start_token_id", "activation_function",
-                "scale_embedding", "share_encoder_decoder_embeddings"):  # fmt: skip
+    for key in (
+        "pad_token_id",
+        "eos_token_id",
+        "decoder_start_token_id",
+        "activation_function",
+        "scale_embedding",
+        "share_encoder_decoder_embeddings",
+    ):
         assert getattr(back.config, key) == getattr(hf.config, key), key
     torch.testing.assert_close(back.final_logits_bias, hf.final_logits_bias, rtol=0, atol=0)
     for beam in (1, 4):

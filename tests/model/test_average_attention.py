@@ -92,8 +92,14 @@ def test_state_starts_empty_and_every_weight_is_a_linear() -> None:
     assert state.total.shape == (5, 1, 8) and state.total.dtype == torch.float64
     assert state.steps == 0 and not state.total.any()
     aan = tiny()
-    assert list(aan.state_dict()) == ["ffn.fc1.weight", "ffn.fc1.bias", "ffn.fc2.weight",
-                                      "ffn.fc2.bias", "gate.weight", "gate.bias"]  # fmt: skip
+    assert list(aan.state_dict()) == [
+        "ffn.fc1.weight",
+        "ffn.fc1.bias",
+        "ffn.fc2.weight",
+        "ffn.fc2.bias",
+        "gate.weight",
+        "gate.bias",
+    ]
     linears = [m for m in aan.modules() if isinstance(m, nn.Linear)]
     assert sum(p.numel() for m in linears for p in m.parameters()) == sum(
         p.numel() for p in aan.parameters()

@@ -49,20 +49,24 @@ def compiled_dir(tmp_path_factory) -> Iterator[Path]:
         yield path
 
 
-def hypotheses(models: list[nn.Module], cfg: SearchConfig,
-               sources: list[torch.Tensor] = SOURCES) -> list[list[tuple]]:  # fmt: skip
+def hypotheses(
+    models: list[nn.Module], cfg: SearchConfig, sources: list[torch.Tensor] = SOURCES
+) -> list[list[tuple]]:
     found = []
     for src in sources:
-        found += [[(tuple(h.tokens), round(h.score, 4)) for h in hyps]
-                  for hyps in generate(models, src, cfg)]  # fmt: skip
+        found += [
+            [(tuple(h.tokens), round(h.score, 4)) for h in hyps]
+            for hyps in generate(models, src, cfg)
+        ]
     return found
 
 
 BEAM, GREEDY = SearchConfig(beam=3, nbest=2, max_len_b=8), SearchConfig(beam=1, max_len_b=8)
 
 
-def assert_search_equals_eager(eager: nn.Module, compiled: nn.Module,
-                               configs: tuple[SearchConfig, ...] = (BEAM,)) -> None:  # fmt: skip
+def assert_search_equals_eager(
+    eager: nn.Module, compiled: nn.Module, configs: tuple[SearchConfig, ...] = (BEAM,)
+) -> None:
     calls = []
     graph = compiled.decode_step.graph
     compiled.decode_step.graph = lambda *args: calls.append(1) or graph(*args)
@@ -122,8 +126,9 @@ def test_the_key_changes_with_the_architecture_the_kinds_and_torch(monkeypatch) 
 
 def test_a_broken_library_is_refused_in_one_line(compiled_dir: Path, monkeypatch) -> None:
     monkeypatch.setenv("MTKIT_COMPILED_DIR", str(compiled_dir / "broken"))
-    path = compile_step(prepare_for_inference(tiny(**MODERN), CPU), CPU, build="export")\
-        .decode_step.path  # fmt: skip
+    path = compile_step(
+        prepare_for_inference(tiny(**MODERN), CPU), CPU, build="export"
+    ).decode_step.path
     model = prepare_for_inference(tiny(**MODERN), CPU)
     path.parent.mkdir()
     path.write_bytes(b"not a zip")
@@ -163,8 +168,9 @@ def test_beams_wider_than_the_graph_run_eagerly() -> None:
 @pytest.mark.parametrize("variant", VARIANTS)
 def test_traced_variant_search_equals_eager(variant: str) -> None:
     eager = prepare_for_inference(tiny(**VARIANTS[variant]), CPU)
-    traced = compile_step(prepare_for_inference(tiny(**VARIANTS[variant]), CPU), CPU,
-                          build="export")  # fmt: skip
+    traced = compile_step(
+        prepare_for_inference(tiny(**VARIANTS[variant]), CPU), CPU, build="export"
+    )
     assert_search_equals_eager(eager, traced)
 
 
@@ -201,8 +207,10 @@ def test_traced_ensemble_equals_eager_ensemble() -> None:
 def test_compiled_ensemble_of_one_architecture_shares_its_library() -> None:
     """Two checkpoints of one architecture: one library, loaded twice, each with its weights."""
     eager = [prepare_for_inference(m, CPU) for m in (tiny(**MODERN), perturbed(tiny(**MODERN)))]
-    models = [prepare_for_inference(m, CPU, compile=True)
-              for m in (tiny(**MODERN), perturbed(tiny(**MODERN)))]  # fmt: skip
+    models = [
+        prepare_for_inference(m, CPU, compile=True)
+        for m in (tiny(**MODERN), perturbed(tiny(**MODERN)))
+    ]
     assert models[0].decode_step.path == models[1].decode_step.path
     assert hypotheses(models, BEAM) == hypotheses(eager, BEAM)
 
@@ -211,8 +219,9 @@ def steps(model: nn.Module, src: torch.Tensor, tokens: torch.Tensor) -> torch.Te
     """Logits of each step of feeding ``tokens`` (B, T) with the cache, (B, T, V)."""
     with torch.inference_mode():
         state = model.start_state(model.encode(src), max_len=tokens.shape[1])
-        return torch.stack([model.decode_step(tokens[:, t], state)
-                            for t in range(tokens.shape[1])], 1)  # fmt: skip
+        return torch.stack(
+            [model.decode_step(tokens[:, t], state) for t in range(tokens.shape[1])], 1
+        )
 
 
 def test_compiled_int8_is_as_close_to_fp32_as_eager_int8() -> None:
@@ -221,8 +230,9 @@ def test_compiled_int8_is_as_close_to_fp32_as_eager_int8() -> None:
     src, tokens = batch([7, 4, 5], 23), batch([6, 6, 6], 29, seed=2)
     fp32 = steps(prepare_for_inference(tiny(**MODERN), CPU), src, tokens)
     eager = steps(prepare_for_inference(tiny(**MODERN), CPU, quantize="int8"), src, tokens)
-    compiled = steps(prepare_for_inference(tiny(**MODERN), CPU, quantize="int8", compile=True),
-                     src, tokens)  # fmt: skip
+    compiled = steps(
+        prepare_for_inference(tiny(**MODERN), CPU, quantize="int8", compile=True), src, tokens
+    )
     error = (eager - fp32).abs().max()
     assert 0 < error < 0.5
     assert (compiled - fp32).abs().max() <= 2 * error
@@ -234,11 +244,14 @@ def test_alignment_steps_run_eagerly_with_the_same_result() -> None:
     eager = tiny()
     compiled = compile_step(prepare_for_inference(tiny(), CPU), CPU, build="export")
     with torch.inference_mode():
-        states = [m.start_state(m.encode(src), max_len=5, alignment_layer=1)
-                  for m in (eager, compiled)]  # fmt: skip
+        states = [
+            m.start_state(m.encode(src), max_len=5, alignment_layer=1) for m in (eager, compiled)
+        ]
         for t in range(tokens.shape[1]):
-            a, b = (m.decode_step(tokens[:, t], s)
-                    for m, s in zip((eager, compiled), states, strict=True))  # fmt: skip
+            a, b = (
+                m.decode_step(tokens[:, t], s)
+                for m, s in zip((eager, compiled), states, strict=True)
+            )
             torch.testing.assert_close(a, b)
         torch.testing.assert_close(states[0].attended(1), states[1].attended(1))
 
@@ -263,8 +276,13 @@ def test_auto_compiles_where_it_can_and_on_refuses_elsewhere() -> None:
     modern, average = tiny(**MODERN), tiny(decoder_self_attention="average")
     cuda = torch.device("cuda")
     assert compiles("auto", modern, CPU) and compiles("on", average, CPU)
-    assert not any([compiles("auto", average, CPU), compiles("auto", modern, cuda),
-                    compiles("off", modern, CPU)])  # fmt: skip
+    assert not any(
+        [
+            compiles("auto", average, CPU),
+            compiles("auto", modern, cuda),
+            compiles("off", modern, CPU),
+        ]
+    )
     assert TranslateConfig(compile=True).compile == "on"
     assert TranslateConfig(compile=False).compile == "off"
     for other in (dict(engine="ctranslate2"), dict(shortlist="x.tsv")):
@@ -296,8 +314,9 @@ def test_speculative_decoding_through_compiled_steps_gives_greedy_output() -> No
     for src in SOURCES:
         greedy = generate([teacher], src, GREEDY)
         found = generate([compiled], src, GREEDY, draft=Draft(draft, 3, stats))
-        assert [[h.tokens for h in hyps] for hyps in found] == \
-            [[h.tokens for h in hyps] for hyps in greedy]  # fmt: skip
+        assert [[h.tokens for h in hyps] for hyps in found] == [
+            [h.tokens for h in hyps] for hyps in greedy
+        ]
     assert len(calls) > 20 and 0 < stats.acceptance < 1
     assert compiled.decode_step.multi is not None  # the check: several positions, one graph
 

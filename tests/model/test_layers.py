@@ -79,8 +79,12 @@ def mha_twin(gqa: SelfAttention) -> SelfAttention:
     return mha
 
 
-POSITIONS = {"plain": AttentionPositions, "rope": lambda: Rotary(D // H, 64),
-             "alibi": lambda: ALiBi(H), "relative": lambda: ShawRelative(D // H, 2)}  # fmt: skip
+POSITIONS = {
+    "plain": AttentionPositions,
+    "rope": lambda: Rotary(D // H, 64),
+    "alibi": lambda: ALiBi(H),
+    "relative": lambda: ShawRelative(D // H, 2),
+}
 
 
 @pytest.mark.parametrize("kv_heads", [1, 2])
@@ -124,7 +128,7 @@ def test_attention_paths_agree(mask: str) -> None:
     expected = F.scaled_dot_product_attention(
         q, k.repeat_interleave(2, 1), v.repeat_interleave(2, 1), attn_mask=masks[mask]
     )
-    torch.testing.assert_close(attention(q, k, v, masks[mask]), expected)  # fmt: skip
+    torch.testing.assert_close(attention(q, k, v, masks[mask]), expected)
 
 
 def test_residuals_by_hand() -> None:
@@ -162,8 +166,12 @@ def test_attention_in_a_compiled_graph_is_sdpa(monkeypatch, kv_heads: int, mask_
     torch.manual_seed(0)
     q = torch.randn(3, 4, 5, 8)
     k, v = torch.randn(3, kv_heads, 7, 8), torch.randn(3, kv_heads, 7, 8)
-    mask = {"none": None, "keep": torch.rand(3, 1, 1, 7) > 0.3, "bias": torch.randn(3, 1, 1, 7),
-            "head_bias": torch.randn(4, 5, 7)}[mask_kind]  # fmt: skip
+    mask = {
+        "none": None,
+        "keep": torch.rand(3, 1, 1, 7) > 0.3,
+        "bias": torch.randn(3, 1, 1, 7),
+        "head_bias": torch.randn(4, 5, 7),
+    }[mask_kind]
     if mask is not None and mask.dtype == torch.bool:
         mask[:, ..., 0] = True  # every query keeps a key
     expected = module.attention(q, k, v, mask)

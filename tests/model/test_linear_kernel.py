@@ -97,13 +97,19 @@ FALLBACK = textwrap.dedent("""
 
 def test_without_the_cpp_kernel_the_python_one_serves_with_one_warning(tmp_path: Path) -> None:
     tests = Path(__file__).parent
-    env = {"PYTHONPATH": f"{tests.parent.parent}:{tests.parent}:{tests}",
-           "MTKIT_COMPILED_DIR": str(tmp_path), "PATH": "/usr/bin:/bin"}  # fmt: skip
-    done = subprocess.run([sys.executable, "-c", FALLBACK], capture_output=True, text=True,
-                          env=env, timeout=300)  # fmt: skip
+    env = {
+        "PYTHONPATH": f"{tests.parent.parent}:{tests.parent}:{tests}",
+        "MTKIT_COMPILED_DIR": str(tmp_path),
+        "PATH": "/usr/bin:/bin",
+    }
+    done = subprocess.run(
+        [sys.executable, "-c", FALLBACK], capture_output=True, text=True, env=env, timeout=300
+    )
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.strip() == "same output"
     warnings = [line for line in done.stderr.splitlines() if "mtkit: warning" in line]
-    assert warnings == ["mtkit: warning: --compile: the C++ kernel of the compiled step's linear "
-                        "layers could not be built (no C++ compiler); a slower Python one "
-                        "serves"]  # fmt: skip
+    assert warnings == [
+        "mtkit: warning: --compile: the C++ kernel of the compiled step's linear "
+        "layers could not be built (no C++ compiler); a slower Python one "
+        "serves"
+    ]

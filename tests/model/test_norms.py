@@ -37,8 +37,10 @@ def test_layernorm_is_torchs_with_or_without_bias(bias: bool) -> None:
 
 def test_default_layernorm_state_dict_matches_todays_norm() -> None:
     """Today's layers use nn.LayerNorm(d_model): the same keys, so old checkpoints load."""
-    assert build_norm("layernorm", 8, 1e-5, True).state_dict().keys() == \
-        nn.LayerNorm(8).state_dict().keys()  # fmt: skip
+    assert (
+        build_norm("layernorm", 8, 1e-5, True).state_dict().keys()
+        == nn.LayerNorm(8).state_dict().keys()
+    )
 
 
 def test_unknown_kind_names_the_known_ones() -> None:

@@ -20,8 +20,7 @@ CPU = torch.device("cpu")
 def test_opaque_linear_is_the_layer_it_replaces(kind: str, tmp_path) -> None:
     """Eagerly and through the custom operator (as a graph calls it), an opaque layer returns
     exactly what the prepared layer returns."""
-    if kind != "int8" and not onednn_available(torch.float32 if kind == "fp32" else
-                                               torch.bfloat16):  # fmt: skip
+    if kind != "int8" and not onednn_available(torch.float32 if kind == "fp32" else torch.bfloat16):
         pytest.skip(f"no oneDNN {kind} kernels in this build")
     dtype, quantize = ("fp32", "int8") if kind == "int8" else (kind, "")
     model = prepare_for_inference(tiny(), CPU, dtype, quantize)

@@ -20,8 +20,9 @@ def test_packed_linear_equals_linear(shape: tuple[int, ...], bias: bool) -> None
     linear = nn.Linear(16, 40, bias=bias)
     x = torch.randn(shape)
     with torch.inference_mode():
-        torch.testing.assert_close(PackedLinear(linear.weight, linear.bias)(x), linear(x),
-                                   atol=1e-5, rtol=1e-5)  # fmt: skip
+        torch.testing.assert_close(
+            PackedLinear(linear.weight, linear.bias)(x), linear(x), atol=1e-5, rtol=1e-5
+        )
 
 
 @pytest.mark.parametrize("variant", variant_params())

@@ -62,8 +62,12 @@ def test_rotary_hand_computation() -> None:
     rot = Rotary(4, 16)
     x = torch.tensor([1.0, 2.0, 3.0, 4.0]).view(1, 1, 1, 4)
     a, b = 5.0, 5.0 * 0.01  # position 5
-    expected = [1 * math.cos(a) - 3 * math.sin(a), 2 * math.cos(b) - 4 * math.sin(b),
-                3 * math.cos(a) + 1 * math.sin(a), 4 * math.cos(b) + 2 * math.sin(b)]  # fmt: skip
+    expected = [
+        1 * math.cos(a) - 3 * math.sin(a),
+        2 * math.cos(b) - 4 * math.sin(b),
+        3 * math.cos(a) + 1 * math.sin(a),
+        4 * math.cos(b) + 2 * math.sin(b),
+    ]
     torch.testing.assert_close(rot.rotate(x, offset=5).flatten(), torch.tensor(expected))
 
 
@@ -75,8 +79,11 @@ def test_rotary_is_ctranslate2s_sliced_layout() -> None:
     x = randn(dh)
     inv_freq = [base ** (-2 * m / dh) for m in range(dh // 2)]
     angle = [t * f for f in inv_freq] * 2
-    y = [x[i] * math.cos(angle[i]) + (-x[i + dh // 2] if i < dh // 2 else x[i - dh // 2])
-         * math.sin(angle[i]) for i in range(dh)]  # fmt: skip
+    y = [
+        x[i] * math.cos(angle[i])
+        + (-x[i + dh // 2] if i < dh // 2 else x[i - dh // 2]) * math.sin(angle[i])
+        for i in range(dh)
+    ]
     got = Rotary(dh, 8).rotate(x.view(1, 1, 1, dh), offset=t).flatten()
     torch.testing.assert_close(got, torch.stack(y))
 
@@ -114,9 +121,20 @@ def test_rotary_keeps_the_norm_refuses_odd_widths_and_long_inputs() -> None:
 
 # the paper's reference code, get_slopes(12) = get_slopes(8) + get_slopes(16)[0::2][:4]: the
 # last four are 2^-0.5, 2^-1.5, 2^-2.5, 2^-3.5, as that code prints them
-SLOPES_12 = [0.5, 0.25, 0.125, 0.0625, 0.03125, 0.015625, 0.0078125, 0.00390625,
-             0.7071067811865476, 0.35355339059327384, 0.17677669529663692,
-             0.08838834764831849]  # fmt: skip
+SLOPES_12 = [
+    0.5,
+    0.25,
+    0.125,
+    0.0625,
+    0.03125,
+    0.015625,
+    0.0078125,
+    0.00390625,
+    0.7071067811865476,
+    0.35355339059327384,
+    0.17677669529663692,
+    0.08838834764831849,
+]
 
 
 @pytest.mark.parametrize(
@@ -173,8 +191,9 @@ def test_alibi_attend_is_sdpa_plus_bias_and_steps_like_the_full_pass() -> None:
     expected = F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
     torch.testing.assert_close(full, expected)
     for t in range(7):
-        step = alibi.attend(q[:, :, t : t + 1], k[:, :, : t + 1], v[:, :, : t + 1],
-                            keep[..., : t + 1])  # fmt: skip
+        step = alibi.attend(
+            q[:, :, t : t + 1], k[:, :, : t + 1], v[:, :, : t + 1], keep[..., : t + 1]
+        )
         torch.testing.assert_close(step, full[:, :, t : t + 1], atol=1e-6, rtol=0)
 
 
@@ -183,11 +202,7 @@ def test_alibi_attend_is_sdpa_plus_bias_and_steps_like_the_full_pass() -> None:
 
 
 def test_shaw_buckets_clip_at_k() -> None:
-    expected = [[2, 3, 4, 4, 4],
-                [1, 2, 3, 4, 4],
-                [0, 1, 2, 3, 4],
-                [0, 0, 1, 2, 3],
-                [0, 0, 0, 1, 2]]  # fmt: skip
+    expected = [[2, 3, 4, 4, 4], [1, 2, 3, 4, 4], [0, 1, 2, 3, 4], [0, 0, 1, 2, 3], [0, 0, 0, 1, 2]]
     buckets = ShawRelative(4, 2).relative_buckets(5, 5, 0)
     assert buckets.dtype == torch.long and buckets.tolist() == expected
     assert ShawRelative(4, 2).relative_buckets(1, 5, 3).tolist() == [expected[3]]
@@ -207,8 +222,9 @@ def test_shaw_with_zero_tables_is_sdpa(causal: bool) -> None:
     keep = torch.ones(2, 1, 1, 6, dtype=torch.bool)
     keep[0, :, :, 4:] = False
     got = shaw.attend(q, k, v, keep, causal=causal)
-    torch.testing.assert_close(got, AttentionPositions().attend(q, k, v, keep, causal=causal),
-                               atol=1e-6, rtol=0)  # fmt: skip
+    torch.testing.assert_close(
+        got, AttentionPositions().attend(q, k, v, keep, causal=causal), atol=1e-6, rtol=0
+    )
     mask = keep & causal_keep(6, 6, 0) if causal else keep
     expected = F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
     torch.testing.assert_close(got, expected, atol=1e-6, rtol=0)
@@ -261,6 +277,7 @@ def test_plain_attend_is_sdpa_full_and_stepwise() -> None:
     torch.testing.assert_close(full, F.scaled_dot_product_attention(q, k, v, is_causal=True))
     assert plain.rotate(q, 3) is q
     for t in range(1, 5):  # a causal block of 2 queries at offset t - 1 over t + 1 keys
-        block = plain.attend(q[:, :, t - 1 : t + 1], k[:, :, : t + 1], v[:, :, : t + 1],
-                             causal=True)  # fmt: skip
+        block = plain.attend(
+            q[:, :, t - 1 : t + 1], k[:, :, : t + 1], v[:, :, : t + 1], causal=True
+        )
         torch.testing.assert_close(block, full[:, :, t - 1 : t + 1])

@@ -84,8 +84,9 @@ def test_leaving_rows_are_gathered_into_the_spare_buffers() -> None:
             if step:
                 pointers.add(own.k.data_ptr())
             owner = owner[index]
-            history = torch.cat([history[index], torch.randint(4, 29, (len(index), 1),
-                                                              generator=g)], 1)  # fmt: skip
+            history = torch.cat(
+                [history[index], torch.randint(4, 29, (len(index), 1), generator=g)], 1
+            )
             out = model.decode_step(history[:, -1], copy.deepcopy(cache)).log_softmax(-1)
             full = model.decode(history, model.encode(src[owner])).log_softmax(-1)[:, -1]
             torch.testing.assert_close(out, full, atol=1e-5, rtol=1e-5)
@@ -141,10 +142,18 @@ def test_pointer_cache_reads_what_a_moving_cache_holds() -> None:
     moving = KeyValueCache(torch.zeros(shape), torch.zeros(shape))
     pointing = PointerCache.of(KeyValueCache(torch.zeros(shape), torch.zeros(shape)))
     rows = 3
-    plan = [("append", 1), ("reorder", torch.arange(3).repeat_interleave(2)),  # 6 rows
-            ("append", 1), ("reorder", torch.tensor([1, 1, 0, 3, 5, 5])),
-            ("append", 2), ("truncate", 3), ("reorder", torch.tensor([4, 0, 2])),  # 3 left
-            ("append", 1), ("reorder", torch.tensor([2, 2, 1, 0])), ("append", 3)]  # fmt: skip
+    plan = [
+        ("append", 1),
+        ("reorder", torch.arange(3).repeat_interleave(2)),  # 6 rows
+        ("append", 1),
+        ("reorder", torch.tensor([1, 1, 0, 3, 5, 5])),
+        ("append", 2),
+        ("truncate", 3),
+        ("reorder", torch.tensor([4, 0, 2])),  # 3 left
+        ("append", 1),
+        ("reorder", torch.tensor([2, 2, 1, 0])),
+        ("append", 3),
+    ]
     for op, arg in plan:
         if op == "append":
             k, v = torch.randn(rows, 2, arg, 4), torch.randn(rows, 2, arg, 4)

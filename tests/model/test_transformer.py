@@ -22,9 +22,19 @@ from mtkit.model.transformer import (
 
 def tiny(pre_norm: bool = False, src_vocab: int = 23, **kw) -> torch.nn.Module:
     torch.manual_seed(0)
-    cfg = ModelConfig(src_vocab_size=src_vocab, tgt_vocab_size=29, d_model=32, ffn_dim=64, heads=4,
-                      encoder_layers=2, decoder_layers=2, dropout=0.0, attention_dropout=0.0,
-                      pre_norm=pre_norm, **kw)  # fmt: skip
+    cfg = ModelConfig(
+        src_vocab_size=src_vocab,
+        tgt_vocab_size=29,
+        d_model=32,
+        ffn_dim=64,
+        heads=4,
+        encoder_layers=2,
+        decoder_layers=2,
+        dropout=0.0,
+        attention_dropout=0.0,
+        pre_norm=pre_norm,
+        **kw,
+    )
     return build_model(cfg).eval()
 
 
@@ -99,13 +109,30 @@ def test_decoder_is_causal(variant: dict) -> None:
 def test_embeddings_are_tied_and_shared() -> None:
     model = tiny(share_all_embeddings=False, tie_output=True)
     assert model.output is None
-    cfg = ModelConfig(src_vocab_size=30, tgt_vocab_size=30, d_model=16, ffn_dim=32, heads=2,
-                      encoder_layers=1, decoder_layers=1, share_all_embeddings=True)  # fmt: skip
+    cfg = ModelConfig(
+        src_vocab_size=30,
+        tgt_vocab_size=30,
+        d_model=16,
+        ffn_dim=32,
+        heads=2,
+        encoder_layers=1,
+        decoder_layers=1,
+        share_all_embeddings=True,
+    )
     shared = build_model(cfg)
     assert shared.src_embed.weight is shared.tgt_embed.weight
-    untied = build_model(ModelConfig(src_vocab_size=30, tgt_vocab_size=30, d_model=16,
-                                     ffn_dim=32, heads=2, encoder_layers=1, decoder_layers=1,
-                                     tie_output=False))  # fmt: skip
+    untied = build_model(
+        ModelConfig(
+            src_vocab_size=30,
+            tgt_vocab_size=30,
+            d_model=16,
+            ffn_dim=32,
+            heads=2,
+            encoder_layers=1,
+            decoder_layers=1,
+            tie_output=False,
+        )
+    )
     assert count_parameters(untied) == count_parameters(shared) + 2 * 30 * 16
 
 
@@ -142,33 +169,75 @@ DEFAULT_KEYS = set(tiny().state_dict())
 @pytest.mark.parametrize(
     "name, present, absent",
     [
-        ("default", {"encoder.1.attn.qkv.weight": (96, 32), "decoder.1.cross_attn.kv.weight":
-                     (64, 32), "decoder.1.self_res.norm.bias": (32,)}, ["output.weight"]),
-        ("rope", {}, []), ("alibi", {}, []), ("gelu", {}, []),
+        (
+            "default",
+            {
+                "encoder.1.attn.qkv.weight": (96, 32),
+                "decoder.1.cross_attn.kv.weight": (64, 32),
+                "decoder.1.self_res.norm.bias": (32,),
+            },
+            ["output.weight"],
+        ),
+        ("rope", {}, []),
+        ("alibi", {}, []),
+        ("gelu", {}, []),
         ("pre_norm", {"encoder_norm.weight": (32,), "decoder_norm.bias": (32,)}, []),
         ("rmsnorm", {"encoder.0.attn_res.norm.weight": (32,)}, ["encoder.0.attn_res.norm.bias"]),
-        ("learned", {"src_positions.table.weight": (1024, 32),
-                     "tgt_positions.table.weight": (1024, 32)}, []),
-        ("relative", {"encoder.0.attn.positions.keys.weight": (7, 8),
-                      "encoder.1.attn.positions.values.weight": (7, 8),
-                      "decoder.0.self_attn.positions.keys.weight": (7, 8),
-                      "decoder.1.self_attn.positions.values.weight": (7, 8)}, []),
-        ("grouped_query", {"encoder.0.attn.q.weight": (32, 32), "encoder.0.attn.kv.weight":
-                           (32, 32), "decoder.1.self_attn.kv.bias": (32,),
-                           "decoder.0.cross_attn.kv.weight": (32, 32)},
-         ["encoder.0.attn.qkv.weight", "decoder.0.self_attn.qkv.weight"]),
-        ("multi_query", {"encoder.0.attn.kv.weight": (16, 32), "decoder.0.cross_attn.kv.weight":
-                         (16, 32)}, ["decoder.1.self_attn.qkv.bias"]),
-        ("swiglu", {"encoder.0.ffn.gate.weight": (40, 32), "encoder.0.ffn.fc1.weight": (40, 32),
-                    "decoder.1.ffn.fc2.weight": (32, 40)}, []),
-        ("average", {"decoder.0.self_attn.gate.weight": (64, 64),
-                     "decoder.1.self_attn.ffn.fc1.weight": (64, 32),
-                     "decoder.1.self_attn.ffn.fc2.bias": (32,)},
-         ["decoder.0.self_attn.qkv.weight", "decoder.0.self_attn.out.weight"]),
-        ("shared_layers", {"encoder.0.attn.qkv.weight": (96, 32)},
-         ["encoder.1.attn.qkv.weight", "decoder.1.ffn.fc1.weight"]),
+        (
+            "learned",
+            {"src_positions.table.weight": (1024, 32), "tgt_positions.table.weight": (1024, 32)},
+            [],
+        ),
+        (
+            "relative",
+            {
+                "encoder.0.attn.positions.keys.weight": (7, 8),
+                "encoder.1.attn.positions.values.weight": (7, 8),
+                "decoder.0.self_attn.positions.keys.weight": (7, 8),
+                "decoder.1.self_attn.positions.values.weight": (7, 8),
+            },
+            [],
+        ),
+        (
+            "grouped_query",
+            {
+                "encoder.0.attn.q.weight": (32, 32),
+                "encoder.0.attn.kv.weight": (32, 32),
+                "decoder.1.self_attn.kv.bias": (32,),
+                "decoder.0.cross_attn.kv.weight": (32, 32),
+            },
+            ["encoder.0.attn.qkv.weight", "decoder.0.self_attn.qkv.weight"],
+        ),
+        (
+            "multi_query",
+            {"encoder.0.attn.kv.weight": (16, 32), "decoder.0.cross_attn.kv.weight": (16, 32)},
+            ["decoder.1.self_attn.qkv.bias"],
+        ),
+        (
+            "swiglu",
+            {
+                "encoder.0.ffn.gate.weight": (40, 32),
+                "encoder.0.ffn.fc1.weight": (40, 32),
+                "decoder.1.ffn.fc2.weight": (32, 40),
+            },
+            [],
+        ),
+        (
+            "average",
+            {
+                "decoder.0.self_attn.gate.weight": (64, 64),
+                "decoder.1.self_attn.ffn.fc1.weight": (64, 32),
+                "decoder.1.self_attn.ffn.fc2.bias": (32,),
+            },
+            ["decoder.0.self_attn.qkv.weight", "decoder.0.self_attn.out.weight"],
+        ),
+        (
+            "shared_layers",
+            {"encoder.0.attn.qkv.weight": (96, 32)},
+            ["encoder.1.attn.qkv.weight", "decoder.1.ffn.fc1.weight"],
+        ),
     ],
-)  # fmt: skip
+)
 def test_parameter_names_of_each_variant(name: str, present: dict, absent: list) -> None:
     state = tiny(**VARIANTS[name]).state_dict()
     assert {k: tuple(state[k].shape) for k in present} == present
@@ -208,21 +277,28 @@ def test_shared_layers_apply_one_layer_at_every_depth() -> None:
         (dict(kv_heads=8), r"model\.kv_heads=8 must divide model\.heads=4"),
         (dict(kv_heads=-1), r"model\.kv_heads must be >= 0"),
         (dict(positions="rope", kv_heads=3), r"model\.kv_heads=3 must divide model\.heads=4"),
-        (dict(positions="rope", d_model=12, heads=4), r"model\.positions=rope needs an even "
-         r"head width, but model\.d_model=12 / model\.heads=4 = 3"),
-        (dict(decoder_self_attention="average", positions="alibi"),
-         r"model\.decoder_self_attention=average has no attention scores for "
-         r"model\.positions=alibi"),
+        (
+            dict(positions="rope", d_model=12, heads=4),
+            r"model\.positions=rope needs an even "
+            r"head width, but model\.d_model=12 / model\.heads=4 = 3",
+        ),
+        (
+            dict(decoder_self_attention="average", positions="alibi"),
+            r"model\.decoder_self_attention=average has no attention scores for "
+            r"model\.positions=alibi",
+        ),
         (dict(norm="batchnorm"), r"model\.norm must be one of layernorm, rmsnorm"),
         (dict(positions="t5"), r"model\.positions must be one of sinusoidal, learned"),
         (dict(ffn_activation="tanh"), r"model\.ffn_activation must be one of relu"),
         (dict(decoder_self_attention="lstm"), r"model\.decoder_self_attention must be one of"),
         (dict(norm_eps=0.0), r"model\.norm_eps must be > 0"),
         (dict(max_relative_position=0), r"model\.max_relative_position must be >= 1"),
-        (dict(share_all_embeddings=True, src_vocab_size=23),
-         r"model\.share_all_embeddings needs one joint vocabulary"),
+        (
+            dict(share_all_embeddings=True, src_vocab_size=23),
+            r"model\.share_all_embeddings needs one joint vocabulary",
+        ),
     ],
-)  # fmt: skip
+)
 def test_impossible_combinations_are_refused_in_one_line(overrides: dict, message: str) -> None:
     values = dict(src_vocab_size=29, tgt_vocab_size=29, d_model=32, ffn_dim=64, heads=4)
     cfg = ModelConfig(**{**values, **overrides})
@@ -236,9 +312,15 @@ def test_impossible_combinations_are_refused_in_one_line(overrides: dict, messag
 def test_old_model_configs_fill_the_new_fields_with_defaults() -> None:
     old = {"src_vocab_size": 10, "tgt_vocab_size": 10, "d_model": 16, "heads": 2}
     cfg = from_dict(ModelConfig, old)
-    assert (cfg.norm, cfg.positions, cfg.kv_heads, cfg.ffn_activation, cfg.bias,
-            cfg.decoder_self_attention, cfg.share_layers) == (
-            "layernorm", "sinusoidal", 0, "relu", True, "attention", False)  # fmt: skip
+    assert (
+        cfg.norm,
+        cfg.positions,
+        cfg.kv_heads,
+        cfg.ffn_activation,
+        cfg.bias,
+        cfg.decoder_self_attention,
+        cfg.share_layers,
+    ) == ("layernorm", "sinusoidal", 0, "relu", True, "attention", False)
 
 
 def test_deep_shallow_preset_is_one_flag() -> None:
@@ -267,16 +349,28 @@ def test_grouped_query_projections_start_at_the_full_head_scale(kv_heads: int) -
     full-head layout they replace (fused qkv: fan-out 3D; cross-attention kv: 2D), not from
     their own smaller fan-out, so that the variant changes the head count only."""
     d = 128
-    cfg = ModelConfig(src_vocab_size=50, tgt_vocab_size=50, d_model=d, ffn_dim=256, heads=4,
-                      kv_heads=kv_heads, encoder_layers=1, decoder_layers=1)  # fmt: skip
+    cfg = ModelConfig(
+        src_vocab_size=50,
+        tgt_vocab_size=50,
+        d_model=d,
+        ffn_dim=256,
+        heads=4,
+        kv_heads=kv_heads,
+        encoder_layers=1,
+        decoder_layers=1,
+    )
     torch.manual_seed(0)
     model = build_model(cfg)
     full = {"self": (6 / (4 * d)) ** 0.5, "cross": (6 / (3 * d)) ** 0.5}
     weights = {
-        "self": [model.encoder[0].attn.q.weight, model.encoder[0].attn.kv.weight,
-                 model.decoder[0].self_attn.q.weight, model.decoder[0].self_attn.kv.weight],
+        "self": [
+            model.encoder[0].attn.q.weight,
+            model.encoder[0].attn.kv.weight,
+            model.decoder[0].self_attn.q.weight,
+            model.decoder[0].self_attn.kv.weight,
+        ],
         "cross": [model.decoder[0].cross_attn.kv.weight],
-    }  # fmt: skip
+    }
     for kind, tensors in weights.items():
         for w in tensors:
             assert 0.97 * full[kind] < w.abs().max().item() <= full[kind], kind

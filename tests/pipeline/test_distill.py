@@ -41,13 +41,26 @@ def teachers(tmp_path_factory: pytest.TempPathFactory) -> list[str]:
     paths = []
     for seed in (0, 1):
         torch.manual_seed(seed)
-        cfg = ModelConfig(src_vocab_size=60, tgt_vocab_size=60, d_model=16, ffn_dim=32, heads=2,
-                          encoder_layers=1, decoder_layers=1, dropout=0.0,
-                          max_positions=64)  # fmt: skip
+        cfg = ModelConfig(
+            src_vocab_size=60,
+            tgt_vocab_size=60,
+            d_model=16,
+            ffn_dim=32,
+            heads=2,
+            encoder_layers=1,
+            decoder_layers=1,
+            dropout=0.0,
+            max_positions=64,
+        )
         path = tmp_path_factory.mktemp("teacher") / f"teacher{seed}.pt"
-        save_checkpoint({"model_config": dataclasses.asdict(cfg),
-                         "model": build_model(cfg).state_dict(),
-                         "spm": {"src": spm, "tgt": spm}}, path)  # fmt: skip
+        save_checkpoint(
+            {
+                "model_config": dataclasses.asdict(cfg),
+                "model": build_model(cfg).state_dict(),
+                "spm": {"src": spm, "tgt": spm},
+            },
+            path,
+        )
         paths.append(str(path))
     return paths
 
@@ -73,8 +86,9 @@ def test_lines_in_equal_lines_out_and_parts_translate_as_translate_does(
     assert got[30] == got[31] == "" and not (tmp_path / "train.de.parts").exists()
     config = cfg().translate
     reference = tmp_path / "reference.de"  # mtkit translate reading 7 lines at a time
-    translate_file(teachers, str(source), str(reference),
-                   dataclasses.replace(config, chunk_lines=7))  # fmt: skip
+    translate_file(
+        teachers, str(source), str(reference), dataclasses.replace(config, chunk_lines=7)
+    )
     assert out.read_text() == reference.read_text()
 
 
@@ -97,8 +111,11 @@ def test_stopped_in_a_part_and_run_again_gives_the_uninterrupted_output(
     with pytest.raises(Interrupted) as stop:
         distill_corpus(teachers, str(source), str(out), config)
     assert stop.value.lines == 14 and not out.exists()
-    assert sorted(p.name for p in parts.iterdir()) == ["job.json", part_path(parts, 0).name,
-                                                       part_path(parts, 1).name]  # fmt: skip
+    assert sorted(p.name for p in parts.iterdir()) == [
+        "job.json",
+        part_path(parts, 0).name,
+        part_path(parts, 1).name,
+    ]
     monkeypatch.setattr(distill, "translate_chunk", real)
     part_path(parts, 1).write_text("a part cut short\n")  # lines in != lines out: redone
     stats = distill_corpus(teachers, str(source), str(out), config)
@@ -166,9 +183,13 @@ def test_cli_stops_in_one_line_and_resumes(
     ],
 )
 def test_user_mistakes_are_one_line_and_write_nothing(
-    teachers: list[str], source: Path, tmp_path: Path, args: list[str], message: str,
+    teachers: list[str],
+    source: Path,
+    tmp_path: Path,
+    args: list[str],
+    message: str,
     monkeypatch: pytest.MonkeyPatch,
-) -> None:  # fmt: skip
+) -> None:
     monkeypatch.chdir(tmp_path)
     args = [a.replace("{src}", str(source)) for a in args]
     result = CliRunner().invoke(cli, ["distill", "-m", teachers[0], *args])

@@ -42,8 +42,12 @@ def corrupt(lines: list[str], rate: float, seed: int) -> list[str]:
 def files(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     """ref, ref2 (a second reference), hyp, hyp2 (a worse system) and their text."""
     ref = gzip.decompress(DATA.read_bytes()).decode().splitlines()[:N_LINES]
-    texts = {"ref": ref, "ref2": corrupt(ref, 0.3, 1), "hyp": corrupt(ref, 0.2, 2),
-             "hyp2": corrupt(ref, 0.35, 3)}  # fmt: skip
+    texts = {
+        "ref": ref,
+        "ref2": corrupt(ref, 0.3, 1),
+        "hyp": corrupt(ref, 0.2, 2),
+        "hyp2": corrupt(ref, 0.35, 3),
+    }
     root = tmp_path_factory.mktemp("eval")
     paths = {}
     for name, lines in texts.items():
@@ -68,17 +72,29 @@ def lines(text: str) -> list[str]:
     [
         (["ref"], {}, ["-m", "bleu", "chrf", "ter"]),
         (["ref", "ref2"], {}, ["-m", "bleu", "chrf", "ter"]),
-        (["ref"], {"tokenize": "intl", "lowercase": True},
-         ["-m", "bleu", "chrf", "ter", "--tokenize", "intl", "--lowercase", "--chrf-lowercase"]),
-        (["ref", "ref2"], {"tokenize": "none", "metrics": ["bleu"], "width": 3},
-         ["-m", "bleu", "--tokenize", "none", "-w", "3"]),
+        (
+            ["ref"],
+            {"tokenize": "intl", "lowercase": True},
+            ["-m", "bleu", "chrf", "ter", "--tokenize", "intl", "--lowercase", "--chrf-lowercase"],
+        ),
+        (
+            ["ref", "ref2"],
+            {"tokenize": "none", "metrics": ["bleu"], "width": 3},
+            ["-m", "bleu", "--tokenize", "none", "-w", "3"],
+        ),
         (["ref"], {"tokenize": "char", "metrics": ["bleu"]}, ["--tokenize", "char"]),
-        (["ref"], {"tokenize": "zh", "metrics": ["bleu"], "lowercase": True},
-         ["--tokenize", "zh", "--lowercase"]),
-        (["ref", "ref2"], {"metrics": ["chrf++"], "width": 4},
-         ["-m", "chrf", "--chrf-word-order", "2", "-w", "4"]),
+        (
+            ["ref"],
+            {"tokenize": "zh", "metrics": ["bleu"], "lowercase": True},
+            ["--tokenize", "zh", "--lowercase"],
+        ),
+        (
+            ["ref", "ref2"],
+            {"metrics": ["chrf++"], "width": 4},
+            ["-m", "chrf", "--chrf-word-order", "2", "-w", "4"],
+        ),
     ],
-)  # fmt: skip
+)
 def test_same_output_as_sacrebleu_command(
     files: dict[str, Path], refs: list[str], options: dict, sacrebleu_options: list[str]
 ) -> None:
@@ -121,8 +137,11 @@ def test_stdin_terminal_is_refused(monkeypatch: pytest.MonkeyPatch, tmp_path: Pa
 
 def parse_table(text: str) -> dict[str, dict[str, list[str]]]:
     """sacrebleu's paired-test table: {system: {metric: [cell lines]}}."""
-    rows = [[cell.strip() for cell in line.strip().strip("│").split("│")]
-            for line in text.splitlines() if line.startswith("│")]  # fmt: skip
+    rows = [
+        [cell.strip() for cell in line.strip().strip("│").split("│")]
+        for line in text.splitlines()
+        if line.startswith("│")
+    ]
     header = [cell.split(" (")[0] for cell in rows[0]]
     table: dict[str, dict[str, list[str]]] = {}
     system = ""
@@ -139,15 +158,34 @@ def parse_table(text: str) -> dict[str, dict[str, list[str]]]:
 @pytest.mark.parametrize("test, seed", [("bs", 12345), ("bs", 7), ("ar", 12345)])
 def test_paired_same_as_sacrebleu_command(files: dict[str, Path], test: str, seed: int) -> None:
     n = {"bs": 200, "ar": 300}[test]
-    config = EvaluateConfig(input=str(files["hyp"]), refs=[str(files["ref"])],
-                            compare=[str(files["hyp2"])], paired=test, seed=seed,
-                            **{f"paired_{test}_n": n})  # fmt: skip
+    config = EvaluateConfig(
+        input=str(files["hyp"]),
+        refs=[str(files["ref"])],
+        compare=[str(files["hyp2"])],
+        paired=test,
+        seed=seed,
+        **{f"paired_{test}_n": n},
+    )
     report = evaluate(config)
     os.environ["SACREBLEU_SEED"] = str(seed)
     try:
-        expected = parse_table(sacrebleu(files["ref"], "-i", files["hyp"], files["hyp2"],
-                                         "-m", "bleu", "chrf", "ter", f"--paired-{test}",
-                                         f"--paired-{test}-n", n, "-w", 4))  # fmt: skip
+        expected = parse_table(
+            sacrebleu(
+                files["ref"],
+                "-i",
+                files["hyp"],
+                files["hyp2"],
+                "-m",
+                "bleu",
+                "chrf",
+                "ter",
+                f"--paired-{test}",
+                f"--paired-{test}-n",
+                n,
+                "-w",
+                4,
+            )
+        )
     finally:
         del os.environ["SACREBLEU_SEED"]
     assert [r.name for r in report.paired] == ["BLEU", "chrF2", "TER"]
@@ -162,8 +200,9 @@ def test_paired_same_as_sacrebleu_command(files: dict[str, Path], test: str, see
 
 def test_paired_json(files: dict[str, Path]) -> None:
     hyp, hyp2, ref = (str(files[name]) for name in ("hyp", "hyp2", "ref"))
-    config = EvaluateConfig(input=hyp, refs=[ref], metrics=["bleu"], compare=[hyp2, hyp],
-                            paired_bs_n=100)  # fmt: skip
+    config = EvaluateConfig(
+        input=hyp, refs=[ref], metrics=["bleu"], compare=[hyp2, hyp], paired_bs_n=100
+    )
     data = json.loads(evaluate(config).to_json())
     (bleu,) = data
     assert bleu["name"] == "BLEU" and bleu["test"] == "bs" and bleu["samples"] == 100
@@ -271,8 +310,9 @@ def test_model_checks_counts_before_translating(tmp_path: Path, fake_translate: 
 def test_model_with_compare(tmp_path: Path, fake_translate: list) -> None:
     src = write(tmp_path / "test.en", b"a b c d\ne f g h\n")
     ref = write(tmp_path / "test.de", b"A B C D\nE F G H\n")
-    config = EvaluateConfig(checkpoints=["a.pt"], src=src, refs=[ref], compare=[ref],
-                            metrics=["bleu"], paired_bs_n=50)  # fmt: skip
+    config = EvaluateConfig(
+        checkpoints=["a.pt"], src=src, refs=[ref], compare=[ref], metrics=["bleu"], paired_bs_n=50
+    )
     (bleu,) = evaluate(config).paired
     assert [s.system for s in bleu.systems] == ["a.pt", ref]
     assert bleu.systems[1].p_value == 1.0  # the translation equals the reference

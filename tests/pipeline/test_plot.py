@@ -17,11 +17,14 @@ def write_log(run: Path, records: list[dict]) -> None:
 
 
 def test_curve_keeps_validation_records(tmp_path: Path) -> None:
-    write_log(tmp_path / "r", [
-        {"update": 50, "loss": 5.0, "elapsed": 60},
-        {"update": 100, "valid_bleu": 10.5, "elapsed": 3600},
-        {"update": 200, "valid_bleu": 20.0, "elapsed": 7200},
-    ])  # fmt: skip
+    write_log(
+        tmp_path / "r",
+        [
+            {"update": 50, "loss": 5.0, "elapsed": 60},
+            {"update": 100, "valid_bleu": 10.5, "elapsed": 3600},
+            {"update": 200, "valid_bleu": 20.0, "elapsed": 7200},
+        ],
+    )
     assert read_curve(tmp_path / "r") == [(1.0, 10.5), (2.0, 20.0)]
     assert read_curve(tmp_path / "r", x="updates") == [(100.0, 10.5), (200.0, 20.0)]
     with pytest.raises(MtkitError, match="--x 'epochs'"):
@@ -56,8 +59,11 @@ def test_png_legend_and_axis(tmp_path: Path, monkeypatch) -> None:
         cli, ["plot", *map(str, runs), "--x", "updates", "-o", str(tmp_path / "c.png")]
     )
     assert result.exit_code == 0, result.output
-    assert seen == {"labels": ["base/run", "modern/run"], "x": [[500.0], [500.0]],
-                    "xlabel": "updates"}  # fmt: skip
+    assert seen == {
+        "labels": ["base/run", "modern/run"],
+        "x": [[500.0], [500.0]],
+        "xlabel": "updates",
+    }
 
 
 def test_png_written(tmp_path: Path) -> None:

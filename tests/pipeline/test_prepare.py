@@ -201,8 +201,14 @@ def test_filters(tmp_path: Path, corpus_pairs, corpus_spm: Path) -> None:
 
 def test_separate_vocabularies(tmp_path: Path, write_corpus, corpus_pairs) -> None:
     train = write_corpus("text", corpus_pairs)
-    cfg = SpmConfig(train=train, src_lang="en", tgt_lang="de", joint=False, vocab_size=60,
-                    model_prefix=str(tmp_path / "spm" / "sep"))  # fmt: skip
+    cfg = SpmConfig(
+        train=train,
+        src_lang="en",
+        tgt_lang="de",
+        joint=False,
+        vocab_size=60,
+        model_prefix=str(tmp_path / "spm" / "sep"),
+    )
     train_models(cfg)
     manifest = run(tmp_path, Path(cfg.model_prefix), train=train)  # --spm PREFIX finds both
     assert not manifest["joint"]
@@ -226,8 +232,12 @@ def leftovers(directory: Path) -> list[str]:
 def test_mismatch_leaves_nothing_behind(tmp_path: Path, corpus_spm: Path) -> None:
     (tmp_path / "c.en").write_text("a b\n" * 5000)
     (tmp_path / "c.de").write_text("c d\n" * 4999)
-    cfg = PrepareConfig(train=str(tmp_path / "c"), src_spm=str(corpus_spm), chunk_size=500,
-                        out_dir=str(tmp_path / "new" / "deeper" / "bin"))  # fmt: skip
+    cfg = PrepareConfig(
+        train=str(tmp_path / "c"),
+        src_spm=str(corpus_spm),
+        chunk_size=500,
+        out_dir=str(tmp_path / "new" / "deeper" / "bin"),
+    )
     with pytest.raises(MtkitError, match=r"c\.en has 5000 lines, .*c\.de has 4999$"):
         prepare(cfg)
     assert leftovers(tmp_path) == ["c.de", "c.en"]  # no bin, no temp dir, no parents
@@ -286,8 +296,12 @@ def test_errors(tmp_path: Path, monkeypatch, corpus_spm: Path, options: dict, me
 @pytest.mark.slow
 @pytest.mark.skipif(not MULTI30K.is_dir(), reason="Multi30k not available")
 def test_multi30k(tmp_path: Path) -> None:
-    spm = SpmConfig(train=str(MULTI30K / "train"), src_lang="en", tgt_lang="de",
-                    model_prefix=str(tmp_path / "m30k"))  # fmt: skip
+    spm = SpmConfig(
+        train=str(MULTI30K / "train"),
+        src_lang="en",
+        tgt_lang="de",
+        model_prefix=str(tmp_path / "m30k"),
+    )
     train_models(spm)
     splits = {"train": "train", "valid": "val", "test": "test_2016_flickr"}
     sources = {split: str(MULTI30K / name) for split, name in splits.items()}
@@ -346,12 +360,18 @@ def test_tags_do_not_count_toward_the_filters(tmp_path: Path, multi_corpus) -> N
     specs = multi_corpus(30)
     spm = multi_spm(tmp_path, specs)
     tok = Tokenizer.from_file(spm)
-    pairs = [(s, t) for s, t in zip(*(Path(f"{specs['en-cs']}.{x}").read_text().split("\n")[:-1]
-                                       for x in ("en", "cs")), strict=True)]  # fmt: skip
+    pairs = [
+        (s, t)
+        for s, t in zip(
+            *(Path(f"{specs['en-cs']}.{x}").read_text().split("\n")[:-1] for x in ("en", "cs")),
+            strict=True,
+        )
+    ]
     longest = max(len(tok.encode_one(s)) for s, _ in pairs)
     # en-cs copies: ratio 1 untagged, above 1 if the tag counted
-    manifest = run(tmp_path, spm, pairs=[f"en-cs={specs['en-cs']}"], max_tokens=longest,
-                   max_ratio=1.0)  # fmt: skip
+    manifest = run(
+        tmp_path, spm, pairs=[f"en-cs={specs['en-cs']}"], max_tokens=longest, max_ratio=1.0
+    )
     counts = manifest["splits"]["train"]
     assert counts["kept"] == 30 and counts["directions"]["en-cs"]["kept"] == 30
     assert counts["tokens"]["src"] == counts["tokens"]["tgt"] + 30
@@ -369,8 +389,13 @@ def test_tags_do_not_count_toward_the_filters(tmp_path: Path, multi_corpus) -> N
 )
 def test_pair_errors(tmp_path: Path, monkeypatch, options: dict, message: str) -> None:
     monkeypatch.chdir(tmp_path)
-    for name, text in {"c.en": "a b\n", "c.de": "x y\n", "c.cs": "x\n", "uneven.en": "a\n" * 3,
-                       "uneven.fr": "b\n" * 2}.items():  # fmt: skip
+    for name, text in {
+        "c.en": "a b\n",
+        "c.de": "x y\n",
+        "c.cs": "x\n",
+        "uneven.en": "a\n" * 3,
+        "uneven.fr": "b\n" * 2,
+    }.items():
         (tmp_path / name).write_text(text)
     spm = tmp_path / "m.model"
     spm.write_bytes(

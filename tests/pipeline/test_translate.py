@@ -50,14 +50,29 @@ def make_checkpoint(path: Path, seed: int = 0, spm_seed: int = 0) -> str:
     """A random-weight model with spm models trained on a small synthetic corpus."""
     spm = train_spm(corpus(spm_seed), vocab_size=60)
     torch.manual_seed(seed)
-    cfg = ModelConfig(src_vocab_size=60, tgt_vocab_size=60, d_model=16, ffn_dim=32, heads=2,
-                      encoder_layers=1, decoder_layers=1, dropout=0.0, attention_dropout=0.0,
-                      max_positions=64)  # fmt: skip
+    cfg = ModelConfig(
+        src_vocab_size=60,
+        tgt_vocab_size=60,
+        d_model=16,
+        ffn_dim=32,
+        heads=2,
+        encoder_layers=1,
+        decoder_layers=1,
+        dropout=0.0,
+        attention_dropout=0.0,
+        max_positions=64,
+    )
     from mtkit.model.transformer import build_model
 
     model = build_model(cfg)
-    save_checkpoint({"model_config": dataclasses.asdict(cfg), "model": model.state_dict(),
-                     "spm": {"src": spm, "tgt": spm}}, path)  # fmt: skip
+    save_checkpoint(
+        {
+            "model_config": dataclasses.asdict(cfg),
+            "model": model.state_dict(),
+            "spm": {"src": spm, "tgt": spm},
+        },
+        path,
+    )
     return str(path)
 
 
@@ -119,8 +134,12 @@ def test_translate_with_returns_one_string_per_input(
 def test_bom_crlf_and_invalid_utf8(capsys: pytest.CaptureFixture[str]) -> None:
     data = b"\xef\xbb\xbfHallo\r\nbad \xff byte\n\n\xef\xbb\xbfnot a BOM here\r\nlast"
     assert list(read_lines(io.BytesIO(data))) == [
-        "Hallo", "bad \ufffd byte", "", "\ufeffnot a BOM here", "last"
-    ]  # fmt: skip
+        "Hallo",
+        "bad \ufffd byte",
+        "",
+        "\ufeffnot a BOM here",
+        "last",
+    ]
     assert "<input>:2: invalid UTF-8 (byte 0xff at byte 5" in capsys.readouterr().err
 
 
@@ -304,8 +323,9 @@ def test_workers_through_the_pipeline_write_the_same_file(ckpt: str, tmp_path: P
     outputs = []
     for workers in (1, 2):
         out = tmp_path / f"out{workers}.txt"
-        stats = translate_file([ckpt], str(source), str(out),
-                               tcfg(workers=workers, threads=1, max_tokens=30, **FAST))  # fmt: skip
+        stats = translate_file(
+            [ckpt], str(source), str(out), tcfg(workers=workers, threads=1, max_tokens=30, **FAST)
+        )
         assert stats.lines == 25
         outputs.append(out.read_text(encoding="utf-8"))
     assert outputs[0] == outputs[1] and outputs[0].count("\n") == 25

@@ -22,12 +22,26 @@ def ckpt(tmp_path_factory: pytest.TempPathFactory) -> str:
     """d_model 16, 1+1 layers, random weights, a 60-piece spm: decodes in milliseconds."""
     spm = train_spm(sentences(300, seed=0), vocab_size=60)
     torch.manual_seed(0)
-    cfg = ModelConfig(src_vocab_size=60, tgt_vocab_size=60, d_model=16, ffn_dim=32, heads=2,
-                      encoder_layers=1, decoder_layers=1, max_positions=80)  # fmt: skip
+    cfg = ModelConfig(
+        src_vocab_size=60,
+        tgt_vocab_size=60,
+        d_model=16,
+        ffn_dim=32,
+        heads=2,
+        encoder_layers=1,
+        decoder_layers=1,
+        max_positions=80,
+    )
     path = tmp_path_factory.mktemp("serve") / "tiny.pt"
     weights = build_model(cfg).state_dict()
-    save_checkpoint({"model_config": dataclasses.asdict(cfg), "model": weights,
-                     "spm": {"src": spm, "tgt": spm}}, path)  # fmt: skip
+    save_checkpoint(
+        {
+            "model_config": dataclasses.asdict(cfg),
+            "model": weights,
+            "spm": {"src": spm, "tgt": spm},
+        },
+        path,
+    )
     return str(path)
 
 

@@ -41,12 +41,31 @@ class Server:
     """`python -m mtkit serve` on a free port of 127.0.0.1, ready once /health says so."""
 
     def __init__(self, ckpt: str, log: Path, *options: str, env: dict | None = None) -> None:
-        args = [sys.executable, "-m", "mtkit", "serve", "-m", ckpt, "--port", "0",
-                "--source-lang", "en", "--target-lang", "de", *FAST, *options]  # fmt: skip
+        args = [
+            sys.executable,
+            "-m",
+            "mtkit",
+            "serve",
+            "-m",
+            ckpt,
+            "--port",
+            "0",
+            "--source-lang",
+            "en",
+            "--target-lang",
+            "de",
+            *FAST,
+            *options,
+        ]
         self.log = log
         env = {**os.environ, **(env or {})}
-        self.proc = subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                                     stderr=log.open("wb"), env=env)  # fmt: skip
+        self.proc = subprocess.Popen(
+            args,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=log.open("wb"),
+            env=env,
+        )
         self.port = self._port()
         deadline = time.monotonic() + 60
         while self.get("/health").status != 200:
@@ -66,8 +85,14 @@ class Server:
     def stderr(self) -> str:
         return self.log.read_text(encoding="utf-8", errors="replace")
 
-    def request(self, method: str, path: str, body: bytes | None = None,
-                headers: dict[str, str] | None = None, timeout: float = 60) -> Reply:  # fmt: skip
+    def request(
+        self,
+        method: str,
+        path: str,
+        body: bytes | None = None,
+        headers: dict[str, str] | None = None,
+        timeout: float = 60,
+    ) -> Reply:
         conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=timeout)
         try:
             conn.request(method, path, body=body, headers=headers or {})
@@ -89,8 +114,9 @@ class Server:
 
     def translate(self, fields: dict[str, Any], headers: dict[str, str] | None = None) -> Reply:
         body = json.dumps({"source": "en", "target": "de", **fields}).encode()
-        return self.request("POST", "/translate", body,
-                            {"Content-Type": "application/json", **(headers or {})})  # fmt: skip
+        return self.request(
+            "POST", "/translate", body, {"Content-Type": "application/json", **(headers or {})}
+        )
 
     def stop(self, timeout: float = 30) -> int:
         if self.proc.poll() is None:
@@ -115,8 +141,11 @@ def multipart(
 @cache
 def translated(ckpt: str, lines: tuple[str, ...], *options: str) -> tuple[tuple[str, ...], ...]:
     """`mtkit translate` of ``lines`` with FAST and ``options``: per line, its n-best texts."""
-    result = CliRunner().invoke(cli, ["translate", "-m", ckpt, *FAST, *options, "-q"],
-                                input="".join(line + "\n" for line in lines))  # fmt: skip
+    result = CliRunner().invoke(
+        cli,
+        ["translate", "-m", ckpt, *FAST, *options, "-q"],
+        input="".join(line + "\n" for line in lines),
+    )
     assert result.exit_code == 0, result.output
     if "--nbest" not in options:
         return tuple((text,) for text in result.stdout.split("\n")[:-1])

@@ -36,8 +36,10 @@ class FakeEngine:
             assert self.release.wait(5)
         if "boom" in lines:
             raise RuntimeError("boom")
-        return [[Translation(line.upper(), 0.0, 0.0, len(line.split()))] if line.strip() else []
-                for line in lines]  # fmt: skip
+        return [
+            [Translation(line.upper(), 0.0, 0.0, len(line.split()))] if line.strip() else []
+            for line in lines
+        ]
 
 
 def started(engine: FakeEngine, **kwargs) -> Batcher:
@@ -60,8 +62,10 @@ def test_each_request_gets_its_own_lines_in_order() -> None:
     engine = FakeEngine()
     batcher = started(engine, max_tokens=1000)
     gate = hold(engine, batcher)
-    jobs = [batcher.submit([f"job {i} line {k}" for k in range(i % 3 + 1)] + [""], BEAM5)
-            for i in range(12)]  # fmt: skip
+    jobs = [
+        batcher.submit([f"job {i} line {k}" for k in range(i % 3 + 1)] + [""], BEAM5)
+        for i in range(12)
+    ]
     engine.release.set()
     assert texts(gate) == ["GATE"]
     for i, job in enumerate(jobs):
@@ -81,9 +85,18 @@ def test_batches_group_by_search_within_the_token_budget() -> None:
     d = batcher.submit(["d d d d"], BEAM5)
     engine.release.set()
     assert [texts(job) for job in (gate, a, b, c, d)] == [
-        ["GATE"], ["A A A"], ["B B"], ["C C C"], ["D D D D"]]  # fmt: skip
+        ["GATE"],
+        ["A A A"],
+        ["B B"],
+        ["C C C"],
+        ["D D D D"],
+    ]
     assert [(lines, search.width) for lines, search in engine.calls] == [
-        (["gate"], 5), (["a a a", "c c c"], 5), (["b b"], 2), (["d d d d"], 5)]  # fmt: skip
+        (["gate"], 5),
+        (["a a a", "c c c"], 5),
+        (["b b"], 2),
+        (["d d d d"], 5),
+    ]
     assert batcher.stats.sizes == [1, 2, 1, 1]
     batcher.close(5)
 
@@ -132,7 +145,11 @@ def test_one_failing_request_does_not_fail_the_others() -> None:
     with pytest.raises(RuntimeError, match="boom"):
         bad.future.result(timeout=5)
     assert [lines for lines, _ in engine.calls[1:]] == [
-        ["fine", "boom", "also fine", "x"], ["fine"], ["boom"], ["also fine", "x"]]  # fmt: skip
+        ["fine", "boom", "also fine", "x"],
+        ["fine"],
+        ["boom"],
+        ["also fine", "x"],
+    ]
     later = batcher.submit(["after"], BEAM5)  # the worker goes on
     assert texts(later) == ["AFTER"]
     batcher.close(5)
@@ -181,8 +198,11 @@ def test_a_long_job_goes_in_slices_beside_the_short_ones() -> None:
     assert texts(gate) == ["GATE"] and texts(long) == [f"L{i} X" for i in range(8)]
     assert [texts(job) for job in short] == [[f"S{i}"] for i in range(6)]
     assert [lines for lines, _ in engine.calls[1:]] == [
-        ["l0 x", "l1 x", "s0", "s1", "s2"], ["l2 x", "l3 x", "s3", "s4", "s5"],
-        ["l4 x", "l5 x"], ["l6 x", "l7 x"]]  # fmt: skip
+        ["l0 x", "l1 x", "s0", "s1", "s2"],
+        ["l2 x", "l3 x", "s3", "s4", "s5"],
+        ["l4 x", "l5 x"],
+        ["l6 x", "l7 x"],
+    ]
     assert batcher.stats.sizes[1:] == [4, 4, 1, 1] and batcher.stats.jobs == 8
     batcher.close(5)
 

@@ -65,8 +65,9 @@ class DevTools:
 
     def click(self, selector: str) -> None:
         """A real mouse click at the middle of the element."""
-        box = self.js(f"JSON.stringify(document.querySelector('{selector}')"
-                      ".getBoundingClientRect())")  # fmt: skip
+        box = self.js(
+            f"JSON.stringify(document.querySelector('{selector}').getBoundingClientRect())"
+        )
         rect = json.loads(box)
         x, y = rect["x"] + rect["width"] / 2, rect["y"] + rect["height"] / 2
         for kind in ("mousePressed", "mouseReleased"):
@@ -74,9 +75,19 @@ class DevTools:
 
 
 def start_chromium(profile: Path) -> tuple[subprocess.Popen, str]:
-    args = [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--no-proxy-server",
-            "--no-first-run", "--disable-dev-shm-usage", "--remote-debugging-address=127.0.0.1",
-            "--remote-debugging-port=0", f"--user-data-dir={profile}", "about:blank"]  # fmt: skip
+    args = [
+        CHROMIUM,
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--no-proxy-server",
+        "--no-first-run",
+        "--disable-dev-shm-usage",
+        "--remote-debugging-address=127.0.0.1",
+        "--remote-debugging-port=0",
+        f"--user-data-dir={profile}",
+        "about:blank",
+    ]
     proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     deadline, seen = time.monotonic() + 30, []
     assert proc.stderr is not None
@@ -125,8 +136,9 @@ def test_the_page_translates_in_a_browser(ckpt: str, tmp_path: Path, start_serve
             link = "document.getElementById('download')"
             url = page.wait_for(f"!{link}.hidden && {link}.href")
             fetched = f"fetch({json.dumps(url)}).then(r => r.text())"
-            got = page("Runtime.evaluate", expression=fetched, awaitPromise=True,
-                       returnByValue=True)["result"]["value"]  # fmt: skip
+            got = page(
+                "Runtime.evaluate", expression=fetched, awaitPromise=True, returnByValue=True
+            )["result"]["value"]
     finally:
         proc.kill()
         proc.wait(10)

@@ -15,9 +15,11 @@ from serve_helpers import FAST, Reply, Server
 from mtkit.cli import cli
 
 # what Mastodon sends to translate a post: HTML, source "auto", no key
-POSTS = ['<p>A man in a red shirt is riding a bike down the street with his <a href="https://'
-         'example.social/@dog" class="mention">@dog</a>.</p>',
-         "<p>Two women are sitting on a bench in the park.</p><p>#photo 😀</p>"]  # fmt: skip
+POSTS = [
+    '<p>A man in a red shirt is riding a bike down the street with his <a href="https://'
+    'example.social/@dog" class="mention">@dog</a>.</p>',
+    "<p>Two women are sitting on a bench in the park.</p><p>#photo 😀</p>",
+]
 FRENCH = "Une femme en robe rouge marche dans la rue avec son chien."
 FORM = {"Content-Type": "application/x-www-form-urlencoded"}
 JSON = {"Content-Type": "application/json"}
@@ -33,8 +35,9 @@ def server(ckpt: str, tmp_path_factory: pytest.TempPathFactory):
 
 def html_translation(ckpt: str, post: str) -> str:
     """`mtkit translate --format html` of one post."""
-    result = CliRunner().invoke(cli, ["translate", "-m", ckpt, *FAST, "-q", "--format", "html"],
-                                input=post)  # fmt: skip
+    result = CliRunner().invoke(
+        cli, ["translate", "-m", ckpt, *FAST, "-q", "--format", "html"], input=post
+    )
     assert result.exit_code == 0, result.output
     return result.stdout
 
@@ -50,21 +53,26 @@ def test_mastodons_request_gets_a_translation_and_a_language_per_post(server: Se
     assert reply.status == 200, reply.body
     assert reply.body == {
         "translatedText": [html_translation(ckpt, post) for post in POSTS],
-        "detectedLanguage": [{"confidence": 99.6, "language": "en"},
-                             {"confidence": 98.6, "language": "en"}],
-    }  # fmt: skip
+        "detectedLanguage": [
+            {"confidence": 99.6, "language": "en"},
+            {"confidence": 98.6, "language": "en"},
+        ],
+    }
 
 
 def test_a_post_in_another_language_is_refused_by_name(server: Server) -> None:
-    reply = server.translate({"q": [POSTS[0], f"<p>{FRENCH}</p>"], "source": "auto",
-                              "format": "html"})  # fmt: skip
+    reply = server.translate(
+        {"q": [POSTS[0], f"<p>{FRENCH}</p>"], "source": "auto", "format": "html"}
+    )
     assert (reply.status, reply.body) == (
         400,
         {"error": "q: item 1 is in French (fr); this server translates en-de only", "field": "q"},
     )
     one = server.translate({"q": FRENCH, "source": "auto"})
-    assert (one.status, one.body["error"]) == (400, "q: the text is in French (fr); this server "
-                                                    "translates en-de only")  # fmt: skip
+    assert (one.status, one.body["error"]) == (
+        400,
+        "q: the text is in French (fr); this server translates en-de only",
+    )
     short = server.translate({"q": ["Merci!", "😀 https://x.org"], "source": "auto"})
     assert short.status == 200 and short.body["detectedLanguage"] == [
         {"confidence": 1.2, "language": "en"},
@@ -75,8 +83,11 @@ def test_a_post_in_another_language_is_refused_by_name(server: Server) -> None:
 
 
 def test_detect_answers_the_best_three_from_json_or_a_form(server: Server) -> None:
-    expected = [{"confidence": 99.8, "language": "fr"}, {"confidence": 0.1, "language": "ht"},
-                {"confidence": 0.0, "language": "oc"}]  # fmt: skip
+    expected = [
+        {"confidence": 99.8, "language": "fr"},
+        {"confidence": 0.1, "language": "ht"},
+        {"confidence": 0.0, "language": "oc"},
+    ]
     assert detect(server, {"q": FRENCH}).body == expected
     form = server.request("POST", "/detect", urllib.parse.urlencode({"q": FRENCH}).encode(), FORM)
     assert (form.status, form.body) == (200, expected)
@@ -88,13 +99,19 @@ def test_detect_answers_the_best_three_from_json_or_a_form(server: Server) -> No
 
 @pytest.mark.parametrize(
     "body, content_type, status, error",
-    [(b'{"text": "x"}', "application/json", 400, "q: missing (the text to detect)"),
-     (b'{"q": ["a", "b"]}', "application/json", 400, "q: must be a string, got a list"),
-     (b"q=a&q=b", "application/x-www-form-urlencoded", 400, "q: must be a string, got a list"),
-     (b'{"q": "' + b"x" * 1001 + b'"}', "application/json", 400,
-      "q: 1001 characters, more than the limit of 1000"),
-     (b"[1]", "application/json", 400, "body: expected a JSON object, got a list")],
-)  # fmt: skip
+    [
+        (b'{"text": "x"}', "application/json", 400, "q: missing (the text to detect)"),
+        (b'{"q": ["a", "b"]}', "application/json", 400, "q: must be a string, got a list"),
+        (b"q=a&q=b", "application/x-www-form-urlencoded", 400, "q: must be a string, got a list"),
+        (
+            b'{"q": "' + b"x" * 1001 + b'"}',
+            "application/json",
+            400,
+            "q: 1001 characters, more than the limit of 1000",
+        ),
+        (b"[1]", "application/json", 400, "body: expected a JSON object, got a list"),
+    ],
+)
 def test_detect_refusals_name_the_field(
     server: Server, body: bytes, content_type: str, status: int, error: str
 ) -> None:
@@ -104,11 +121,22 @@ def test_detect_refusals_name_the_field(
 
 def test_frontend_settings_in_libretranslates_shape(server: Server) -> None:
     reply = server.get("/frontend/settings")
-    assert (reply.status, reply.body) == (200, {
-        "charLimit": 1000, "frontendTimeout": 500, "apiKeys": False, "keyRequired": False,
-        "suggestions": False, "filesTranslation": False, "supportedFilesFormat": [],
-        "language": {"source": {"code": "en", "name": "English"},
-                     "target": {"code": "de", "name": "German"}}})  # fmt: skip
+    assert (reply.status, reply.body) == (
+        200,
+        {
+            "charLimit": 1000,
+            "frontendTimeout": 500,
+            "apiKeys": False,
+            "keyRequired": False,
+            "suggestions": False,
+            "filesTranslation": False,
+            "supportedFilesFormat": [],
+            "language": {
+                "source": {"code": "en", "name": "English"},
+                "target": {"code": "de", "name": "German"},
+            },
+        },
+    )
     paths = server.get("/openapi.json").body["paths"]
     assert "post" in paths["/detect"] and "get" in paths["/frontend/settings"]
 

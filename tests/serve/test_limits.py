@@ -55,8 +55,10 @@ def test_check_raises_a_429_naming_the_field_with_retry_after() -> None:
     with pytest.raises(ApiError) as err:
         limit.check("api_key", "k")
     assert (err.value.status, err.value.field, err.value.headers) == (
-        429, "api_key", {"Retry-After": "30"},
-    )  # fmt: skip
+        429,
+        "api_key",
+        {"Retry-After": "30"},
+    )
     assert str(err.value) == (
         "api_key: more than 2 requests a minute (--rate-limit); try again in 30 s"
     )
@@ -83,8 +85,9 @@ def test_full_buckets_are_swept(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def request(headers: dict[str, str], host: str = "198.51.100.1") -> SimpleNamespace:
-    return SimpleNamespace(headers={k.lower(): v for k, v in headers.items()},
-                           client=SimpleNamespace(host=host))  # fmt: skip
+    return SimpleNamespace(
+        headers={k.lower(): v for k, v in headers.items()}, client=SimpleNamespace(host=host)
+    )
 
 
 def test_the_right_key_pays_from_its_bucket_anything_else_from_the_clients() -> None:

@@ -65,18 +65,24 @@ def test_flag_below_lists_the_texts_under_it(service: Service) -> None:
 
 @pytest.mark.parametrize(
     "fields, field, message",
-    [({"scores": "yes"}, "scores", "must be true or false"),
-     ({"flag_below": 1.5}, "flag_below", "between 0 and 1, got 1.5"),
-     ({"flag_below": "low"}, "flag_below", "must be a number, got 'low'"),
-     ({"flag_below": True}, "flag_below", "must be a number, got a boolean"),
-     ({"flag_below": float("nan")}, "flag_below", "between 0 and 1"),
-     ({"scores": True, "format": "html"}, "scores", "given for format 'text' only"),
-     ({"flag_below": 0.5, "format": "html"}, "flag_below", "given for format 'text' only")],
-)  # fmt: skip
+    [
+        ({"scores": "yes"}, "scores", "must be true or false"),
+        ({"flag_below": 1.5}, "flag_below", "between 0 and 1, got 1.5"),
+        ({"flag_below": "low"}, "flag_below", "must be a number, got 'low'"),
+        ({"flag_below": True}, "flag_below", "must be a number, got a boolean"),
+        ({"flag_below": float("nan")}, "flag_below", "between 0 and 1"),
+        ({"scores": True, "format": "html"}, "scores", "given for format 'text' only"),
+        ({"flag_below": 0.5, "format": "html"}, "flag_below", "given for format 'text' only"),
+    ],
+)
 def test_bad_score_fields_are_named(fields: dict, field: str, message: str) -> None:
     with pytest.raises(ApiError) as err:
-        parse_request({"q": "a", "source": "en", "target": "de", **fields}, ("en", "de"),
-                      SearchConfig(), ServeConfig())  # fmt: skip
+        parse_request(
+            {"q": "a", "source": "en", "target": "de", **fields},
+            ("en", "de"),
+            SearchConfig(),
+            ServeConfig(),
+        )
     assert (err.value.status, err.value.field) == (400, field) and message in str(err.value)
 
 

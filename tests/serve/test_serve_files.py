@@ -55,20 +55,32 @@ def form(name: str, data: bytes, **fields: str) -> tuple[bytes, dict[str, str]]:
     """A multipart/form-data body with ``fields`` and a file, and its headers."""
     boundary = uuid.uuid4().hex
     head = f"--{boundary}\r\nContent-Disposition: form-data; name="
-    parts = [f'{head}"{key}"\r\n\r\n{value}\r\n'.encode()
-             for key, value in {"source": "en", "target": "de", **fields}.items()]  # fmt: skip
-    parts.append(f'{head}"file"; filename="{name}"\r\nContent-Type: application/octet-stream'
-                 "\r\n\r\n".encode() + data + b"\r\n")  # fmt: skip
+    parts = [
+        f'{head}"{key}"\r\n\r\n{value}\r\n'.encode()
+        for key, value in {"source": "en", "target": "de", **fields}.items()
+    ]
+    parts.append(
+        f'{head}"file"; filename="{name}"\r\nContent-Type: application/octet-stream'
+        "\r\n\r\n".encode()
+        + data
+        + b"\r\n"
+    )
     body = b"".join(parts) + f"--{boundary}--\r\n".encode()
     return body, {"Content-Type": f"multipart/form-data; boundary={boundary}"}
 
 
-def fetch(server: Server, method: str, path: str, body: bytes | None = None,
-          headers: dict[str, str] | None = None,
-          source: str = "127.0.0.1") -> tuple[int, dict, bytes]:  # fmt: skip
+def fetch(
+    server: Server,
+    method: str,
+    path: str,
+    body: bytes | None = None,
+    headers: dict[str, str] | None = None,
+    source: str = "127.0.0.1",
+) -> tuple[int, dict, bytes]:
     """(status, headers, raw body) of one request, sent from address ``source``."""
-    conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=60,
-                                      source_address=(source, 0))  # fmt: skip
+    conn = http.client.HTTPConnection(
+        "127.0.0.1", server.port, timeout=60, source_address=(source, 0)
+    )
     try:
         conn.request(method, path, body=body, headers=headers or {})
         response = conn.getresponse()
@@ -77,11 +89,13 @@ def fetch(server: Server, method: str, path: str, body: bytes | None = None,
         conn.close()
 
 
-def upload(server: Server, name: str, data: bytes, headers: dict | None = None,
-           **fields: str) -> tuple[int, Any]:  # fmt: skip
+def upload(
+    server: Server, name: str, data: bytes, headers: dict | None = None, **fields: str
+) -> tuple[int, Any]:
     body, form_headers = form(name, data, **fields)
-    status, _, answer = fetch(server, "POST", "/translate_file", body,
-                              {**form_headers, **(headers or {})})  # fmt: skip
+    status, _, answer = fetch(
+        server, "POST", "/translate_file", body, {**form_headers, **(headers or {})}
+    )
     return status, json.loads(answer)
 
 
@@ -116,7 +130,8 @@ def test_subtitles_keep_their_cues_and_timings(server: Server) -> None:
     assert headers["content-type"].startswith("application/x-subrip")
     cues, source = list(srt.parse(body.decode())), list(srt.parse(SRT))
     assert [(c.index, c.start, c.end, c.proprietary) for c in cues] == [
-        (c.index, c.start, c.end, c.proprietary) for c in source]  # fmt: skip
+        (c.index, c.start, c.end, c.proprietary) for c in source
+    ]
     timing = re.compile(r"^\d+\n\S+ --> .*$", re.M)
     assert timing.findall(body.decode()) == timing.findall(SRT)
 
@@ -176,16 +191,19 @@ def test_a_body_without_a_length_is_counted_as_it_streams(server: Server) -> Non
     assert answer.startswith("HTTP/1.1 413 ") and '"field":"file"' in answer
 
 
-@pytest.mark.parametrize(("name", "data", "why"), [
-    ("letter.docx", b"Dear Sir,\nthis is no zip.\n", "not a zip"),
-    ("film.srt", bytes(range(256)) * 4, "not UTF-8"),
-    ("film.srt", b"1\n00:00:01,000 --> 00:00:02,000\nhi\x00\x01\n", "binary"),
-    ("notes.txt", b"\x89PNG\r\n\x1a\n" + bytes(200), "not UTF-8"),
-    ("tool.exe", b"MZ\x90\x00", "not translated"),
-    ("bomb.docx", zip_bomb(build_docx(), 8), "times its size"),
-    ("laughs.docx", with_doctype(build_docx(), BILLION_LAUGHS, "lol9"), "type declaration"),
-    ("xxe.docx", with_doctype(build_docx(), EXTERNAL, "xxe"), "type declaration"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    ("name", "data", "why"),
+    [
+        ("letter.docx", b"Dear Sir,\nthis is no zip.\n", "not a zip"),
+        ("film.srt", bytes(range(256)) * 4, "not UTF-8"),
+        ("film.srt", b"1\n00:00:01,000 --> 00:00:02,000\nhi\x00\x01\n", "binary"),
+        ("notes.txt", b"\x89PNG\r\n\x1a\n" + bytes(200), "not UTF-8"),
+        ("tool.exe", b"MZ\x90\x00", "not translated"),
+        ("bomb.docx", zip_bomb(build_docx(), 8), "times its size"),
+        ("laughs.docx", with_doctype(build_docx(), BILLION_LAUGHS, "lol9"), "type declaration"),
+        ("xxe.docx", with_doctype(build_docx(), EXTERNAL, "xxe"), "type declaration"),
+    ],
+)
 def test_files_are_checked_by_content(server: Server, name: str, data: bytes, why: str) -> None:
     status, answer = upload(server, name, data)
     assert (status, answer["field"]) == (400, "file"), answer
@@ -197,17 +215,25 @@ def test_forms_without_a_file_and_bad_fields(server: Server) -> None:
     body = body.replace(b'name="file"', b'name="other"')
     status, _, answer = fetch(server, "POST", "/translate_file", body, headers)
     assert (status, json.loads(answer)["field"]) == (400, "file")
-    status, _, answer = fetch(server, "POST", "/translate_file", b'{"q": "x"}',
-                              {"Content-Type": "application/json"})  # fmt: skip
+    status, _, answer = fetch(
+        server, "POST", "/translate_file", b'{"q": "x"}', {"Content-Type": "application/json"}
+    )
     assert (status, json.loads(answer)["field"]) == (400, "file")
     assert upload(server, "a.txt", b"a man", target="fr")[1]["field"] == "target"
     assert upload(server, "a.txt", b"a man", beam="99")[1]["field"] == "beam"
 
 
-@pytest.mark.parametrize("path", [
-    "/download_file/..", "/download_file/../x", "/download_file/%2e%2e%2fetc%2fpasswd",
-    "/download_file/" + "A" * 32, "/download_file/notes_de.txt", "/download_file/",
-])  # fmt: skip
+@pytest.mark.parametrize(
+    "path",
+    [
+        "/download_file/..",
+        "/download_file/../x",
+        "/download_file/%2e%2e%2fetc%2fpasswd",
+        "/download_file/" + "A" * 32,
+        "/download_file/notes_de.txt",
+        "/download_file/",
+    ],
+)
 def test_names_never_issued_are_404(server: Server, path: str) -> None:
     status, _, _ = fetch(server, "GET", path)
     assert status == 404

@@ -58,8 +58,7 @@ def test_constrained_jobs_batch_together_each_line_with_its_own_phrases() -> Non
 @pytest.fixture(scope="module")
 def service(ckpt: str) -> Iterator[Service]:
     config = TranslateConfig.from_flat(FLAT)
-    serve = ServeConfig(source_lang="en", target_lang="de", max_wait_ms=100.0,
-                        max_glossary_terms=3)  # fmt: skip
+    serve = ServeConfig(source_lang="en", target_lang="de", max_wait_ms=100.0, max_glossary_terms=3)
     model = load_model([ckpt], config, serve)
     yield Service(serve, model)
     model.batcher.close(10)
@@ -69,8 +68,9 @@ def offline(service: Service, texts: list[str], glossary: Glossary | None) -> li
     """What `mtkit translate` gives (the same engine, the text layer, the glossary)."""
     engine = service.ready().engine
     search = engine.config.search.replace(constraints="unordered" if glossary else "")
-    found = translate_texts(engine, texts, TextOptions("en"), search,
-                            constrain=constraining(glossary))  # fmt: skip
+    found = translate_texts(
+        engine, texts, TextOptions("en"), search, constrain=constraining(glossary)
+    )
     return [t.text for t in found]
 
 
@@ -89,9 +89,11 @@ def test_a_requests_glossary_is_applied_as_offline(service: Service) -> None:
 
 
 def test_concurrent_requests_keep_their_own_glossaries(service: Service) -> None:
-    requests = [{"q": ["a cat sits", "the dog"], "glossary": [["cat", "street"]]},
-                {"q": ["a cat sits", "the dog"], "glossary": [["cat", "house"]]},
-                {"q": ["a cat sits", "the dog"]}] * 2  # fmt: skip
+    requests = [
+        {"q": ["a cat sits", "the dog"], "glossary": [["cat", "street"]]},
+        {"q": ["a cat sits", "the dog"], "glossary": [["cat", "house"]]},
+        {"q": ["a cat sits", "the dog"]},
+    ] * 2
     with ThreadPoolExecutor(6) as pool:
         answers = list(pool.map(lambda fields: post(service, fields), requests))
     for fields, (status, answer) in zip(requests, answers, strict=True):
@@ -102,9 +104,14 @@ def test_concurrent_requests_keep_their_own_glossaries(service: Service) -> None
 
 def test_the_servers_glossary_applies_and_a_request_overrides_it(service: Service) -> None:
     model = service.ready()
-    server = Service(service.config, replace(model, glossary=Glossary([("cat", "red ball")]),
-                                             search=model.search.replace(
-                                                 constraints="unordered")))  # fmt: skip
+    server = Service(
+        service.config,
+        replace(
+            model,
+            glossary=Glossary([("cat", "red ball")]),
+            search=model.search.replace(constraints="unordered"),
+        ),
+    )
     status, answer = post(server, {"q": TEXTS})
     assert answer["translatedText"] == offline(service, TEXTS, Glossary([("cat", "red ball")]))
     status, answer = post(server, {"q": TEXTS, "glossary": [["cat", "woman"]]})

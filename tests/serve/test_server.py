@@ -53,8 +53,18 @@ def run_clients(server: Server, cases: list, clients: int, send: Callable | None
 @pytest.fixture(scope="module")
 def server(ckpt: str, tmp_path_factory: pytest.TempPathFactory):
     log = tmp_path_factory.mktemp("log") / "server.log"
-    started = Server(ckpt, log, "--max-body-bytes", "4000", "--max-chars", "1000",
-                     "--max-lines", "20", "--slice-tokens", "32")  # fmt: skip
+    started = Server(
+        ckpt,
+        log,
+        "--max-body-bytes",
+        "4000",
+        "--max-chars",
+        "1000",
+        "--max-lines",
+        "20",
+        "--slice-tokens",
+        "32",
+    )
     yield started
     assert started.stop() == 0, started.stderr()
 
@@ -80,12 +90,15 @@ BAD: list[tuple[bytes, dict[str, str], int, str]] = [
     (b'{"q": "a", "source": "fr", "target": "de"}', {}, 400, "source"),
     (b'{"q": "a", "source": "en", "target": "fr"}', {}, 400, "target"),
     (b'{"q": "a", "source": "en", "target": "de", "alternatives": 5}', {}, 400, "alternatives"),
-    (b'{"q": "a", "source": "en", "target": "de", "alternatives": "x"}', {}, 400,
-     "alternatives"),
+    (b'{"q": "a", "source": "en", "target": "de", "alternatives": "x"}', {}, 400, "alternatives"),
     (b'{"q": "a", "source": "en", "target": "de", "beam": 0}', {}, 400, "beam"),
     (b'{"q": "a", "source": "en", "target": "de", "format": "markdown"}', {}, 400, "format"),
-    (b'{"q": "<p>a</p>", "source": "en", "target": "de", "format": "html", "alternatives": 1}',
-     {}, 400, "alternatives"),
+    (
+        b'{"q": "<p>a</p>", "source": "en", "target": "de", "format": "html", "alternatives": 1}',
+        {},
+        400,
+        "alternatives",
+    ),
     (b'{"q": "' + b"a\\n" * 30 + b'", "source": "en", "target": "de"}', {}, 400, "q"),  # lines
     (b'{"q": "' + b"a " * 600 + b'", "source": "en", "target": "de"}', {}, 400, "q"),  # chars
     (b'{"q": "' + b"a" * 5000 + b'", "source": "en", "target": "de"}', {}, 413, "body"),
@@ -95,16 +108,16 @@ BAD: list[tuple[bytes, dict[str, str], int, str]] = [
     (b'{"q": "a", "source": "\\ud800", "target": "de"}', {}, 400, "source"),
     (b'{"q": "a", "source": "en", "target": "de", "beam": "\xc2\xb2"}', {}, 400, "beam"),
     (b"[" * 1500 + b"]" * 1500, {}, 400, "body"),  # deeper than Python's recursion limit
-    (b"q=a&source=en&target=de", {"Content-Type": "multipart/form-data; boundary=x"}, 400,
-     "body"),
+    (b"q=a&source=en&target=de", {"Content-Type": "multipart/form-data; boundary=x"}, 400, "body"),
     (b"", {"Content-Type": "application/x-www-form-urlencoded"}, 400, "q"),  # no fields at all
-]  # fmt: skip
+]
 
 
 def send_bad(server: Server, case: tuple) -> tuple[Reply, int, str]:
     body, headers, status, field = case
-    reply = server.request("POST", "/translate", body, {"Content-Type": "application/json",
-                                                        **headers})  # fmt: skip
+    reply = server.request(
+        "POST", "/translate", body, {"Content-Type": "application/json", **headers}
+    )
     return reply, status, field
 
 
@@ -131,7 +144,8 @@ def test_bad_and_long_requests_beside_good_ones(server: Server, ckpt: str):
         assert (reply.status, reply.body) == (200, expected), request
     (expected_long,) = best(ckpt, [long], "--split-sentences")
     assert [(r.status, r.body) for r in long_replies] == [
-        (200, {"translatedText": expected_long})] * 4  # fmt: skip
+        (200, {"translatedText": expected_long})
+    ] * 4
     assert len(bad_replies) == len(BAD) * 4
     for reply, status, field in bad_replies:
         assert (reply.status, reply.body["field"]) == (status, field), reply.body
@@ -142,14 +156,20 @@ def test_bad_and_long_requests_beside_good_ones(server: Server, ckpt: str):
 
 def test_languages_page_and_docs(server: Server) -> None:
     languages = server.get("/languages")
-    assert languages.body == [{"code": "en", "name": "English", "targets": ["de"]},
-                              {"code": "de", "name": "German", "targets": []}]  # fmt: skip
+    assert languages.body == [
+        {"code": "en", "name": "English", "targets": ["de"]},
+        {"code": "de", "name": "German", "targets": []},
+    ]
     page = server.get("/")
     assert page.status == 200 and 'id="translate"' in page.body and "http" not in page.body
     assert server.get("/openapi.json").body["paths"]["/translate"]["post"]
     assert server.get("/docs").status == 200
-    reply = server.request("POST", "/translate", b"q=a+man&source=auto&target=de",
-                           {"Content-Type": "application/x-www-form-urlencoded"})  # fmt: skip
+    reply = server.request(
+        "POST",
+        "/translate",
+        b"q=a+man&source=auto&target=de",
+        {"Content-Type": "application/x-www-form-urlencoded"},
+    )
     assert reply.status == 200 and reply.body["detectedLanguage"]["language"] == "en"
 
 
@@ -165,8 +185,9 @@ def heavy(n: int = 40, offset: int = 0) -> dict[str, Any]:
 
 def test_a_full_queue_answers_503_with_retry_after(start_server: Callable) -> None:
     server = start_server(*SLOW, "--queue-size", "1")
-    replies = run_clients(server, [heavy(offset=i) for i in range(16)], clients=16,
-                          send=server.translate)  # fmt: skip
+    replies = run_clients(
+        server, [heavy(offset=i) for i in range(16)], clients=16, send=server.translate
+    )
     statuses = sorted(reply.status for reply in replies)
     assert set(statuses) == {200, 503}, statuses
     for reply in replies:
@@ -178,12 +199,15 @@ def test_a_full_queue_answers_503_with_retry_after(start_server: Callable) -> No
 
 def test_a_late_answer_is_a_504(start_server: Callable) -> None:
     server = start_server(*SLOW, "--timeout", "0.3")
-    replies = run_clients(server, [heavy(offset=i) for i in range(8)], clients=8,
-                          send=server.translate)  # fmt: skip
+    replies = run_clients(
+        server, [heavy(offset=i) for i in range(8)], clients=8, send=server.translate
+    )
     late = [reply for reply in replies if reply.status == 504]
     assert late and {reply.status for reply in replies} <= {200, 504}
-    assert late[0].body == {"error": "timeout: no translation within 0.3 s (--timeout)",
-                            "field": "timeout"}  # fmt: skip
+    assert late[0].body == {
+        "error": "timeout: no translation within 0.3 s (--timeout)",
+        "field": "timeout",
+    }
     # the server goes on: once the worker is past the late batches (seconds on a loaded
     # machine, where even a short request can miss 0.3 s), a request is answered
     deadline = time.monotonic() + 30
@@ -244,30 +268,43 @@ def test_a_text_of_sentences_comes_back_whole_as_translate_splits_it(server: Ser
     form = urllib.parse.urlencode(
         {"q": f"{one}\n{two}", "source": "en", "target": "de", "split": "false"}
     )
-    reply = server.request("POST", "/translate", form.encode(),
-                           {"Content-Type": "application/x-www-form-urlencoded"})  # fmt: skip
+    reply = server.request(
+        "POST", "/translate", form.encode(), {"Content-Type": "application/x-www-form-urlencoded"}
+    )
     assert (reply.status, reply.body) == (
         200,
         {"translatedText": "\n".join(best(ckpt, [one, two]))},
     )
     form = urllib.parse.urlencode({"q": f"{one}\n{two}", "source": "en", "target": "de"})
-    reply = server.request("POST", "/translate", form.encode(),
-                           {"Content-Type": "application/x-www-form-urlencoded"})  # fmt: skip
+    reply = server.request(
+        "POST", "/translate", form.encode(), {"Content-Type": "application/x-www-form-urlencoded"}
+    )
     assert (reply.status, reply.body) == (200, {"translatedText": f"{split[0]}\n{split[1]}"})
 
 
 def test_an_html_post_comes_back_with_its_tags_as_translate_gives_it(server: Server, ckpt: str):
     words = SENTENCES[8].split()
-    post = (f'<p>{" ".join(words[:2])} <a href="https://x.org/@bob?a=1&amp;b=2" '
-            f'class="mention">@bob</a> <b>{" ".join(words[2:])}</b>. {SENTENCES[9].capitalize()}.'
-            f'</p><p>See https://x.org/a for #more 😀<br>{SENTENCES[10]}</p>')  # fmt: skip
-    result = CliRunner().invoke(cli, ["translate", "-m", ckpt, *FAST, "-q", "--format", "html"],
-                                input=post)  # fmt: skip
+    post = (
+        f'<p>{" ".join(words[:2])} <a href="https://x.org/@bob?a=1&amp;b=2" '
+        f'class="mention">@bob</a> <b>{" ".join(words[2:])}</b>. {SENTENCES[9].capitalize()}.'
+        f"</p><p>See https://x.org/a for #more 😀<br>{SENTENCES[10]}</p>"
+    )
+    result = CliRunner().invoke(
+        cli, ["translate", "-m", ckpt, *FAST, "-q", "--format", "html"], input=post
+    )
     assert result.exit_code == 0, result.output
     reply = server.translate({"q": [post], "format": "html"})
     assert (reply.status, reply.body) == (200, {"translatedText": [result.stdout]})
     out = result.stdout
-    for kept in ('<a href="https://x.org/@bob?a=1&amp;b=2" class="mention">', "@bob</a>", "<b>",
-                 "</b>", "https://x.org/a", "#more", "😀", "<br>"):  # fmt: skip
+    for kept in (
+        '<a href="https://x.org/@bob?a=1&amp;b=2" class="mention">',
+        "@bob</a>",
+        "<b>",
+        "</b>",
+        "https://x.org/a",
+        "#more",
+        "😀",
+        "<br>",
+    ):
         assert out.count(kept) == 1, (kept, out)
     assert out.startswith("<p>") and out.count("<p>") == out.count("</p>") == 2

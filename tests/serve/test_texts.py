@@ -21,13 +21,21 @@ class Recorder:
     def __call__(self, lines: list[str], numbers: list[int]) -> list[list[Translation]]:
         lines = self.request.tagged(lines)
         self.calls.append(lines)
-        return [[Translation(f"{line.upper()}{'' if k == 0 else k}", 0.0, 0.0, 1)
-                 for k in range(self.n)] if line.strip() else [] for line in lines]  # fmt: skip
+        return [
+            [
+                Translation(f"{line.upper()}{'' if k == 0 else k}", 0.0, 0.0, 1)
+                for k in range(self.n)
+            ]
+            if line.strip()
+            else []
+            for line in lines
+        ]
 
 
 def checked(pair: tuple[str, str] = PAIR, **fields) -> TranslateRequest:
-    return parse_request({"source": "en", "target": "de", **fields}, pair, SearchConfig(),
-                         ServeConfig())  # fmt: skip
+    return parse_request(
+        {"source": "en", "target": "de", **fields}, pair, SearchConfig(), ServeConfig()
+    )
 
 
 def test_split_texts_come_back_in_their_layout(ckpt: str) -> None:

@@ -62,8 +62,12 @@ def png() -> bytes:
         )
 
     header = struct.pack(">IIBBBBB", 1, 1, 8, 2, 0, 0, 0)
-    return (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header)
-            + chunk(b"IDAT", zlib.compress(b"\x00\xff\x00\x00")) + chunk(b"IEND", b""))  # fmt: skip
+    return (
+        b"\x89PNG\r\n\x1a\n"
+        + chunk(b"IHDR", header)
+        + chunk(b"IDAT", zlib.compress(b"\x00\xff\x00\x00"))
+        + chunk(b"IEND", b"")
+    )
 
 
 def _element(tag: str, text: str | None = None, **attributes: str) -> Any:
@@ -95,8 +99,13 @@ def add_hyperlink(paragraph: Any, text: str, url: str) -> None:
 
 def add_page_field(paragraph: Any) -> None:
     """A complex field: ``PAGE``, its result ``1``."""
-    for kind, child in (("begin", None), ("", _element("w:instrText", " PAGE ")),
-                        ("separate", None), ("", _element("w:t", "1")), ("end", None)):  # fmt: skip
+    for kind, child in (
+        ("begin", None),
+        ("", _element("w:instrText", " PAGE ")),
+        ("separate", None),
+        ("", _element("w:t", "1")),
+        ("end", None),
+    ):
         run = _element("w:r")
         run.append(child if child is not None else _element("w:fldChar", w_fldCharType=kind))
         paragraph._p.append(run)
@@ -146,13 +155,22 @@ def runs(paragraph: Any) -> list[tuple[str, Any, Any, Any, Any, Any]]:
     from docx.text.run import Run
 
     found = paragraph._p.xpath("./w:r | ./w:hyperlink/w:r")
-    return [(r.text, r.bold, r.italic, r.underline, r.font.size,
-             r.font.color.rgb if r.font.color.type else None)
-            for r in (Run(element, paragraph) for element in found)]  # fmt: skip
+    return [
+        (
+            r.text,
+            r.bold,
+            r.italic,
+            r.underline,
+            r.font.size,
+            r.font.color.rgb if r.font.color.type else None,
+        )
+        for r in (Run(element, paragraph) for element in found)
+    ]
 
 
-def rezip(data: bytes, change: dict[str, bytes | None], method: int = zipfile.ZIP_DEFLATED,
-          extra: int = 0) -> bytes:  # fmt: skip
+def rezip(
+    data: bytes, change: dict[str, bytes | None], method: int = zipfile.ZIP_DEFLATED, extra: int = 0
+) -> bytes:
     """A zip package with members replaced or added (None: removed), and ``extra`` empty
     members more."""
     source = zipfile.ZipFile(io.BytesIO(data))
@@ -254,12 +272,34 @@ def notes_docx() -> bytes:
 def with_footnotes(data: bytes) -> bytes:
     """The document with a footnotes part (python-docx cannot add one)."""
     source = zipfile.ZipFile(io.BytesIO(data))
-    types = source.read("[Content_Types].xml").decode().replace("</Types>", (
-        '<Override PartName="/word/footnotes.xml" ContentType="application/vnd.openxmlformats-'
-        'officedocument.wordprocessingml.footnotes+xml"/></Types>'))  # fmt: skip
-    rels = source.read("word/_rels/document.xml.rels").decode().replace("</Relationships>", (
-        '<Relationship Id="rIdNotes" Type="http://schemas.openxmlformats.org/officeDocument/'
-        '2006/relationships/footnotes" Target="footnotes.xml"/></Relationships>'))  # fmt: skip
-    return rezip(data, {"[Content_Types].xml": types.encode(),
-                        "word/_rels/document.xml.rels": rels.encode(),
-                        "word/footnotes.xml": FOOTNOTES.encode()})  # fmt: skip
+    types = (
+        source.read("[Content_Types].xml")
+        .decode()
+        .replace(
+            "</Types>",
+            (
+                '<Override PartName="/word/footnotes.xml" '
+                'ContentType="application/vnd.openxmlformats-'
+                'officedocument.wordprocessingml.footnotes+xml"/></Types>'
+            ),
+        )
+    )
+    rels = (
+        source.read("word/_rels/document.xml.rels")
+        .decode()
+        .replace(
+            "</Relationships>",
+            (
+                '<Relationship Id="rIdNotes" Type="http://schemas.openxmlformats.org/officeDocument/'
+                '2006/relationships/footnotes" Target="footnotes.xml"/></Relationships>'
+            ),
+        )
+    )
+    return rezip(
+        data,
+        {
+            "[Content_Types].xml": types.encode(),
+            "word/_rels/document.xml.rels": rels.encode(),
+            "word/footnotes.xml": FOOTNOTES.encode(),
+        },
+    )

@@ -21,16 +21,22 @@ ALIGNED = SearchConfig(beam=2, max_len_a=1.0, max_len_b=2, alignment=True)
 def test_words_of_pieces_are_found_by_offset_in_the_whole() -> None:
     assert word_starts("  ab c\td ") == [2, 5, 7] and word_starts("") == []
     source = "one two. three four"
-    pieces = [Piece("one two.", 0, "eins zwei.", ((0, 0), (1, 1))),
-              Piece("three four", 9, "drei vier", ((0, 1), (1, 0)))]  # fmt: skip
+    pieces = [
+        Piece("one two.", 0, "eins zwei.", ((0, 0), (1, 1))),
+        Piece("three four", 9, "drei vier", ((0, 1), (1, 0))),
+    ]
     assert joined(source, pieces, ["", " ", ""]) == (
-        "eins zwei. drei vier", ((0, 0), (1, 1), (2, 3), (3, 2)))  # fmt: skip
+        "eins zwei. drei vier",
+        ((0, 0), (1, 1), (2, 3), (3, 2)),
+    )
     # no space between two sentences: their words are one word of the whole text
     glued = [Piece("Hi.", 0, "Hallo.", ((0, 0),)), Piece("Go", 3, "Geh", ((0, 0),))]
     assert joined("Hi.Go now", glued, ["", "", " jetzt"]) == ("Hallo.Geh jetzt", ((0, 0),))
     # a piece without alignment: the whole has none, the text is still joined
     assert joined(source, [pieces[0], Piece("three four", 9, "x", None)], ["", " ", ""]) == (
-        "eins zwei. x", None)  # fmt: skip
+        "eins zwei. x",
+        None,
+    )
     assert located("abc abc d", ["abc", "abc", "d"]) == [0, 4, 8]
 
 
@@ -52,15 +58,30 @@ def test_hostile_texts_align_within_their_words(engine: Engine, name: str) -> No
     text = HOSTILE[name]
     (found,) = translate_texts(engine, [text], TextOptions("en"), ALIGNED)
     assert found.alignment is not None
-    assert all(0 <= i < len(text.split()) and 0 <= j < len(found.text.split())
-               for i, j in found.alignment)  # fmt: skip
+    assert all(
+        0 <= i < len(text.split()) and 0 <= j < len(found.text.split()) for i, j in found.alignment
+    )
 
 
 def test_translate_writes_translation_tab_alignment(text_ckpt: Path, tmp_path: Path) -> None:
     lines = ["man man. cat in on runs.", "", "a cat small big blue house."]
     (tmp_path / "in.txt").write_text("\n".join(lines) + "\n", encoding="utf-8")
-    args = ["translate", "-q", "-m", str(text_ckpt), "-i", str(tmp_path / "in.txt"),
-            "--threads", "1", "--beam", "2", "--max-len-a", "1.0", "--max-len-b", "2"]  # fmt: skip
+    args = [
+        "translate",
+        "-q",
+        "-m",
+        str(text_ckpt),
+        "-i",
+        str(tmp_path / "in.txt"),
+        "--threads",
+        "1",
+        "--beam",
+        "2",
+        "--max-len-a",
+        "1.0",
+        "--max-len-b",
+        "2",
+    ]
     plain = CliRunner().invoke(cli, args)
     for extra in ([], ["--split-sentences"]):
         result = CliRunner().invoke(cli, args + ["--alignment"] + extra)

@@ -34,8 +34,20 @@ from mtkit.text.files import FileError, ZipLimits, file_format, translate_file_b
 from mtkit.text.files.subrip import wrap
 
 OPTIONS = TextOptions("en")
-KEPT = ["w:pPr", "w:bookmarkStart", "w:bookmarkEnd", "w:proofErr", "w:ins", "w:del", "w:sdt",
-        "w:sdtPr", "w:sdtContent", "w:smartTag", "w:fldChar", "w:instrText"]  # fmt: skip
+KEPT = [
+    "w:pPr",
+    "w:bookmarkStart",
+    "w:bookmarkEnd",
+    "w:proofErr",
+    "w:ins",
+    "w:del",
+    "w:sdt",
+    "w:sdtPr",
+    "w:sdtContent",
+    "w:smartTag",
+    "w:fldChar",
+    "w:instrText",
+]
 TIMING = re.compile(
     r"^\ufeff?\d+\r?\n[0-9:,]+ --> [^\n]*\n", re.M
 )  # a cue's number and timing lines
@@ -63,13 +75,16 @@ def test_a_text_file_is_its_lines_translated_in_one_call() -> None:
 
 
 def test_an_html_file_is_one_document_with_its_tags() -> None:
-    page = ('<!DOCTYPE html>\n<html><head><title>My page</title></head>\n<body>\n'
-            '<p>Hello <b>big</b> <a href="/x">world</a>.</p>\n<ul><li>One</li></ul>\n'
-            "</body></html>\n")  # fmt: skip
+    page = (
+        "<!DOCTYPE html>\n<html><head><title>My page</title></head>\n<body>\n"
+        '<p>Hello <b>big</b> <a href="/x">world</a>.</p>\n<ul><li>One</li></ul>\n'
+        "</body></html>\n"
+    )
     out = translate(page.encode(), "page.html").decode()
     assert '<p>HELLO <b>BIG</b> <a href="/x">WORLD.</a></p>' in out  # "world." is one word
-    expected = translate_documents([page], TextOptions("en", format="html"), WordTokenizer(),
-                                   50, Fake())  # fmt: skip
+    expected = translate_documents(
+        [page], TextOptions("en", format="html"), WordTokenizer(), 50, Fake()
+    )
     assert out == expected[0].text
     assert translate(page.encode(), "page.html", "reverse").decode().count("<b>") == 1
 
@@ -98,14 +113,17 @@ def test_a_cue_is_wrapped_into_its_own_number_of_lines() -> None:
     assert out.split("\n\n")[2].split("\n")[2:] == ["- there. Hello", "- you? are how Hi,"]
 
 
-@pytest.mark.parametrize(("text", "lines", "expected"), [
-    ("HELLO THERE FRIEND", 2, ["HELLO THERE", "FRIEND"]),
-    ("a b c d", 2, ["a b", "c d"]),
-    ("one", 3, ["one"]),
-    ("", 2, []),
-    ("aaaa b c d e", 2, ["aaaa b", "c d e"]),
-    ("x " * 5000, 1, ["x " * 4999 + "x"]),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    ("text", "lines", "expected"),
+    [
+        ("HELLO THERE FRIEND", 2, ["HELLO THERE", "FRIEND"]),
+        ("a b c d", 2, ["a b", "c d"]),
+        ("one", 3, ["one"]),
+        ("", 2, []),
+        ("aaaa b c d e", 2, ["aaaa b", "c d e"]),
+        ("x " * 5000, 1, ["x " * 4999 + "x"]),
+    ],
+)
 def test_wrap(text: str, lines: int, expected: list[str]) -> None:
     assert wrap(text, lines) == expected
 
@@ -165,8 +183,9 @@ def test_footnotes_comments_and_text_boxes_are_translated() -> None:
     assert body.xpath("//w:txbxContent//w:t/text()") == ["BOXED TEXT"]
     assert "".join(body.xpath("//w:body/w:p[1]/w:r/w:t/text()")) == "HELLO THERE AFTER THE BOX"
     assert len(body.xpath("//w:body/w:p[1]/w:r/w:pict")) == 1
-    assert sorted(fake.calls[0]) == sorted(["Hello there after the box", "boxed text",
-                                            "A note here.", "A comment here"])  # fmt: skip
+    assert sorted(fake.calls[0]) == sorted(
+        ["Hello there after the box", "boxed text", "A note here.", "A comment here"]
+    )
 
 
 def _merged_upper(found: list[tuple]) -> list[tuple]:
@@ -197,18 +216,21 @@ def test_identity_keeps_the_document_text() -> None:
     assert [p.text for p in result.paragraphs] == [p.text for p in source.paragraphs]
 
 
-@pytest.mark.parametrize(("name", "data", "why"), [
-    ("a.txt", b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR", "not UTF-8"),
-    ("a.txt", b"text with a NUL\x00 byte", "binary"),
-    ("a.srt", b"1\n00:00:01,000 --> 00:00:02,000\nHi\x01\x02\n", "binary"),
-    ("a.srt", b"just some text\nthat is no subtitle\n", "not SubRip"),
-    ("a.html", b"\xff\xfe<\x00p\x00>\x00", "not UTF-8"),
-    ("a.docx", b"1\n00:00:01,000 --> 00:00:02,000\nHi\n", "not a zip"),
-    ("a.docx", b"PK\x03\x04 truncated", "broken zip"),
-    ("a.docx", rezip(build_docx(), {"word/document.xml": None}), "not a Word document"),
-    ("a.exe", b"MZ", "not translated"),
-    ("noname", b"text", "no suffix"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    ("name", "data", "why"),
+    [
+        ("a.txt", b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR", "not UTF-8"),
+        ("a.txt", b"text with a NUL\x00 byte", "binary"),
+        ("a.srt", b"1\n00:00:01,000 --> 00:00:02,000\nHi\x01\x02\n", "binary"),
+        ("a.srt", b"just some text\nthat is no subtitle\n", "not SubRip"),
+        ("a.html", b"\xff\xfe<\x00p\x00>\x00", "not UTF-8"),
+        ("a.docx", b"1\n00:00:01,000 --> 00:00:02,000\nHi\n", "not a zip"),
+        ("a.docx", b"PK\x03\x04 truncated", "broken zip"),
+        ("a.docx", rezip(build_docx(), {"word/document.xml": None}), "not a Word document"),
+        ("a.exe", b"MZ", "not translated"),
+        ("noname", b"text", "no suffix"),
+    ],
+)
 def test_files_that_are_not_what_their_name_says_are_refused(
     name: str, data: bytes, why: str
 ) -> None:
@@ -259,8 +281,10 @@ def test_xml_with_a_dtd_is_refused(doctype: str, entity: str) -> None:
 
 def _document(doctype: str, entity: str) -> bytes:
     namespace = "http://schemas.openxmlformats.org/wordprocessingml/2006/main"
-    return (f'<?xml version="1.0"?>{doctype}<w:document xmlns:w="{namespace}">'
-            f"<w:t>&{entity};</w:t></w:document>").encode()  # fmt: skip
+    return (
+        f'<?xml version="1.0"?>{doctype}<w:document xmlns:w="{namespace}">'
+        f"<w:t>&{entity};</w:t></w:document>"
+    ).encode()
 
 
 @pytest.mark.parametrize(("doctype", "entity"), [(SOME_LAUGHS, "lol3"), (EXTERNAL, "xxe")])

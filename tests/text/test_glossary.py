@@ -10,8 +10,15 @@ from mtkit.decoding.beam import max_target_lengths
 from mtkit.errors import MtkitError
 from mtkit.text.glossary import Glossary, constraining, read_glossary, split_constraints
 
-TERMS = Glossary([("cat", "Katze"), ("New York", "New York"), ("New York City", "NYC"),
-                  ("C++", "C++"), ("York", "Yorck")])  # fmt: skip
+TERMS = Glossary(
+    [
+        ("cat", "Katze"),
+        ("New York", "New York"),
+        ("New York City", "NYC"),
+        ("C++", "C++"),
+        ("York", "Yorck"),
+    ]
+)
 
 
 @pytest.mark.parametrize(

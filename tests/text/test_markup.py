@@ -166,8 +166,9 @@ def test_an_inline_element_holding_blocks_is_a_container() -> None:
 
 
 def test_dropped_words_leave_their_elements_empty() -> None:
-    [out] = translate_markup(['<p>Go <a href="/x"><img src="i.png"> here</a> now</p>'], "html",
-                             every_other)  # fmt: skip
+    [out] = translate_markup(
+        ['<p>Go <a href="/x"><img src="i.png"> here</a> now</p>'], "html", every_other
+    )
     assert out == '<p>Go<a href="/x"><img src="i.png"></a> now</p>'
 
 

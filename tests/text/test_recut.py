@@ -22,11 +22,19 @@ def test_a_short_translation_with_a_candidate_is_cut_there() -> None:
 
 @pytest.mark.parametrize(
     "unit, translation",
-    [(MERGED, "Ein Kind planscht im Wasser. Drei Leute sitzen an einem Tisch draußen."),  # covered
-     ("a child is splashing in the water three people sit at a table", "Ein Kind."),  # no capital
-     ("Two men with Red Sox caps and A Boston Terrier", "Zwei Männer mit Red Sox Mützen und"),
-     ("A man Three", "Ein")],  # too short to judge
-)  # fmt: skip
+    [
+        (
+            MERGED,
+            "Ein Kind planscht im Wasser. Drei Leute sitzen an einem Tisch draußen.",
+        ),  # covered
+        (
+            "a child is splashing in the water three people sit at a table",
+            "Ein Kind.",
+        ),  # no capital
+        ("Two men with Red Sox caps and A Boston Terrier", "Zwei Männer mit Red Sox Mützen und"),
+        ("A man Three", "Ein"),
+    ],  # too short to judge
+)
 def test_capital_letters_alone_never_cut(unit: str, translation: str) -> None:
     assert short_units([unit], [hyp(translation)]) == {}
 

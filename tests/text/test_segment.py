@@ -48,8 +48,7 @@ def test_any_text_loses_nothing(original: str) -> None:
 @pytest.mark.parametrize("lang", ["en", "de", "he", "xx-unknown", ""])
 def test_sentences_and_paragraphs(lang: str) -> None:
     text = segment("A man runs. A woman walks!\r\n\r\n  Is it late?\nno stop here", lang)
-    assert text.all_sentences() == ["A man runs.", "A woman walks!", "Is it late?",
-                                    "no stop here"]  # fmt: skip
+    assert text.all_sentences() == ["A man runs.", "A woman walks!", "Is it late?", "no stop here"]
     assert text.gap(2) == "\r\n\r\n  "
 
 
@@ -75,15 +74,21 @@ def chars(texts: list[str]) -> list[int]:
 
 def test_cut_long_prefers_clause_boundaries() -> None:
     sentence = "one two three four, five six seven; eight nine ten eleven twelve"
-    assert cut_long(sentence, words, 7) == ["one two three four, five six seven;",
-                                            "eight nine ten eleven twelve"]  # fmt: skip
+    assert cut_long(sentence, words, 7) == [
+        "one two three four, five six seven;",
+        "eight nine ten eleven twelve",
+    ]
     assert cut_long(sentence, words, 100) == [sentence]
     clause = "alpha beta gamma delta epsilon, zeta eta theta iota kappa lambda mu"
-    assert cut_long(clause, words, 8) == ["alpha beta gamma delta epsilon,",
-                                          "zeta eta theta iota kappa lambda mu"]  # fmt: skip
+    assert cut_long(clause, words, 8) == [
+        "alpha beta gamma delta epsilon,",
+        "zeta eta theta iota kappa lambda mu",
+    ]
     no_clause = clause.replace(",", "")
-    assert cut_long(no_clause, words, 8) == ["alpha beta gamma delta epsilon zeta eta theta",
-                                             "iota kappa lambda mu"]  # fmt: skip
+    assert cut_long(no_clause, words, 8) == [
+        "alpha beta gamma delta epsilon zeta eta theta",
+        "iota kappa lambda mu",
+    ]
 
 
 @pytest.mark.parametrize("limit", [1, 3, 10, 31])

@@ -18,26 +18,39 @@ from mtkit.text.spans import Alignment, Masked, mask
 # (sentence, its spans in order: text and kind); no span's text occurs elsewhere in its sentence
 SENTENCES = [
     ("@alice thanks for the link!", [("@alice", "mention")]),
-    ("Read the docs at https://mtkit.example.org/docs/spans.",
-     [("https://mtkit.example.org/docs/spans", "url")]),
-    ("See https://en.wikipedia.org/wiki/Bracket_(disambiguation), then write.",
-     [("https://en.wikipedia.org/wiki/Bracket_(disambiguation)", "url")]),
-    ("(see https://example.com/a?b=1&c=2#frag) for details",
-     [("https://example.com/a?b=1&c=2#frag", "url")]),
+    (
+        "Read the docs at https://mtkit.example.org/docs/spans.",
+        [("https://mtkit.example.org/docs/spans", "url")],
+    ),
+    (
+        "See https://en.wikipedia.org/wiki/Bracket_(disambiguation), then write.",
+        [("https://en.wikipedia.org/wiki/Bracket_(disambiguation)", "url")],
+    ),
+    (
+        "(see https://example.com/a?b=1&c=2#frag) for details",
+        [("https://example.com/a?b=1&c=2#frag", "url")],
+    ),
     ("Visit www.example.net/path today", [("www.example.net/path", "url")]),
-    ("Mail ann.lee+mt@mail.example.com or bob@example.org.",
-     [("ann.lee+mt@mail.example.com", "email"), ("bob@example.org", "email")]),
-    ("Follow @carol@mastodon.social and @dave_99 for news",
-     [("@carol@mastodon.social", "mention"), ("@dave_99", "mention")]),
-    ("We had 1,000.5 liters, 1.000,5 in Germany.",
-     [("1,000.5", "number"), ("1.000,5", "number")]),
-    ("The meeting is at 10:30 on 2024-01-15 in room 7.",
-     [("10:30", "number"), ("2024-01-15", "number"), ("7", "number")]),
+    (
+        "Mail ann.lee+mt@mail.example.com or bob@example.org.",
+        [("ann.lee+mt@mail.example.com", "email"), ("bob@example.org", "email")],
+    ),
+    (
+        "Follow @carol@mastodon.social and @dave_99 for news",
+        [("@carol@mastodon.social", "mention"), ("@dave_99", "mention")],
+    ),
+    ("We had 1,000.5 liters, 1.000,5 in Germany.", [("1,000.5", "number"), ("1.000,5", "number")]),
+    (
+        "The meeting is at 10:30 on 2024-01-15 in room 7.",
+        [("10:30", "number"), ("2024-01-15", "number"), ("7", "number")],
+    ),
     ("Prices rose by 12.5% to $40 yesterday", [("12.5%", "number"), ("$40", "number")]),
     ("Temperatures of -5 and +3 degrees", [("-5", "number"), ("+3", "number")]),
     ("This is the 5th try with mp3 files and COVID-19 rules", []),
-    ("Loving the sunshine #summer #Ferien2024",
-     [("#summer", "hashtag"), ("#Ferien2024", "hashtag")]),
+    (
+        "Loving the sunshine #summer #Ferien2024",
+        [("#summer", "hashtag"), ("#Ferien2024", "hashtag")],
+    ),
     ("#1 fan of the #Größte team", [("1", "number"), ("#Größte", "hashtag")]),
     ("Great job 👍🏽 team", [("👍🏽", "emoji")]),
     ("Family time 👨‍👩‍👧 at the beach 🏖️🌊", [("👨‍👩‍👧", "emoji"), ("🏖️🌊", "emoji")]),
@@ -48,33 +61,56 @@ SENTENCES = [
     ("Text © 2024 Apple™ and ↔ arrows, I ❤ NY", [("2024", "number")]),
     ("I ❤️ NY", [("❤️", "emoji")]),
     ("Email me at me@example.com 😀", [("me@example.com", "email"), ("😀", "emoji")]),
-    ("The URL https://example.com/#section is not a #hashtag",
-     [("https://example.com/#section", "url"), ("#hashtag", "hashtag")]),
-    ("Order 66 at https://shop.example/item/12345?ref=7 now",
-     [("66", "number"), ("https://shop.example/item/12345?ref=7", "url")]),
+    (
+        "The URL https://example.com/#section is not a #hashtag",
+        [("https://example.com/#section", "url"), ("#hashtag", "hashtag")],
+    ),
+    (
+        "Order 66 at https://shop.example/item/12345?ref=7 now",
+        [("66", "number"), ("https://shop.example/item/12345?ref=7", "url")],
+    ),
     ("love😀it", [("😀", "emoji")]),
-    ("Contact @support or support@example.com today",
-     [("@support", "mention"), ("support@example.com", "email")]),
+    (
+        "Contact @support or support@example.com today",
+        [("@support", "mention"), ("support@example.com", "email")],
+    ),
     ("RTL: שלום @user_1 مرحبا 3 עולם", [("@user_1", "mention"), ("3", "number")]),
     ("\ufeff@bom starts this line", [("@bom", "mention")]),
     ("Multiple 😀😀😀 in a row and 🤷‍♀️ shrugs", [("😀😀😀", "emoji"), ("🤷‍♀️", "emoji")]),
     ("Version v2.0 is out, see https://x.example/v2.", [("https://x.example/v2", "url")]),
     ("Sizes 10-20 and 1/2 inch", [("10-20", "number"), ("1/2", "number")]),
-    ("`code` at the start, and a url at the end http://a.example",
-     [("`code`", "code"), ("http://a.example", "url")]),
-    ("https://lead.example then words then 42",
-     [("https://lead.example", "url"), ("42", "number")]),
+    (
+        "`code` at the start, and a url at the end http://a.example",
+        [("`code`", "code"), ("http://a.example", "url")],
+    ),
+    (
+        "https://lead.example then words then 42",
+        [("https://lead.example", "url"), ("42", "number")],
+    ),
     ("Prices: €5, 6€ and 3 %", [("€5", "number"), ("6€", "number"), ("3", "number")]),
-    ("Ping @alice, @bob and @carol!", [("@alice", "mention"), ("@bob", "mention"),
-                                       ("@carol", "mention")]),
+    (
+        "Ping @alice, @bob and @carol!",
+        [("@alice", "mention"), ("@bob", "mention"), ("@carol", "mention")],
+    ),
     ("hi @a,@b there", [("@a", "mention"), ("@b", "mention")]),  # two placeholders in a word
     ("www.x.org", [("www.x.org", "url")]),
     ("Meet me at 9:00 or 21:30.", [("9:00", "number"), ("21:30", "number")]),
-    ("@ann @ben 😀 call me at +49 30 1234567 or mailto:x@y.example #help 🆘 🆘",
-     [("@ann", "mention"), ("@ben", "mention"), ("😀", "emoji"), ("+49", "number"),
-      ("30", "number"), ("1234567", "number"), ("mailto:x@y.example", "url"),
-      ("#help", "hashtag"), ("🆘", "emoji"), ("🆘", "emoji")]),
-]  # fmt: skip
+    (
+        "@ann @ben 😀 call me at +49 30 1234567 or mailto:x@y.example #help 🆘 🆘",
+        [
+            ("@ann", "mention"),
+            ("@ben", "mention"),
+            ("😀", "emoji"),
+            ("+49", "number"),
+            ("30", "number"),
+            ("1234567", "number"),
+            ("mailto:x@y.example", "url"),
+            ("#help", "hashtag"),
+            ("🆘", "emoji"),
+            ("🆘", "emoji"),
+        ],
+    ),
+]
 
 
 def expected(sentence: str, spans: list[tuple[str, str]]) -> list[Span]:
@@ -132,8 +168,10 @@ def check(masked: Masked, translation: str, alignment: Alignment | None) -> str:
             assert realigned is links
         else:
             assert realigned is not None
-            assert all(0 <= i < len(original.split()) and 0 <= j < len(restored.split())
-                       for i, j in realigned)  # fmt: skip
+            assert all(
+                0 <= i < len(original.split()) and 0 <= j < len(restored.split())
+                for i, j in realigned
+            )
     return restored
 
 
@@ -199,17 +237,25 @@ SOURCE = f"Read the docs at {URL} today."  # masked: "Read the docs at 1 today."
 
 @pytest.mark.parametrize(
     "translation, alignment, out",
-    [("Lies die Doku heute bei.", ((0, 0), (1, 1), (2, 2), (3, 4), (5, 3)),
-      f"Lies die Doku heute bei {URL}."),  # after the word aligned to "at", before the "."
-     ("Lies die Doku heute bei.", ((0, 0), (1, 1), (2, 2), (5, 3)),
-      f"Lies die Doku {URL} heute bei."),  # before the word aligned to "today."
-     ("Lies die Doku bei heute.", None, f"Lies die Doku bei {URL} heute."),  # 4 of 5 words
-     ("Lies 1 die Doku bei 1 heute.", None, f"Lies die Doku bei {URL} heute."),  # the nearer
-     ("Lies die Doku bei 11 heute.", None, f"Lies die Doku bei {URL} heute."),  # garbled
-     ("Lies die Doku bei 1 heute 1.", None, f"Lies die Doku bei {URL} heute."),
-     ("Lies die Doku (1) heute.", None, f"Lies die Doku ({URL}) heute."),  # copied: replaced
-     ("", None, URL)],
-)  # fmt: skip
+    [
+        (
+            "Lies die Doku heute bei.",
+            ((0, 0), (1, 1), (2, 2), (3, 4), (5, 3)),
+            f"Lies die Doku heute bei {URL}.",
+        ),  # after the word aligned to "at", before the "."
+        (
+            "Lies die Doku heute bei.",
+            ((0, 0), (1, 1), (2, 2), (5, 3)),
+            f"Lies die Doku {URL} heute bei.",
+        ),  # before the word aligned to "today."
+        ("Lies die Doku bei heute.", None, f"Lies die Doku bei {URL} heute."),  # 4 of 5 words
+        ("Lies 1 die Doku bei 1 heute.", None, f"Lies die Doku bei {URL} heute."),  # the nearer
+        ("Lies die Doku bei 11 heute.", None, f"Lies die Doku bei {URL} heute."),  # garbled
+        ("Lies die Doku bei 1 heute 1.", None, f"Lies die Doku bei {URL} heute."),
+        ("Lies die Doku (1) heute.", None, f"Lies die Doku ({URL}) heute."),  # copied: replaced
+        ("", None, URL),
+    ],
+)
 def test_where_a_dropped_placeholder_goes(
     translation: str, alignment: Alignment | None, out: str
 ) -> None:
@@ -243,14 +289,43 @@ def test_alignment_through_a_span_of_several_words() -> None:
 
 # -- hypothesis: any sentence of words and spans, any translation ------------------------------
 
-WORDS = ["a", "man", "rides", "the", "red", "bike", "and", "Straße", "naïve", "שלום", "مرحبا",
-         "猫", ",", "!", "—"]  # fmt: skip
-SPANS = [("https://ex.org/p?q=7", "url"), ("www.wiki.example/x_(y)", "url"),
-         ("ann@ex.com", "email"), ("@alice", "mention"), ("@carol@toot.example", "mention"),
-         ("#mtkit", "hashtag"), ("#ÜberTag", "hashtag"), ("😀", "emoji"), ("👨‍👩‍👧", "emoji"),
-         ("🇩🇪", "emoji"), ("👍🏽", "emoji"), ("`a b`", "code"), ("`f(x)`", "code"),
-         ("2718", "number"), ("3.14", "number"), ("10:30", "number"), ("$40", "number"),
-         ("1,000", "number")]  # fmt: skip
+WORDS = [
+    "a",
+    "man",
+    "rides",
+    "the",
+    "red",
+    "bike",
+    "and",
+    "Straße",
+    "naïve",
+    "שלום",
+    "مرحبا",
+    "猫",
+    ",",
+    "!",
+    "—",
+]
+SPANS = [
+    ("https://ex.org/p?q=7", "url"),
+    ("www.wiki.example/x_(y)", "url"),
+    ("ann@ex.com", "email"),
+    ("@alice", "mention"),
+    ("@carol@toot.example", "mention"),
+    ("#mtkit", "hashtag"),
+    ("#ÜberTag", "hashtag"),
+    ("😀", "emoji"),
+    ("👨‍👩‍👧", "emoji"),
+    ("🇩🇪", "emoji"),
+    ("👍🏽", "emoji"),
+    ("`a b`", "code"),
+    ("`f(x)`", "code"),
+    ("2718", "number"),
+    ("3.14", "number"),
+    ("10:30", "number"),
+    ("$40", "number"),
+    ("1,000", "number"),
+]
 
 
 @st.composite
@@ -266,9 +341,12 @@ def sentences(draw: st.DrawFn) -> tuple[str, list[tuple[str, str]]]:
 def translations(draw: st.DrawFn, text: str) -> str:
     """Words, the masked text's digit runs dropped, repeated, glued or garbled, in any order."""
     digits = re.findall("[0-9]+", text) or ["1"]
-    pieces = st.one_of(st.sampled_from(WORDS + ["Haus", "(", ")", "."]), st.sampled_from(digits),
-                       st.sampled_from(digits).map(lambda d: d * 2),
-                       st.sampled_from(digits).map(lambda d: f"{d}x"))  # fmt: skip
+    pieces = st.one_of(
+        st.sampled_from(WORDS + ["Haus", "(", ")", "."]),
+        st.sampled_from(digits),
+        st.sampled_from(digits).map(lambda d: d * 2),
+        st.sampled_from(digits).map(lambda d: f"{d}x"),
+    )
     return draw(st.sampled_from([" ", "", "  "])).join(draw(st.lists(pieces, max_size=12)))
 
 
@@ -301,10 +379,18 @@ def test_arbitrary_text_keeps_every_span(case: tuple, translation: str) -> None:
 
 @pytest.mark.parametrize(
     "sentence",
-    ["", "   ", "😀", "😀👍🏽 🇩🇪 👨‍👩‍👧", "\ufeff", "\ufeff@bom hello 😀",
-     "שלום @user_1 עולם 3 مرحبا https://x.example/ar", "\u202bمرحبا #وسم 42 عالم\u202c",
-     " ".join(f"word{i} @u{i} {i}.5 https://x.example/{i} #t{i} 😀" for i in range(120))],
-)  # fmt: skip
+    [
+        "",
+        "   ",
+        "😀",
+        "😀👍🏽 🇩🇪 👨‍👩‍👧",
+        "\ufeff",
+        "\ufeff@bom hello 😀",
+        "שלום @user_1 עולם 3 مرحبا https://x.example/ar",
+        "\u202bمرحبا #وسم 42 عالم\u202c",
+        " ".join(f"word{i} @u{i} {i}.5 https://x.example/{i} #t{i} 😀" for i in range(120)),
+    ],
+)
 def test_hostile_lines(sentence: str) -> None:
     masked = mask(sentence)
     for name, translate in TRANSLATORS.items():
@@ -323,9 +409,13 @@ def test_a_long_line_is_quick() -> None:
 
 @pytest.mark.usefixtures("one_thread")
 def test_the_model_translates_the_masked_text(engine: Engine) -> None:
-    sentences = ["@alice a cat runs to https://x.example/a 😀", "the dog 42 sits #cats",
-                 "run `ls -l` in the house", "a man 3 at 10:30 writes to me@example.com.",
-                 "😀 🇩🇪"]  # fmt: skip
+    sentences = [
+        "@alice a cat runs to https://x.example/a 😀",
+        "the dog 42 sits #cats",
+        "run `ls -l` in the house",
+        "a man 3 at 10:30 writes to me@example.com.",
+        "😀 🇩🇪",
+    ]
     masks = [mask(s) for s in sentences]
     hyps = engine.translate([m.text for m in masks if m.text])
     for masked in masks:

@@ -15,9 +15,18 @@ from mtkit.text.translate import engine_units, source_limit, translate_plans
 pytestmark = pytest.mark.usefixtures("one_thread")
 
 LONG = " ".join(["the man runs on a red street"] * 12)  # more pieces than the model's limit
-HOSTILE = ["", "   ", "\ufeffa cat runs.", "man man. cat in on runs.\r\n\r\n  a cat small",
-           "see https://x.org/a?b=1 the dog 😀", "@bob the dog runs on 3 streets #cats",
-           "שלום the red house", "a.b the man", LONG, "the big dog runs"]  # fmt: skip
+HOSTILE = [
+    "",
+    "   ",
+    "\ufeffa cat runs.",
+    "man man. cat in on runs.\r\n\r\n  a cat small",
+    "see https://x.org/a?b=1 the dog 😀",
+    "@bob the dog runs on 3 streets #cats",
+    "שלום the red house",
+    "a.b the man",
+    LONG,
+    "the big dog runs",
+]
 
 
 def test_joined_words_take_the_pieces_of_what_they_are_made_of() -> None:
@@ -37,8 +46,9 @@ def test_restored_spans_are_copied_not_translated() -> None:
     sources = masked.word_sources("sehen 1 jetzt", None)
     assert masked.restore("sehen 1 jetzt", None)[0] == "sehen https://x.org/a jetzt"
     assert sources == [[0], [], [2]]
-    found = regrouped(Confidence((-1.0, -2.0, -3.0, 0.0), ((-1.0,), (-2.0,), (-3.0,)), -6.0),
-                      sources)  # fmt: skip
+    found = regrouped(
+        Confidence((-1.0, -2.0, -3.0, 0.0), ((-1.0,), (-2.0,), (-3.0,)), -6.0), sources
+    )
     assert found.word_scores() == [-1.0, 0.0, -3.0] and found.normalized == -1.5
     assert mask("@bob 😀").word_sources("", None) == [[], []]  # all spans: nothing translated
 
@@ -60,8 +70,9 @@ def test_a_texts_score_is_over_all_its_units_pieces(engine: Engine) -> None:
     search = engine.config.search.replace(scores=True)
     units = engine_units(engine, search)
     for options in (TextOptions(), TextOptions(split=False)):
-        plan, results = translate_plans(HOSTILE, options, engine.src_tokenizer,
-                                        source_limit(engine), units)  # fmt: skip
+        plan, results = translate_plans(
+            HOSTILE, options, engine.src_tokenizer, source_limit(engine), units
+        )
         texts = plan.translated(results, scores=True)
         assert plan.sizes()[HOSTILE.index(LONG)] == (3 if options.split else 1)  # else truncated
         at = 0

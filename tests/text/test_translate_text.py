@@ -33,8 +33,9 @@ def one_by_one(engine: Engine, text: str) -> str:
 
 def test_a_text_is_its_sentences_translated_alone(engine: Engine) -> None:
     out = translate_text(engine, TEXTS[:1], "en")
-    sentences = best_texts(engine.translate(["man man.", "cat in on runs.",
-                                             "a cat small big blue house."]))  # fmt: skip
+    sentences = best_texts(
+        engine.translate(["man man.", "cat in on runs.", "a cat small big blue house."])
+    )
     assert all(sentences) and len(set(sentences)) == 3
     assert out == [" ".join(sentences)]
 
@@ -101,9 +102,26 @@ LINES = [
 def run_cli(ckpt: Path, tmp_path: Path, *flags: str) -> tuple[int, str]:
     source = tmp_path / "in.txt"
     source.write_bytes("\n".join(LINES).encode("utf-8"))  # no final newline
-    result = CliRunner().invoke(cli, ["translate", "-m", str(ckpt), "-i", str(source), "-q",
-                                      "--beam", "2", "--max-len-a", "1", "--max-len-b", "2",
-                                      "--threads", "1", *flags])  # fmt: skip
+    result = CliRunner().invoke(
+        cli,
+        [
+            "translate",
+            "-m",
+            str(ckpt),
+            "-i",
+            str(source),
+            "-q",
+            "--beam",
+            "2",
+            "--max-len-a",
+            "1",
+            "--max-len-b",
+            "2",
+            "--threads",
+            "1",
+            *flags,
+        ],
+    )
     return result.exit_code, result.output
 
 
@@ -126,8 +144,14 @@ def test_cli_split_sentences_refuses_nbest(text_ckpt: Path, tmp_path: Path) -> N
 def test_cli_split_sentences_on_hostile_lines(text_ckpt: Path, tmp_path: Path) -> None:
     """BOM, CRLF, blank and whitespace lines, a 5,000-character line without a full stop,
     emoji, right-to-left script, no final newline: one output line per input line."""
-    lines = ["\ufeffthe man runs. a dog walks.", "", "   ", "cat " * 1250, "red 😀 house. שלום.",
-             "\tthe woman runs on the street"]  # fmt: skip
+    lines = [
+        "\ufeffthe man runs. a dog walks.",
+        "",
+        "   ",
+        "cat " * 1250,
+        "red 😀 house. שלום.",
+        "\tthe woman runs on the street",
+    ]
     source = tmp_path / "hostile.txt"
     source.write_bytes("\r\n".join(lines).encode("utf-8"))
     result = CliRunner().invoke(

@@ -15,15 +15,20 @@ REPO = Path(__file__).resolve().parents[2]
 SLOW_MTKIT = Path(__file__).with_name("slow_mtkit.py")
 
 
-def run_mtkit(args: list[str], env: dict[str, str] | None = None, launcher: list[str] | None = None,
-              slow: bool = False) -> subprocess.CompletedProcess:  # fmt: skip
+def run_mtkit(
+    args: list[str],
+    env: dict[str, str] | None = None,
+    launcher: list[str] | None = None,
+    slow: bool = False,
+) -> subprocess.CompletedProcess:
     """``python -m mtkit ARGS`` (or ``python -m LAUNCHER... -m mtkit ARGS``; ``slow``: the test
     wrapper slow_mtkit.py, whose MTKIT_TEST_* variables go in ``env``), one thread each."""
     mtkit = [str(SLOW_MTKIT)] if slow else ["-m", "mtkit"]
     command = [sys.executable, *(launcher or []), *mtkit, *args]
     full_env = {**os.environ, "OMP_NUM_THREADS": "1", **(env or {})}
-    return subprocess.run(command, cwd=REPO, env=full_env, capture_output=True, text=True,
-                          timeout=300)  # fmt: skip
+    return subprocess.run(
+        command, cwd=REPO, env=full_env, capture_output=True, text=True, timeout=300
+    )
 
 
 def tensors(tree: object, prefix: str = "") -> dict[str, torch.Tensor]:

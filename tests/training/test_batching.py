@@ -72,8 +72,10 @@ def test_buckets_group_similar_lengths() -> None:
 
 def test_epoch_batches_unchanged() -> None:
     """Pinned from the code before bucketing moved to mtkit.data.batching: same seed, same data."""
-    sizes = sentence_sizes(np.array([3, 0, 7, 12, 5, 5, 1, 9, 2, 14, 4, 6]),
-                           np.array([4, 2, 3, 11, 8, 5, 0, 10, 2, 3, 6, 6]))  # fmt: skip
+    sizes = sentence_sizes(
+        np.array([3, 0, 7, 12, 5, 5, 1, 9, 2, 14, 4, 6]),
+        np.array([4, 2, 3, 11, 8, 5, 0, 10, 2, 3, 6, 6]),
+    )
     assert sizes.tolist() == [5, 3, 8, 13, 9, 6, 2, 11, 3, 15, 7, 7]
     epoch1 = [[3], [2, 4], [5, 10, 11], [9], [6, 8, 1, 0], [7]]
     epoch2 = [[6, 1, 8, 0], [3], [9], [7], [5, 10, 11], [2, 4]]

@@ -104,11 +104,16 @@ def test_a_resumed_auto_run_keeps_its_precision(
     loud = [a for a in train_args(tiny_dataset, resumed, *opts, "--max-updates", "6") if a != "-q"]
     result = mtkit(*loud)
     assert result.exit_code == 0, result.output
-    assert ("precision: fp32 (auto: the run's precision so far, kept on resume; a new run would "
-            "pick bf16)") in result.output  # fmt: skip
+    assert (
+        "precision: fp32 (auto: the run's precision so far, kept on resume; a new run would "
+        "pick bf16)"
+    ) in result.output
     ckpt, _ = assert_same_run(straight, resumed)
     assert ckpt["state"]["precision"] == "fp32"
-    fresh = [a for a in train_args(tiny_dataset, tmp_path / "new", *opts, "--max-updates", "1")
-             if a != "-q"]  # fmt: skip
+    fresh = [
+        a
+        for a in train_args(tiny_dataset, tmp_path / "new", *opts, "--max-updates", "1")
+        if a != "-q"
+    ]
     new_run = mtkit(*fresh).output
     assert "precision: bf16 (auto: avx512_bf16 present and bf16 matched fp32" in new_run

@@ -89,12 +89,26 @@ def test_bad_yaml(tmp_path: Path, tiny_dataset: Path, mtkit, text: str, culprits
 
 def test_yaml_with_model_section_and_cli_precedence(tmp_path: Path, tiny_dataset, mtkit) -> None:
     config = tmp_path / "train.yaml"
-    config.write_text(f"data: {tiny_dataset}\nmax_updates: 5\nlr: 1e-3\nseed: 4\n"
-                      "model:\n  d_model: 16\n  ffn_dim: 32\n  heads: 2\n  encoder_layers: 1\n"
-                      "  decoder_layers: 1\n")  # fmt: skip
+    config.write_text(
+        f"data: {tiny_dataset}\nmax_updates: 5\nlr: 1e-3\nseed: 4\n"
+        "model:\n  d_model: 16\n  ffn_dim: 32\n  heads: 2\n  encoder_layers: 1\n"
+        "  decoder_layers: 1\n"
+    )
     run = tmp_path / "run"
-    result = mtkit("train", "--config", str(config), "--run-dir", str(run), "--device", "cpu",
-                   "--max-updates", "2", "--set", "model.ffn_dim=48", "-q")  # fmt: skip
+    result = mtkit(
+        "train",
+        "--config",
+        str(config),
+        "--run-dir",
+        str(run),
+        "--device",
+        "cpu",
+        "--max-updates",
+        "2",
+        "--set",
+        "model.ffn_dim=48",
+        "-q",
+    )
     assert result.exit_code == 0, result.output
     ckpt = load_checkpoint(run / "checkpoint_last.pt")
     assert ckpt["update"] == 2 and ckpt["train_config"]["lr"] == 1e-3
@@ -116,11 +130,20 @@ def test_average_two_checkpoints_is_their_mean(tmp_path: Path, tiny_dataset, mtk
         torch.testing.assert_close(tensor, (a["model"][name] + b["model"][name]) / 2)
     assert avg["spm"] == a["spm"] and avg["model_config"] == a["model_config"]
     assert avg["train_config"] == a["train_config"] and "optimizer" not in avg
-    same = mtkit("average", "-c", str(run / "checkpoint_2.pt"), "-c", str(run / "checkpoint_3.pt"),
-                 "-o", str(tmp_path / "avg2.pt"))  # fmt: skip
+    same = mtkit(
+        "average",
+        "-c",
+        str(run / "checkpoint_2.pt"),
+        "-c",
+        str(run / "checkpoint_3.pt"),
+        "-o",
+        str(tmp_path / "avg2.pt"),
+    )
     assert same.exit_code == 0
-    assert all(torch.equal(t, load_checkpoint(tmp_path / "avg2.pt")["model"][n])
-               for n, t in avg["model"].items())  # fmt: skip
+    assert all(
+        torch.equal(t, load_checkpoint(tmp_path / "avg2.pt")["model"][n])
+        for n, t in avg["model"].items()
+    )
 
 
 def test_average_errors(tmp_path: Path, tiny_dataset: Path, mtkit) -> None:
@@ -130,13 +153,21 @@ def test_average_errors(tmp_path: Path, tiny_dataset: Path, mtkit) -> None:
     wider = [*TINY_MODEL, "--set", "model.ffn_dim=48"]
     assert mtkit(*train_args(tiny_dataset, other, *one, *wider)).exit_code == 0
     out = str(tmp_path / "avg.pt")
-    result = mtkit("average", "-c", str(run / "checkpoint_1.pt"), "-c",
-                   str(other / "checkpoint_1.pt"), "-o", out)  # fmt: skip
+    result = mtkit(
+        "average",
+        "-c",
+        str(run / "checkpoint_1.pt"),
+        "-c",
+        str(other / "checkpoint_1.pt"),
+        "-o",
+        out,
+    )
     assert_one_line_error(result, "ffn_dim", "model config differs")
     assert_one_line_error(mtkit("average", "--last", "3", str(run), "-o", out), "fewer than 3")
     assert_one_line_error(mtkit("average", "-o", out), "--last")
-    assert_one_line_error(mtkit("average", "--last", "1", str(tmp_path / "nope"), "-o", out),
-                          "nope")  # fmt: skip
+    assert_one_line_error(
+        mtkit("average", "--last", "1", str(tmp_path / "nope"), "-o", out), "nope"
+    )
     missing = str(tmp_path / "missing.pt")
     assert_one_line_error(mtkit("average", "-c", missing, "-o", out), "missing.pt")
     assert not Path(out).exists()

@@ -31,8 +31,17 @@ def odd_batch_budget(data: Path) -> int:
 def test_two_processes_equal_update_freq_two(tmp_path: Path, tiny_dataset: Path) -> None:
     max_tokens = odd_batch_budget(tiny_dataset)
     # validation and checkpoints on the way: rank 0 alone decodes and writes, the others wait
-    options = ["--max-tokens", str(max_tokens), "--max-updates", "6", "--validate-every", "3",
-               "--save-every", "3", *NO_DROPOUT]  # fmt: skip
+    options = [
+        "--max-tokens",
+        str(max_tokens),
+        "--max-updates",
+        "6",
+        "--validate-every",
+        "3",
+        "--save-every",
+        "3",
+        *NO_DROPOUT,
+    ]
     single, ddp = tmp_path / "single", tmp_path / "ddp"
     one = run_mtkit(train_args(tiny_dataset, single, *options, "--update-freq", "2"))
     assert one.returncode == 0, one.stderr

@@ -21,9 +21,22 @@ from mtkit.checkpoint import load_checkpoint
 from mtkit.errors import MtkitError
 from mtkit.training.state import LAST, numbered_checkpoints
 
-OPTIONS = ["--max-tokens", "256", "--max-updates", "40", "--save-every", "2", "--keep-last", "3",
-           "--validate-every", "5", "--set", "validate_bleu=false",
-           "--set", "log_every=1"]  # fmt: skip
+OPTIONS = [
+    "--max-tokens",
+    "256",
+    "--max-updates",
+    "40",
+    "--save-every",
+    "2",
+    "--keep-last",
+    "3",
+    "--validate-every",
+    "5",
+    "--set",
+    "validate_bleu=false",
+    "--set",
+    "log_every=1",
+]
 RUN_FILES = re.compile(  # everything a run directory holds, besides hidden temporaries
     r"^(checkpoint_(\d+|last|best)\.pt|config\.yaml|metrics\.jsonl|tensorboard)$"
 )
@@ -34,8 +47,13 @@ def start(args: list[str], **delays: float) -> subprocess.Popen:
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
     env.update({f"MTKIT_TEST_{k.upper()}": str(v) for k, v in delays.items()})
     launcher = [str(SLOW_MTKIT)] if delays else ["-m", "mtkit"]
-    return subprocess.Popen([sys.executable, *launcher, *args], cwd=REPO, env=env,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)  # fmt: skip
+    return subprocess.Popen(
+        [sys.executable, *launcher, *args],
+        cwd=REPO,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
 
 
 def wait_for(condition, process: subprocess.Popen, timeout: float = 60.0) -> bool:
@@ -126,8 +144,10 @@ def test_kill_anywhere_then_resume_is_bitwise_identical(tmp_path: Path, tiny_dat
         kills.append(("startup", process.wait(), resume_point(run_dir)))
         # 2. while the first checkpoint is being written, part of it on disk
         process = start(args, write_pause=60)
-        temporary = lambda: [p for p in run_dir.glob(".checkpoint_*.tmp")  # noqa: E731
-                             if p.stat().st_size > 16384]  # fmt: skip
+
+        def temporary() -> list[Path]:
+            return [p for p in run_dir.glob(".checkpoint_*.tmp") if p.stat().st_size > 16384]
+
         assert wait_for(temporary, process), process.stderr.read().decode()
         process.kill()
         partial = temporary()

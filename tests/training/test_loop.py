@@ -31,10 +31,28 @@ def test_overfits_and_reproduces_the_training_pairs(
     pairs = tiny_word_pairs(50, seed=5, min_words=2, max_words=4)
     data = make_tiny_dataset("data", pairs, pairs, vocab_size=48)
     run = tmp_path / "run"
-    options = ["--max-tokens", "256", "--lr", "5e-3", "--warmup-updates", "10",
-               "--max-updates", "200", "--validate-every", "200", "--label-smoothing", "0",
-               "--set", "model.dropout=0", "--set", "model.attention_dropout=0",
-               "--set", "model.encoder_layers=2", "--set", "model.decoder_layers=2"]  # fmt: skip
+    options = [
+        "--max-tokens",
+        "256",
+        "--lr",
+        "5e-3",
+        "--warmup-updates",
+        "10",
+        "--max-updates",
+        "200",
+        "--validate-every",
+        "200",
+        "--label-smoothing",
+        "0",
+        "--set",
+        "model.dropout=0",
+        "--set",
+        "model.attention_dropout=0",
+        "--set",
+        "model.encoder_layers=2",
+        "--set",
+        "model.decoder_layers=2",
+    ]
     result = mtkit(*train_args(data, run, *options))
     assert result.exit_code == 0, result.output
     assert "best valid BLEU 100" in result.output
@@ -52,13 +70,28 @@ def test_overfits_and_reproduces_the_training_pairs(
 
 def test_checkpoints_describe_themselves(tmp_path: Path, tiny_dataset: Path, mtkit) -> None:
     run = tmp_path / "run"
-    args = train_args(tiny_dataset, run, "--max-updates", "5", "--save-every", "1",
-                      "--keep-last", "2", "--set", "log_every=2")  # fmt: skip
+    args = train_args(
+        tiny_dataset,
+        run,
+        "--max-updates",
+        "5",
+        "--save-every",
+        "1",
+        "--keep-last",
+        "2",
+        "--set",
+        "log_every=2",
+    )
     result = mtkit(*args)
     assert result.exit_code == 0, result.output
     names = sorted(p.name for p in run.iterdir())
-    assert names == ["checkpoint_4.pt", "checkpoint_5.pt", "checkpoint_last.pt", "config.yaml",
-                     "metrics.jsonl"]  # fmt: skip
+    assert names == [
+        "checkpoint_4.pt",
+        "checkpoint_5.pt",
+        "checkpoint_last.pt",
+        "config.yaml",
+        "metrics.jsonl",
+    ]
     ckpt = load_checkpoint(run / "checkpoint_last.pt")
     saved = yaml.safe_load((run / "config.yaml").read_text())
     assert ckpt["model_config"] == saved.pop("model") and ckpt["train_config"] == saved
@@ -84,8 +117,9 @@ def test_separate_vocabularies_do_not_share_embeddings(
 
 
 def test_max_epochs_and_max_time(tmp_path: Path, tiny_dataset: Path, mtkit) -> None:
-    result = mtkit(*train_args(tiny_dataset, tmp_path / "a", "--max-epochs", "2",
-                               "--max-tokens", "512"))  # fmt: skip
+    result = mtkit(
+        *train_args(tiny_dataset, tmp_path / "a", "--max-epochs", "2", "--max-tokens", "512")
+    )
     assert result.exit_code == 0 and "max_epochs" in result.output, result.output
     ckpt = load_checkpoint(tmp_path / "a" / "checkpoint_last.pt")
     assert ckpt["state"]["epoch"] == 3 and ckpt["state"]["consumed"] == 0
@@ -97,19 +131,37 @@ def test_max_epochs_and_max_time(tmp_path: Path, tiny_dataset: Path, mtkit) -> N
     assert load_checkpoint(tmp_path / "b" / "checkpoint_last.pt")["update"] == 1
 
 
-def test_validation_best_and_early_stopping(tmp_path: Path, tiny_dataset: Path, mtkit,
-                                            monkeypatch) -> None:  # fmt: skip
+def test_validation_best_and_early_stopping(
+    tmp_path: Path, tiny_dataset: Path, mtkit, monkeypatch
+) -> None:
     losses = iter([3.0, 2.0, 2.5, 2.6, 1.0])
 
     def fake_validate(*args, **kwargs) -> dict:
         value = next(losses)
-        return {"valid_loss": value, "valid_nll": value, "valid_ppl": math.exp(value),
-                "valid_bleu": None, "bleu_signature": None}  # fmt: skip
+        return {
+            "valid_loss": value,
+            "valid_nll": value,
+            "valid_ppl": math.exp(value),
+            "valid_bleu": None,
+            "bleu_signature": None,
+        }
 
     monkeypatch.setattr(loop, "validate", fake_validate)
     run = tmp_path / "run"
-    result = mtkit(*train_args(tiny_dataset, run, "--validate-every", "1", "--patience", "2",
-                               "--max-updates", "50", "--set", "validate_bleu=false"))  # fmt: skip
+    result = mtkit(
+        *train_args(
+            tiny_dataset,
+            run,
+            "--validate-every",
+            "1",
+            "--patience",
+            "2",
+            "--max-updates",
+            "50",
+            "--set",
+            "validate_bleu=false",
+        )
+    )
     assert result.exit_code == 0, result.output
     assert "early_stop" in result.output and "best valid loss 2" in result.output
     assert load_checkpoint(run / "checkpoint_best.pt")["update"] == 2

@@ -71,7 +71,8 @@ def test_eps_zero_equals_nll(batch: int, length: int, vocab: int, seed: int) -> 
     logits = torch.randn(batch, length, vocab, generator=gen)
     target = torch.randint(0, vocab, (batch, length), generator=gen)
     loss, nll = label_smoothed_nll_loss(logits, target, 0.0)
-    expected = F.cross_entropy(logits.view(-1, vocab), target.view(-1), ignore_index=PAD_ID,
-                               reduction="sum")  # fmt: skip
+    expected = F.cross_entropy(
+        logits.view(-1, vocab), target.view(-1), ignore_index=PAD_ID, reduction="sum"
+    )
     assert loss.item() == pytest.approx(expected.item(), rel=1e-5, abs=1e-5)
     assert nll.item() == loss.item()

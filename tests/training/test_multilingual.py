@@ -21,8 +21,18 @@ def read_log(run_dir: Path, kind: str) -> list[dict]:
 
 
 def test_interrupted_and_resumed_equals_straight(tmp_path: Path, multi_dataset: Path, mtkit):
-    options = ["--max-tokens", "256", "--set", "pair_temperature=3", "--set", "log_every=1",
-               "--validate-every", "4", "--set", "validate_bleu=false"]  # fmt: skip
+    options = [
+        "--max-tokens",
+        "256",
+        "--set",
+        "pair_temperature=3",
+        "--set",
+        "log_every=1",
+        "--validate-every",
+        "4",
+        "--set",
+        "validate_bleu=false",
+    ]
     straight, resumed = tmp_path / "straight", tmp_path / "resumed"
     done = mtkit(*train_args(multi_dataset, straight, *options, "--max-updates", "14"))
     assert done.exit_code == 0, done.output

@@ -32,8 +32,17 @@ def test_inverse_sqrt_values(step: int, peak: float, warmup: int, init: float, e
 
 
 def tiny_model() -> torch.nn.Module:
-    return build_model(ModelConfig(src_vocab_size=20, tgt_vocab_size=20, d_model=16, ffn_dim=32,
-                                   heads=2, encoder_layers=1, decoder_layers=1))  # fmt: skip
+    return build_model(
+        ModelConfig(
+            src_vocab_size=20,
+            tgt_vocab_size=20,
+            d_model=16,
+            ffn_dim=32,
+            heads=2,
+            encoder_layers=1,
+            decoder_layers=1,
+        )
+    )
 
 
 def test_scheduler_drives_the_optimizer() -> None:
@@ -51,9 +60,18 @@ def test_scheduler_drives_the_optimizer() -> None:
 
 
 def test_adam_settings_and_shared_parameters_once() -> None:
-    model = build_model(ModelConfig(src_vocab_size=20, tgt_vocab_size=20, d_model=16, ffn_dim=32,
-                                    heads=2, encoder_layers=1, decoder_layers=1,
-                                    share_all_embeddings=True))  # fmt: skip
+    model = build_model(
+        ModelConfig(
+            src_vocab_size=20,
+            tgt_vocab_size=20,
+            d_model=16,
+            ffn_dim=32,
+            heads=2,
+            encoder_layers=1,
+            decoder_layers=1,
+            share_all_embeddings=True,
+        )
+    )
     optimizer = build_optimizer(model, TrainConfig())
     group = optimizer.param_groups[0]
     assert group["betas"] == (0.9, 0.98) and group["eps"] == 1e-9

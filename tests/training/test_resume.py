@@ -16,9 +16,20 @@ KILL = {"MTKIT_TEST_KILL_AT_UPDATE": "6"}  # slow_mtkit.py's
 
 def test_sigkill_and_resume_is_bitwise_identical(tmp_path: Path, tiny_dataset: Path) -> None:
     # dropout on, validation, and epoch boundaries after the resume point
-    options = ["--max-tokens", "512", "--max-updates", "14", "--save-every", "4",
-               "--validate-every", "4", "--set", "validate_bleu=false",
-               "--set", "log_every=1"]  # fmt: skip
+    options = [
+        "--max-tokens",
+        "512",
+        "--max-updates",
+        "14",
+        "--save-every",
+        "4",
+        "--validate-every",
+        "4",
+        "--set",
+        "validate_bleu=false",
+        "--set",
+        "log_every=1",
+    ]
     straight, killed = tmp_path / "straight", tmp_path / "killed"
     done = run_mtkit(train_args(tiny_dataset, straight, *options))
     assert done.returncode == 0, done.stderr
@@ -31,8 +42,9 @@ def test_sigkill_and_resume_is_bitwise_identical(tmp_path: Path, tiny_dataset: P
     assert a["update"] == 14 and a["state"]["epoch"] >= 2
 
 
-def test_resume_refuses_another_config(tmp_path: Path, tiny_dataset: Path, mtkit,
-                                       make_tiny_dataset, tiny_word_pairs) -> None:  # fmt: skip
+def test_resume_refuses_another_config(
+    tmp_path: Path, tiny_dataset: Path, mtkit, make_tiny_dataset, tiny_word_pairs
+) -> None:
     run = tmp_path / "run"
     assert mtkit(*train_args(tiny_dataset, run, "--max-updates", "2")).exit_code == 0
     for extra, culprit in [
@@ -46,8 +58,7 @@ def test_resume_refuses_another_config(tmp_path: Path, tiny_dataset: Path, mtkit
         assert result.exit_code == 1, extra
         assert culprit in result.output and "Traceback" not in result.output
         assert result.output.count("\n") == 1
-    other = make_tiny_dataset("other", tiny_word_pairs(80, 9), tiny_word_pairs(4, 3),
-                              vocab_size=50)  # fmt: skip
+    other = make_tiny_dataset("other", tiny_word_pairs(80, 9), tiny_word_pairs(4, 3), vocab_size=50)
     result = mtkit(*train_args(other, run, "--max-updates", "3"))
     assert result.exit_code == 1 and "data" in result.output
     # budget fields may change; the run dir alone is enough to resume

@@ -16,9 +16,28 @@ from mtkit.training import loop
 
 # 6 batches per epoch; validations at 4, 8, 12; numbered checkpoints at 3, 6, 9, 12 (the last
 # two kept); a train record every 5 updates, averaging the loss over them
-OPTIONS = ["--max-tokens", "512", "--max-updates", "12", "--max-time", "0", "--max-epochs", "0",
-           "--validate-every", "4", "--save-every", "3", "--keep-last", "2", "--patience", "5",
-           "--set", "validate_bleu=false", "--set", "log_every=5"]  # fmt: skip
+OPTIONS = [
+    "--max-tokens",
+    "512",
+    "--max-updates",
+    "12",
+    "--max-time",
+    "0",
+    "--max-epochs",
+    "0",
+    "--validate-every",
+    "4",
+    "--save-every",
+    "3",
+    "--keep-last",
+    "2",
+    "--patience",
+    "5",
+    "--set",
+    "validate_bleu=false",
+    "--set",
+    "log_every=5",
+]
 CHANGED = frozenset({"max_updates", "max_epochs", "max_time", "run_dir"})
 
 

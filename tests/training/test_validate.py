@@ -19,8 +19,16 @@ from mtkit.model.transformer import build_model
 from mtkit.training import loop
 from mtkit.training.validate import describe_plan, plan_validation, valid_loss
 
-VALID = ["--validate-every", "4", "--save-every", "4", "--set", "validate_bleu=false",
-         "--set", "log_every=1"]  # fmt: skip
+VALID = [
+    "--validate-every",
+    "4",
+    "--save-every",
+    "4",
+    "--set",
+    "validate_bleu=false",
+    "--set",
+    "log_every=1",
+]
 
 
 class Pairs:
@@ -48,8 +56,16 @@ SHORT = [(ids(5, 1), ids(6, 2)), (ids(3, 7), ids(3, 8)), (ids(9, 3), ids(7, 5))]
 @pytest.fixture(scope="module")
 def small_model() -> torch.nn.Module:
     torch.manual_seed(0)
-    cfg = ModelConfig(src_vocab_size=48, tgt_vocab_size=48, d_model=16, ffn_dim=32, heads=2,
-                      encoder_layers=1, decoder_layers=1, max_positions=16)  # fmt: skip
+    cfg = ModelConfig(
+        src_vocab_size=48,
+        tgt_vocab_size=48,
+        d_model=16,
+        ffn_dim=32,
+        heads=2,
+        encoder_layers=1,
+        decoder_layers=1,
+        max_positions=16,
+    )
     return build_model(cfg).eval()
 
 
@@ -92,22 +108,29 @@ def test_a_pair_over_max_tokens_is_batched_alone(small_model) -> None:
     "lengths, expected",
     [
         ([(3, 4), (5, 5)], None),
-        ([(3, 4), (20, 4), (20, 30), (4, 15), (14, 14)], "valid split (5 pairs): 2 sources "
-         "longer than max_positions=16 allows will be truncated to their first 15 pieces; 1 "
-         "target longer than 15 pieces will be left out of valid loss and perplexity (BLEU still "
-         "scores its pair); 3 pairs over max_tokens=12 will each be batched alone"),
-        ([(4, 16)], "valid split (1 pair): 1 target longer than 15 pieces will be left out of "
-         "valid loss and perplexity (BLEU still scores its pair)"),
+        (
+            [(3, 4), (20, 4), (20, 30), (4, 15), (14, 14)],
+            "valid split (5 pairs): 2 sources "
+            "longer than max_positions=16 allows will be truncated to their first 15 pieces; 1 "
+            "target longer than 15 pieces will be left out of valid loss and perplexity (BLEU "
+            "still scores its pair); 3 pairs over max_tokens=12 will each be batched alone",
+        ),
+        (
+            [(4, 16)],
+            "valid split (1 pair): 1 target longer than 15 pieces will be left out of "
+            "valid loss and perplexity (BLEU still scores its pair)",
+        ),
     ],
-)  # fmt: skip
+)
 def test_the_plan_counts_each_kind(lengths, expected) -> None:
     data = Pairs([(ids(s, 0), ids(t, 0)) for s, t in lengths])
     plan = plan_validation(data, max_positions=16, max_tokens=12)  # type: ignore[arg-type]
     assert describe_plan(plan, max_positions=16, max_tokens=12) == expected
 
 
-def test_long_valid_pairs_are_announced_and_validated(tmp_path: Path, mtkit, make_tiny_dataset,
-                                                      tiny_word_pairs) -> None:  # fmt: skip
+def test_long_valid_pairs_are_announced_and_validated(
+    tmp_path: Path, mtkit, make_tiny_dataset, tiny_word_pairs
+) -> None:
     """max_positions 200, max_tokens 128: a 60-word source fits the positions but not the batch
     budget; a 90-word source is truncated; a 90-word target is left out of the loss."""
     long60, long90 = tiny_word_pairs(1, 4, 60, 60)[0], tiny_word_pairs(1, 5, 90, 90)[0]
@@ -128,8 +151,9 @@ def test_long_valid_pairs_are_announced_and_validated(tmp_path: Path, mtkit, mak
     assert [r["update"] for r in history] == [4]
 
 
-def test_a_failing_validation_loses_no_update(tmp_path: Path, tiny_dataset: Path, mtkit,
-                                              monkeypatch) -> None:  # fmt: skip
+def test_a_failing_validation_loses_no_update(
+    tmp_path: Path, tiny_dataset: Path, mtkit, monkeypatch
+) -> None:
     straight, failed = tmp_path / "straight", tmp_path / "failed"
     options = ["--max-updates", "10", *VALID]
     assert mtkit(*train_args(tiny_dataset, straight, *options)).exit_code == 0
@@ -159,7 +183,17 @@ def test_a_fresh_run_failing_its_first_validation_keeps_its_directory(
 
     monkeypatch.setattr(loop, "validate", fail)
     run = tmp_path / "new" / "run"
-    result = mtkit(*train_args(tiny_dataset, run, "--max-updates", "10", "--validate-every", "2",
-                               "--set", "validate_bleu=false"))  # fmt: skip
+    result = mtkit(
+        *train_args(
+            tiny_dataset,
+            run,
+            "--max-updates",
+            "10",
+            "--validate-every",
+            "2",
+            "--set",
+            "validate_bleu=false",
+        )
+    )
     assert result.exit_code == 1 and "validation failed" in result.output
     assert load_checkpoint(run / "checkpoint_last.pt")["update"] == 2

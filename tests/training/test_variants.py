@@ -33,8 +33,15 @@ def model_options(overrides: dict) -> list[str]:
 def test_variant_resumes_bitwise_and_averages(
     name: str, tmp_path: Path, tiny_dataset: Path, mtkit
 ) -> None:
-    options = [*model_options(VARIANTS[name]), "--save-every", "3", "--keep-last", "3",
-               "--set", "log_every=1"]  # fmt: skip
+    options = [
+        *model_options(VARIANTS[name]),
+        "--save-every",
+        "3",
+        "--keep-last",
+        "3",
+        "--set",
+        "log_every=1",
+    ]
     straight, stopped = tmp_path / "straight", tmp_path / "stopped"
     for run, updates in ((straight, "6"), (stopped, "3"), (stopped, "6")):
         result = mtkit(*train_args(tiny_dataset, run, "--max-updates", updates, *options))
@@ -44,16 +51,20 @@ def test_variant_resumes_bitwise_and_averages(
     for key, value in VARIANTS[name].items():
         assert a["model_config"][key] == value
 
-    average_checkpoints([straight / "checkpoint_3.pt", straight / "checkpoint_6.pt"],
-                        tmp_path / "averaged.pt")  # fmt: skip
+    average_checkpoints(
+        [straight / "checkpoint_3.pt", straight / "checkpoint_6.pt"], tmp_path / "averaged.pt"
+    )
     three = Checkpoint.load(straight / "checkpoint_3.pt")
-    mean = {key: ((tensor.double() + a["model"][key].double()) / 2).to(tensor.dtype)
-            for key, tensor in three.model.items()}  # fmt: skip
+    mean = {
+        key: ((tensor.double() + a["model"][key].double()) / 2).to(tensor.dtype)
+        for key, tensor in three.model.items()
+    }
     by_hand = three.build_model()
     by_hand.load_state_dict(mean)
     averaged = Checkpoint.load(tmp_path / "averaged.pt")
-    got, expected, first = (decode(m) for m in (averaged.build_model(), by_hand,
-                                                 three.build_model()))  # fmt: skip
+    got, expected, first = (
+        decode(m) for m in (averaged.build_model(), by_hand, three.build_model())
+    )
     assert got == expected  # the file decodes as the mean of the two models' weights does
     assert got != first  # ... which is not what the first of them decodes
     for key, tensor in averaged.model.items():

@@ -64,8 +64,9 @@ def check_package(data: bytes, limits: ZipLimits) -> None:
 
 def _check_sizes(infos: list[zipfile.ZipInfo], limits: ZipLimits) -> None:
     if len(infos) > limits.members:
-        raise FileError(f"a zip archive of {len(infos)} members, more than the limit of "
-                        f"{limits.members}")  # fmt: skip
+        raise FileError(
+            f"a zip archive of {len(infos)} members, more than the limit of {limits.members}"
+        )
     if len({info.filename for info in infos}) != len(infos):
         raise FileError("a zip archive with a member name twice")
     total = sum(info.file_size for info in infos)
@@ -75,22 +76,29 @@ def _check_sizes(infos: list[zipfile.ZipInfo], limits: ZipLimits) -> None:
         if info.flag_bits & 0x1:
             raise FileError(f"an encrypted zip member {info.filename!r}")
         if info.compress_type not in METHODS:
-            raise FileError(f"zip member {info.filename!r}: compression method "
-                            f"{info.compress_type}, not stored or deflated")  # fmt: skip
+            raise FileError(
+                f"zip member {info.filename!r}: compression method "
+                f"{info.compress_type}, not stored or deflated"
+            )
         ratio = info.file_size / max(info.compress_size, 1)
         if info.file_size > limits.ratio_floor and ratio > limits.ratio:
-            raise FileError(f"zip member {info.filename!r} unzips to {ratio:.0f} times "
-                            f"its size, more than the limit of {limits.ratio}")  # fmt: skip
+            raise FileError(
+                f"zip member {info.filename!r} unzips to {ratio:.0f} times "
+                f"its size, more than the limit of {limits.ratio}"
+            )
 
 
 def check_xml(name: str, data: bytes) -> None:
     """Refuse a member that is XML with a document type declaration (entities live there)."""
-    refused = FileError(f"zip member {name!r}: an XML document type declaration (entities and "
-                        "DTDs are not accepted in a Word document)")  # fmt: skip
+    refused = FileError(
+        f"zip member {name!r}: an XML document type declaration (entities and "
+        "DTDs are not accepted in a Word document)"
+    )
     if any(mark in data for mark in DOCTYPES):
         raise refused
-    parser = etree.XMLParser(resolve_entities=False, no_network=True, load_dtd=False,
-                             huge_tree=False)  # fmt: skip
+    parser = etree.XMLParser(
+        resolve_entities=False, no_network=True, load_dtd=False, huge_tree=False
+    )
     try:
         root = etree.fromstring(data, parser)
     except (etree.XMLSyntaxError, ValueError):

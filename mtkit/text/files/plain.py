@@ -29,12 +29,15 @@ def decode_text(data: bytes) -> str:
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as err:
-        raise FileError(f"not UTF-8 text (byte 0x{data[err.start]:02x} at byte "
-                        f"{err.start})") from None  # fmt: skip
+        raise FileError(
+            f"not UTF-8 text (byte 0x{data[err.start]:02x} at byte {err.start})"
+        ) from None
     found = BINARY.search(text)
     if found:
-        raise FileError(f"binary, not text (control character U+{ord(found.group()):04X} at "
-                        f"character {found.start()})")  # fmt: skip
+        raise FileError(
+            f"binary, not text (control character U+{ord(found.group()):04X} at "
+            f"character {found.start()})"
+        )
     return text
 
 

@@ -27,8 +27,14 @@ from mtkit.text.files.wordml import Paragraph, w
 from mtkit.text.translate import TextOptions, Units, translate_documents
 
 # the parts whose paragraphs are translated (python-docx's content-type names)
-TRANSLATED = ("WML_DOCUMENT_MAIN", "WML_HEADER", "WML_FOOTER", "WML_FOOTNOTES", "WML_ENDNOTES",
-              "WML_COMMENTS")  # fmt: skip
+TRANSLATED = (
+    "WML_DOCUMENT_MAIN",
+    "WML_HEADER",
+    "WML_FOOTER",
+    "WML_FOOTNOTES",
+    "WML_ENDNOTES",
+    "WML_COMMENTS",
+)
 
 
 def translate(
@@ -42,8 +48,9 @@ def translate(
     """A ``.docx`` with every paragraph translated, runs and structure kept."""
     check_package(data, limits)
     document = open_document(data)
-    paragraphs = [Paragraph.read(p) for part in text_parts(document)
-                  for p in list(part.element.iter(w("p")))]  # fmt: skip
+    paragraphs = [
+        Paragraph.read(p) for part in text_parts(document) for p in list(part.element.iter(w("p")))
+    ]
     todo = [p for p in paragraphs if p.words]
     markup = TextOptions(options.lang, True, options.spans, "html")
     found = translate_documents([p.html for p in todo], markup, tokenizer, limit, units)

@@ -54,13 +54,25 @@ def w(name: str) -> str:
 NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff]")  # not allowed in XML text
 RUN, TEXT, TAB, FIELD = w("r"), w("t"), w("tab"), w("fldChar")
 BREAKS = frozenset({w("br"), w("cr")})
-CONTAINERS = frozenset(w(name) for name in (
-    "hyperlink", "ins", "moveTo", "smartTag", "customXml", "fldSimple", "dir", "bdo", "sdt",
-    "sdtContent",
-))  # fmt: skip
-HEADS = frozenset(w(name) for name in (
-    "pPr", "rPr", "sdtPr", "sdtEndPr", "smartTagPr", "customXmlPr",
-))  # fmt: skip  # properties: stay first in their element, never moved
+CONTAINERS = frozenset(
+    w(name)
+    for name in (
+        "hyperlink",
+        "ins",
+        "moveTo",
+        "smartTag",
+        "customXml",
+        "fldSimple",
+        "dir",
+        "bdo",
+        "sdt",
+        "sdtContent",
+    )
+)
+# properties: stay first in their element, never moved
+HEADS = frozenset(
+    w(name) for name in ("pPr", "rPr", "sdtPr", "sdtEndPr", "smartTagPr", "customXmlPr")
+)
 
 
 @dataclass
