@@ -46,7 +46,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from machine import machine_lines  # noqa: E402
-from multi30k import DEMO_CHECKPOINT, existing, read_text  # noqa: E402
+from multi30k import DEMO_CHECKPOINT, bleu, existing, read_text  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 RECIPE = ROOT / "recipes" / "multi30k"
@@ -102,12 +102,6 @@ def groups(lines: list[str], strip: bool) -> list[str]:
     return [modify.merge(lines[i : i + JOIN], strip) for i in range(0, len(lines), JOIN)]
 
 
-def bleu(outputs: list[str], refs: list[str], lowercase: bool = True) -> float:
-    import sacrebleu
-
-    return sacrebleu.corpus_bleu(outputs, [refs], lowercase=lowercase).score
-
-
 def evaluate(ckpt: str, guard: bool, beam: int, limit: int) -> dict[str, Any]:
     """Every set and perturbation of one checkpoint: {set: {kind: figures}}."""
     from mtkit.config import SearchConfig, TranslateConfig
@@ -131,7 +125,7 @@ def evaluate(ckpt: str, guard: bool, beam: int, limit: int) -> dict[str, Any]:
                 inputs, kind_refs = perturbed(kind, sources), refs
             outputs = translate_with(engine, inputs)
             row = {
-                "bleu": bleu(outputs, kind_refs),
+                "bleu": bleu(outputs, kind_refs, lowercase=True),
                 "degenerate": sum(map(degenerate, inputs, outputs)) / len(outputs),
                 "seconds": time.perf_counter() - start,
             }
@@ -142,7 +136,7 @@ def evaluate(ckpt: str, guard: bool, beam: int, limit: int) -> dict[str, Any]:
                 row["delta"] = row["bleu"] - rows["clean"]["bleu"]
             if kind == "run-on":
                 one_by_one = groups(clean, strip=False)
-                row["sentence_bleu"] = bleu(one_by_one, kind_refs)
+                row["sentence_bleu"] = bleu(one_by_one, kind_refs, lowercase=True)
                 row["delta"] = row["bleu"] - row["sentence_bleu"]
                 words = sum(len(o.split()) for o in one_by_one)
                 row["words_kept"] = sum(len(o.split()) for o in outputs) / max(words, 1)

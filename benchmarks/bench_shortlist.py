@@ -36,7 +36,7 @@ from pathlib import Path
 import numpy as np
 import torch
 from machine import print_machine
-from multi30k import DEMO_CHECKPOINT, DEMO_DATA, existing, read_text
+from multi30k import DEMO_CHECKPOINT, DEMO_DATA, bleu, existing, read_text
 
 from mtkit.config import TranslateConfig
 from mtkit.data.binarized import ParallelData, load_tokenizers
@@ -206,12 +206,6 @@ def mean_size(engine: NativeEngine, lines: list[str], beam: int) -> float:
         )
         sizes += [plan.sizes[g] for g in plan.group_of.tolist()]
     return float(np.mean(sizes))
-
-
-def bleu(hyps: list[str], refs: list[str]) -> float:
-    import sacrebleu
-
-    return sacrebleu.corpus_bleu(hyps, [refs]).score
 
 
 def main(args: argparse.Namespace) -> None:

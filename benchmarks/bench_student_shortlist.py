@@ -30,11 +30,10 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
-import sacrebleu
 import torch
 from bench_students import MADE_BY, STUDENT_DATA, WORK, build_shortlist
 from machine import machine_lines
-from multi30k import RECIPE_STUDENT, existing, read_text
+from multi30k import RECIPE_STUDENT, bleu, existing, read_text
 
 from mtkit.config import SearchConfig, TranslateConfig
 from mtkit.data.binarized import load_tokenizers
@@ -149,10 +148,6 @@ def main(args: argparse.Namespace) -> None:
             f"| {row.rate / same.rate:.2f}x | {row.rate / best:.2f}x | {union} "
             f"| {row.bleu:.2f} | {row.val_bleu:.2f} |"
         )
-
-
-def bleu(hyps: list[str], refs: list[str]) -> float:
-    return sacrebleu.corpus_bleu(hyps, [refs]).score
 
 
 def parse_args() -> argparse.Namespace:

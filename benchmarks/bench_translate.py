@@ -29,7 +29,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import torch
-from multi30k import random_checkpoint, read_text
+from multi30k import bleu, random_checkpoint, read_text
 
 from mtkit.config import TranslateConfig
 from mtkit.decoding import search as search_module
@@ -121,12 +121,6 @@ def measure_uncached(name: str, tr: Engine, lines: list[str]) -> Row:
         return measure(name, tr, lines)
     finally:
         search_module.Ensemble = original  # type: ignore[misc]
-
-
-def bleu(hyps: list[str], refs: list[str]) -> float:
-    import sacrebleu
-
-    return sacrebleu.corpus_bleu(hyps, [refs]).score
 
 
 def report(rows: dict[str, Row], refs: list[str], random_model: bool) -> str:

@@ -50,6 +50,14 @@ def read_text(stem: str, lang: str) -> list[str]:
     return read_lines(path)
 
 
+def bleu(hyps: list[str], refs: list[str], lowercase: bool = False) -> float:
+    """sacrebleu's corpus BLEU of ``hyps`` against one reference each (case-insensitive with
+    ``lowercase``), every benchmark's one scorer."""
+    import sacrebleu
+
+    return sacrebleu.corpus_bleu(hyps, [refs], lowercase=lowercase).score
+
+
 def random_checkpoint(work: Path) -> Path:
     """A random transformer-small with a joint 8k spm trained on Multi30k train, cached in
     ``work``: raw decoding speed where no trained model is given."""
