@@ -21,7 +21,6 @@ from mtkit.decoding.hypotheses import (
     Rows,
     finished_hypothesis,
     model_logprob,
-    search_lprobs,
 )
 from mtkit.decoding.stepper import Stepper
 
@@ -48,11 +47,9 @@ class BeamSearch(Stepper):
     def step(self) -> None:
         k, step, rows, cfg = self.cfg.width, self.steps, self.rows, self.cfg
         ids = self.ens.special_ids
-        self.steps += 1
         sents, found, limits = self.sents, self.found, self.limits
         n, w = len(sents), rows.tokens.shape[0] // len(sents)
-        force_from = min(limits[s] for s in sents)
-        search = search_lprobs(self.ens.step(rows.tokens[:, -1]), rows, step, force_from, cfg, ids)
+        search = self.next_lprobs()
         cand = beam_candidates(search.view(n, w, -1), rows.scores.view(n, w), 2 * k)  # (N, 2K)
         chosen = search.view(n, -1).gather(1, cand.flat)  # (N, 2K) this step's search lprob
         cand_steps = model_logprob(chosen, cand.tokens, cfg, ids.unk)  # (N, 2K)

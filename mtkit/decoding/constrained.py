@@ -34,7 +34,6 @@ from mtkit.decoding.hypotheses import (
     Rows,
     finished_hypothesis,
     model_logprob,
-    search_lprobs,
 )
 from mtkit.decoding.stepper import Stepper
 from mtkit.errors import MtkitError
@@ -102,11 +101,9 @@ class ConstrainedSearch(Stepper):
     def step(self) -> None:
         k, step, rows, cfg = self.cfg.width, self.steps, self.rows, self.cfg
         ids = self.ens.special_ids
-        self.steps += 1
         sents, states, constraints = self.sents, self.states, self.constraints
         n, w = len(sents), rows.tokens.shape[0] // len(sents)
-        force_from = min(self.limits[s] for s in sents)
-        search = search_lprobs(self.ens.step(rows.tokens[:, -1]), rows, step, force_from, cfg, ids)
+        search = self.next_lprobs()
         owners = [constraints[sents[r // w]] for r in range(n * w)]
         pairs = zip(owners, states, strict=True)
         unmet = [r for r, (c, s) in enumerate(pairs) if not c.finishes(s)]

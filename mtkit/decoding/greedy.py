@@ -12,7 +12,7 @@ from torch import Tensor
 
 from mtkit.config import SearchConfig
 from mtkit.decoding.ensemble import Ensemble
-from mtkit.decoding.hypotheses import finished_hypothesis, model_logprob, search_lprobs
+from mtkit.decoding.hypotheses import finished_hypothesis, model_logprob
 from mtkit.decoding.sampling import greedy_tokens, sample_tokens
 from mtkit.decoding.stepper import Stepper
 
@@ -25,7 +25,6 @@ class GreedySearch(Stepper):
     def __init__(self, ens: Ensemble, src: Tensor, cfg: SearchConfig, copies: int = 1) -> None:
         super().__init__(ens, src, cfg, copies)
         self.origin = [i // copies for i in range(len(self.rows.scores))]  # input of each row
-        self.force_from = min(self.limits)
 
     @property
     def inputs(self) -> list[int]:
@@ -37,9 +36,7 @@ class GreedySearch(Stepper):
 
     def step(self) -> None:
         step, rows, cfg, ids = self.steps, self.rows, self.cfg, self.ens.special_ids
-        self.steps += 1
-        lprobs = self.ens.step(rows.tokens[:, -1])
-        search = search_lprobs(lprobs, rows, step, self.force_from, cfg, ids)
+        search = self.next_lprobs()
         picked = self.pick(search)
         chosen = search.gather(1, picked[:, None])[:, 0]  # (R,)
         scores = rows.scores + chosen
@@ -66,7 +63,6 @@ class GreedySearch(Stepper):
             return
         self.ens.reorder(keep, keep)
         self.rows = rows.select(keep, picked[keep], scores[keep], logprobs[keep], model_step[keep])
-        self.force_from = min(self.limits[i] for i in set(self.origin))
 
 
 class SamplingSearch(GreedySearch):

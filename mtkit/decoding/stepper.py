@@ -17,7 +17,7 @@ from torch import Tensor
 
 from mtkit.config import SearchConfig
 from mtkit.decoding.ensemble import Ensemble
-from mtkit.decoding.hypotheses import Hypothesis, Rows, best_first, start_rows
+from mtkit.decoding.hypotheses import Hypothesis, Rows, best_first, search_lprobs, start_rows
 
 
 class Stepper(ABC):
@@ -55,6 +55,15 @@ class Stepper(ABC):
     @abstractmethod
     def step(self) -> None:
         """Advance every live row by one step; finished rows leave."""
+
+    def next_lprobs(self) -> Tensor:
+        """This step's search distribution over the live rows (R, V): the models'
+        log-probabilities after each row's last token, the search rules applied (the length
+        limit forced from the live inputs' shortest); counts the step."""
+        step, self.steps = self.steps, self.steps + 1
+        force_from = min(self.limits[i] for i in self.inputs)
+        lprobs = self.ens.step(self.rows.tokens[:, -1])
+        return search_lprobs(lprobs, self.rows, step, force_from, self.cfg, self.ens.special_ids)
 
     def finished(self) -> list[tuple[int, list[Hypothesis]]]:
         """The inputs done since the last call, each with its ``cfg.nbest`` best hypotheses."""
