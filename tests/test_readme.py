@@ -378,3 +378,12 @@ def test_the_tour_runs(tmp_path: Path, tiny_dataset: Path, monkeypatch: pytest.M
     lines = len((demo / "raw" / "test_2016_flickr.en").read_text().splitlines())
     for output in ("hyp.de", "hyp.ct2.de"):
         assert len((tmp_path / output).read_text().splitlines()) == lines
+
+
+def test_the_benchmarks_index_names_every_script() -> None:
+    """benchmarks/README.md names every script and helper module there (and in gpu/)."""
+    index = (ROOT / "benchmarks" / "README.md").read_text(encoding="utf-8")
+    bench = ROOT / "benchmarks"
+    files = [*bench.glob("*.py"), *bench.glob("gpu/*.py"), *bench.glob("gpu/*.sh")]
+    assert files
+    assert [f.name for f in files if f"`{f.name}`" not in index and f.name not in index] == []
