@@ -129,3 +129,17 @@ def test_modules_stay_small(path: Path) -> None:
     count (issue 51: the former 400-line bound was met by hand-wrapping and cut docstrings)."""
     lines = len(path.read_text(encoding="utf-8").splitlines())
     assert lines <= 600, f"{path.relative_to(PACKAGE)}: {lines} lines: is there a real seam?"
+
+
+def test_no_test_module_imports_another() -> None:
+    """Shared test code lives in helper modules (``*_helpers.py``), never in a test module that
+    another imports (which would run the other's module-level code and fixtures twice)."""
+    tests = Path(__file__).parent
+    found = []
+    for path in sorted(tests.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            names = [node.module or ""] if isinstance(node, ast.ImportFrom) else []
+            if isinstance(node, ast.Import):
+                names = [alias.name for alias in node.names]
+            found += [f"{path.relative_to(tests)}: {n}" for n in names if n.startswith("test_")]
+    assert found == []

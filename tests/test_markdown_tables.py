@@ -8,7 +8,7 @@ import re
 from pathlib import Path
 
 import pytest
-from test_readme import LINKED, ROOT
+from docs_helpers import LINKED, ROOT
 
 SEPARATOR = re.compile(r"^\|(\s*:?-+:?\s*\|)+\s*$")
 

@@ -19,18 +19,10 @@ from pathlib import Path
 
 import click
 import pytest
+from docs_helpers import DOCS, LINKED, README, ROOT
 
 from mtkit.cli import cli
 
-ROOT = Path(__file__).resolve().parents[1]
-README = ROOT / "README.md"
-DOCS = sorted((ROOT / "docs").glob("*.md"))
-LINKED = [
-    README,
-    *DOCS,
-    ROOT / "benchmarks" / "README.md",
-    *sorted(ROOT.glob("recipes/*/README.md")),
-]
 OPERATORS = {"|", "||", "&&", ";", "&"}
 REDIRECTS = {"<", ">", ">>", "2>", "2>&1", "<<"}
 

@@ -4,7 +4,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
-from test_cli_translate import FAST, make_checkpoint, run
+from translate_helpers import FAST, make_checkpoint, run
 
 from mtkit.config import SearchConfig, TranslateConfig
 from mtkit.engines import load_engine, parallel

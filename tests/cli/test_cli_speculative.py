@@ -5,7 +5,7 @@ from pathlib import Path
 import pytest
 import torch
 from click.testing import CliRunner
-from test_cli_translate import make_checkpoint
+from translate_helpers import make_checkpoint
 
 from mtkit.checkpoint import Checkpoint
 from mtkit.cli import cli

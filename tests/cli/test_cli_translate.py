@@ -1,6 +1,5 @@
 """`mtkit translate` through click: streams, files, n-best, and one-line errors."""
 
-import dataclasses
 import os
 import random
 import signal
@@ -12,44 +11,9 @@ from pathlib import Path
 
 import pytest
 import torch
-from click.testing import CliRunner
+from translate_helpers import FAST, WORDS, make_checkpoint, run
 
-from mtkit.checkpoint import save_checkpoint
-from mtkit.cli import cli
-from mtkit.config import ModelConfig, TranslateConfig
-from mtkit.data.tokenizer import train_spm
-from mtkit.model.transformer import build_model
-
-WORDS = "a man woman dog cat runs sits on the red blue street house ball plays".split()
-FAST = ["--beam", "2", "--max-len-a", "0", "--max-len-b", "4", "--threads", "1"]
-
-
-def make_checkpoint(path: Path, spm_seed: int = 0) -> str:
-    """A random-weight model with spm models trained on a small synthetic corpus."""
-    rng = random.Random(spm_seed)
-    text = [" ".join(rng.choices(WORDS, k=rng.randint(2, 9))) for _ in range(300)]
-    spm = train_spm(text, vocab_size=60)
-    torch.manual_seed(0)
-    cfg = ModelConfig(
-        src_vocab_size=60,
-        tgt_vocab_size=60,
-        d_model=16,
-        ffn_dim=32,
-        heads=2,
-        encoder_layers=1,
-        decoder_layers=1,
-        max_positions=64,
-    )
-    weights = build_model(cfg).state_dict()
-    save_checkpoint(
-        {
-            "model_config": dataclasses.asdict(cfg),
-            "model": weights,
-            "spm": {"src": spm, "tgt": spm},
-        },
-        path,
-    )
-    return str(path)
+from mtkit.config import TranslateConfig
 
 
 @pytest.fixture(scope="module")
@@ -62,10 +26,6 @@ def restore_threads():
     before = torch.get_num_threads()  # --threads sets torch's global thread count
     yield
     torch.set_num_threads(before)
-
-
-def run(args: list[str], stdin: bytes | None = None):
-    return CliRunner().invoke(cli, ["translate", *args], input=stdin)
 
 
 def test_stdin_to_stdout_keeps_one_line_per_line(ckpt: str) -> None:

@@ -4,8 +4,15 @@ import dataclasses
 
 import pytest
 import torch
-from test_constraints import contains, in_order
-from test_search import all_sequences, forced_logprobs, same, sources, tiny_model
+from search_helpers import (
+    all_sequences,
+    contains,
+    forced_logprobs,
+    in_order,
+    same,
+    sources,
+    tiny_model,
+)
 from torch import Tensor, nn
 from variants import variant_params
 

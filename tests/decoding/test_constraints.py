@@ -3,33 +3,9 @@
 import itertools
 
 import pytest
+from search_helpers import contains, in_order
 
 from mtkit.decoding.constraints import BOUNDARY, Constraints
-
-
-def occurs(seq: list[int], phrase: tuple[int, ...], i: int, ends=None) -> bool:
-    """``phrase`` at position i of ``seq``, a word ending after it (the output's end, or one
-    of the pieces ``ends``) when ``ends`` are given."""
-    n = len(phrase)
-    if tuple(seq[i : i + n]) != phrase:
-        return False
-    return ends is None or i + n == len(seq) or seq[i + n] in ends
-
-
-def contains(seq: list[int], phrase: tuple[int, ...], ends=None) -> bool:
-    return any(occurs(seq, phrase, i, ends) for i in range(len(seq) - len(phrase) + 1))
-
-
-def in_order(seq: list[int], phrases: list[tuple[int, ...]], ends=None) -> bool:
-    """Each phrase after the end of the one before (no overlap), leftmost first."""
-    at = 0
-    for phrase in phrases:
-        n = len(phrase)
-        starts = [i for i in range(at, len(seq) - n + 1) if occurs(seq, phrase, i, ends)]
-        if not starts:
-            return False
-        at = starts[0] + n
-    return True
 
 
 def met_prefix_tokens(seq: list[int], phrases: list[tuple[int, ...]]) -> int:

@@ -6,10 +6,19 @@ import math
 
 import pytest
 import torch
+from search_helpers import (
+    all_sequences,
+    forced_logprob,
+    forced_logprobs,
+    forced_steps,
+    same,
+    sources,
+    tiny_model,
+)
 from torch import Tensor, nn
 from variants import variant_params
 
-from mtkit.config import ModelConfig, SearchConfig
+from mtkit.config import SearchConfig
 from mtkit.data.tokenizer import BOS_ID, EOS_ID, PAD_ID, UNK_ID
 from mtkit.decoding import Hypothesis, generate
 from mtkit.decoding.beam import length_penalty
@@ -17,7 +26,7 @@ from mtkit.decoding.beam_search import BeamSearch
 from mtkit.decoding.ensemble import Ensemble
 from mtkit.decoding.stepper import run
 from mtkit.errors import MtkitError
-from mtkit.model.transformer import Transformer, build_model
+from mtkit.model.transformer import Transformer
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
@@ -118,73 +127,6 @@ def test_scripted_max_len_forces_eos() -> None:
 # Tiny random Transformers
 
 
-def tiny_model(
-    vocab: int = 40, seed: int = 0, layers: int = 2, max_positions: int = 128, **variant
-) -> Transformer:
-    torch.manual_seed(seed)
-    cfg = ModelConfig(
-        src_vocab_size=vocab,
-        tgt_vocab_size=vocab,
-        d_model=32,
-        ffn_dim=64,
-        heads=4,
-        encoder_layers=layers,
-        decoder_layers=layers,
-        dropout=0.0,
-        attention_dropout=0.0,
-        max_positions=max_positions,
-        **variant,
-    )
-    return build_model(cfg).eval()
-
-
-def sources(lengths: list[int], vocab: int = 40, seed: int = 1) -> Tensor:
-    g = torch.Generator().manual_seed(seed)
-    out = torch.full((len(lengths), max(lengths) + 1), PAD_ID)
-    for i, n in enumerate(lengths):
-        out[i, :n] = torch.randint(4, vocab, (n,), generator=g)
-        out[i, n] = EOS_ID
-    return out
-
-
-def forced_steps(model: Transformer, src_row: Tensor, tokens: list[int]) -> list[float]:
-    """log P(token) of each of tokens + EOS by teacher forcing, the source without padding."""
-    src = src_row[src_row.ne(PAD_ID)][None]
-    tgt = torch.tensor([[BOS_ID, *tokens]])
-    with torch.no_grad():
-        lprobs = model.decode(tgt, model.encode(src)).log_softmax(-1)[0]  # (T, V)
-    gold = torch.tensor([*tokens, EOS_ID])
-    return lprobs.gather(1, gold[:, None])[:, 0].tolist()
-
-
-def forced_logprob(model: Transformer, src_row: Tensor, tokens: list[int]) -> float:
-    """Sum of log P(token) over tokens + EOS by teacher forcing."""
-    return sum(forced_steps(model, src_row, tokens))
-
-
-def forced_logprobs(model: Transformer, src_row: Tensor, seqs: list[list[int]]) -> list[float]:
-    """forced_logprob for many target sequences in one batch (right padding is harmless)."""
-    width = max(len(s) for s in seqs) + 1
-    tgt = torch.full((len(seqs), width), PAD_ID)
-    gold = torch.full((len(seqs), width), PAD_ID)
-    for i, seq in enumerate(seqs):
-        tgt[i, : len(seq) + 1] = torch.tensor([BOS_ID, *seq])
-        gold[i, : len(seq) + 1] = torch.tensor([*seq, EOS_ID])
-    src = src_row[src_row.ne(PAD_ID)][None].expand(len(seqs), -1)
-    with torch.no_grad():
-        lprobs = model.decode(tgt, model.encode(src)).log_softmax(-1)  # (N, T, V)
-    picked = lprobs.gather(2, gold[:, :, None])[:, :, 0].masked_fill(gold.eq(PAD_ID), 0.0)
-    return picked.sum(1).tolist()
-
-
-def same(a: list[list[Hypothesis]], b: list[list[Hypothesis]], tol: float = 1e-5) -> None:
-    assert [[h.tokens for h in row] for row in a] == [[h.tokens for h in row] for row in b]
-    for row_a, row_b in zip(a, b, strict=True):
-        for x, y in zip(row_a, row_b, strict=True):
-            assert x.score == pytest.approx(y.score, abs=tol)
-            assert x.logprob == pytest.approx(y.logprob, abs=tol)
-
-
 SEARCH_RULES = [
     dict(lenpen=1.0),
     dict(lenpen=0.6, lenpen_style="gnmt"),
@@ -216,10 +158,6 @@ def test_every_variant_beam_one_equals_greedy_and_batches_equal_single(variant: 
     together = generate([model], src, cfg)
     same(together, [generate([model], row[row.ne(PAD_ID)][None], cfg)[0] for row in src])
     same(generate([model, model], src, cfg), together)
-
-
-def all_sequences(tokens: list[int], max_len: int) -> list[list[int]]:
-    return [list(s) for n in range(max_len + 1) for s in itertools.product(tokens, repeat=n)]
 
 
 @pytest.mark.parametrize(("lenpen", "style"), [(0.0, "fairseq"), (1.0, "fairseq"), (2.0, "gnmt")])

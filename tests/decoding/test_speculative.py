@@ -9,7 +9,7 @@ import copy
 
 import pytest
 import torch
-from test_search import same, sources, tiny_model
+from search_helpers import same, sources, tiny_model
 from variants import variant_params
 
 from mtkit.config import SearchConfig

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 import torch
-from test_search import same, sources, tiny_model
+from search_helpers import same, sources, tiny_model
 
 import mtkit.decoding
 from mtkit.config import SearchConfig

@@ -10,8 +10,8 @@ import pytest
 import torch
 from click.testing import CliRunner
 from export_helpers import TEST_LINES, corpus
+from hf_import_helpers import BOUND, load_hf, ours
 from marian_helpers import hf_generate
-from test_import_hf import BOUND, load_hf, ours
 
 from mtkit.checkpoint import load_checkpoint
 from mtkit.cli import cli

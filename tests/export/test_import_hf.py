@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import warnings
 from pathlib import Path
 
 import pytest
@@ -17,25 +16,17 @@ from marian_helpers import hf_generate
 from mtkit.checkpoint import load_checkpoint, load_for_inference
 from mtkit.cli import cli
 from mtkit.config import SearchConfig
-from mtkit.decoding import generate
-from mtkit.decoding.batching import pad_batch
 
 transformers = pytest.importorskip(
     "transformers", reason="needs the 'hf' extra: pip install -e '.[hf]'"
 )
+from hf_import_helpers import BOUND, load_hf, ours  # noqa: E402
+
 from mtkit.export.hf import export_hf  # noqa: E402
 from mtkit.export.hf_import import import_hf  # noqa: E402
 
 pytestmark = pytest.mark.filterwarnings("ignore:Recommended. pip install sacremoses")
 VARIANTS = ["marian_joint", "marian_separate"]
-BOUND = 30  # target tokens before EOS; no hypothesis reaches it (checked)
-
-
-def load_hf(model_dir: Path):
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        model = transformers.MarianMTModel.from_pretrained(model_dir).eval()
-        return model, transformers.MarianTokenizer.from_pretrained(model_dir)
 
 
 @pytest.fixture(scope="module", params=VARIANTS)
@@ -45,14 +36,6 @@ def pair(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactor
     out = tmp_path_factory.mktemp("imported") / "model.pt"
     import_hf(model_dir, out)
     return (*load_hf(model_dir), out)
-
-
-def ours(path: Path, lines: list[str], beam: int, lenpen: float) -> list[list[int]]:
-    loaded = load_for_inference(path)
-    ids = loaded.model.special_ids
-    src = pad_batch([row + [ids.eos] for row in loaded.src_tokenizer.encode(lines)], pad=ids.pad)
-    cfg = SearchConfig(beam=beam, lenpen=lenpen, max_len_a=0, max_len_b=BOUND, min_len=1)
-    return [hyps[0].tokens for hyps in generate([loaded.model], src, cfg)]
 
 
 def test_checkpoint_carries_the_vocabulary_and_special_ids(pair) -> None:

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 import torch
-from test_transformer import batch, tiny
+from model_helpers import BEAM, GREEDY, MODERN, SOURCES, batch, hypotheses, tiny
 from torch import nn
 
 from mtkit.config import SearchConfig, TranslateConfig
@@ -36,8 +36,6 @@ VARIANTS = {
     "relative": dict(positions="relative", max_relative_position=3),
     "alibi": dict(positions="alibi", kv_heads=2),
 }
-MODERN = dict(pre_norm=True, positions="rope")
-SOURCES = [batch([7, 4, 5, 9], 23), batch([6, 6], 23, seed=3), batch([3], 23, seed=4)]
 
 
 @pytest.fixture(scope="module")
@@ -47,21 +45,6 @@ def compiled_dir(tmp_path_factory) -> Iterator[Path]:
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("MTKIT_COMPILED_DIR", str(path))
         yield path
-
-
-def hypotheses(
-    models: list[nn.Module], cfg: SearchConfig, sources: list[torch.Tensor] = SOURCES
-) -> list[list[tuple]]:
-    found = []
-    for src in sources:
-        found += [
-            [(tuple(h.tokens), round(h.score, 4)) for h in hyps]
-            for hyps in generate(models, src, cfg)
-        ]
-    return found
-
-
-BEAM, GREEDY = SearchConfig(beam=3, nbest=2, max_len_b=8), SearchConfig(beam=1, max_len_b=8)
 
 
 def assert_search_equals_eager(

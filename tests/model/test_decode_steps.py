@@ -2,7 +2,7 @@
 
 import pytest
 import torch
-from test_transformer import batch, tiny
+from model_helpers import batch, tiny
 from variants import variant_params
 
 from mtkit.data.tokenizer import BOS_ID

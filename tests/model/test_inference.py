@@ -5,7 +5,7 @@ made-up CPU flag sets."""
 
 import pytest
 import torch
-from test_transformer import batch, tiny
+from model_helpers import batch, tiny
 from torch import nn
 from variants import variant_params
 

@@ -82,7 +82,7 @@ FALLBACK = textwrap.dedent("""
     import torch
     from mtkit.model import linear_kernel
     linear_kernel.load = lambda folder: "no C++ compiler"
-    from test_compiled import SOURCES, tiny, MODERN, hypotheses, BEAM
+    from model_helpers import SOURCES, tiny, MODERN, hypotheses, BEAM
     from mtkit.model.compiled import compile_step
     from mtkit.model.inference import prepare_for_inference
     cpu = torch.device("cpu")

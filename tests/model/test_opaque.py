@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 import torch
-from test_transformer import tiny
+from model_helpers import tiny
 
 from mtkit.model import linear_kernel
 from mtkit.model.inference import prepare_for_inference

@@ -2,7 +2,7 @@
 
 import pytest
 import torch
-from test_transformer import batch, tiny
+from model_helpers import batch, tiny
 from torch import nn
 from variants import variant_params
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 import torch
-from test_transformer import assert_cache_equals_full
+from model_helpers import assert_cache_equals_full
 from variants import VARIANTS, switches
 
 from mtkit.config import MODEL_PRESETS, ModelConfig

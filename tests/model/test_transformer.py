@@ -4,47 +4,19 @@ pass, padding invariance, causality; parameter names and counts per variant; con
 
 import pytest
 import torch
-from torch import Tensor
+from model_helpers import assert_cache_equals_full, batch, tiny
 from variants import VARIANTS, variant_params
 
 from mtkit.config import ModelConfig, from_dict
-from mtkit.data.tokenizer import BOS_ID, EOS_ID, PAD_ID
+from mtkit.data.tokenizer import BOS_ID
 from mtkit.errors import MtkitError
 from mtkit.model.builders import check_model_config
 from mtkit.model.positions import sinusoidal_positions
 from mtkit.model.transformer import (
-    Transformer,
     build_model,
     count_parameters,
     resolve_model_config,
 )
-
-
-def tiny(pre_norm: bool = False, src_vocab: int = 23, **kw) -> torch.nn.Module:
-    torch.manual_seed(0)
-    cfg = ModelConfig(
-        src_vocab_size=src_vocab,
-        tgt_vocab_size=29,
-        d_model=32,
-        ffn_dim=64,
-        heads=4,
-        encoder_layers=2,
-        decoder_layers=2,
-        dropout=0.0,
-        attention_dropout=0.0,
-        pre_norm=pre_norm,
-        **kw,
-    )
-    return build_model(cfg).eval()
-
-
-def batch(lengths: list[int], vocab: int, seed: int = 1) -> torch.Tensor:
-    g = torch.Generator().manual_seed(seed)
-    out = torch.full((len(lengths), max(lengths)), PAD_ID)
-    for i, n in enumerate(lengths):
-        out[i, :n] = torch.randint(4, vocab, (n,), generator=g)
-        out[i, n - 1] = EOS_ID
-    return out
 
 
 @pytest.mark.parametrize("variant", variant_params())
@@ -53,17 +25,6 @@ def test_cached_steps_equal_full_forward(variant: dict) -> None:
     src = batch([7, 4, 5], 23)
     tgt = torch.cat([torch.full((3, 1), BOS_ID), batch([6, 6, 6], 29, seed=2)], dim=1)
     assert_cache_equals_full(model, src, tgt)
-
-
-def assert_cache_equals_full(model: Transformer, src: Tensor, tgt: Tensor) -> None:
-    """Each cached decoding step's distribution equals the full teacher-forced pass's."""
-    with torch.no_grad():
-        enc = model.encode(src)
-        full = model.decode(tgt, enc).log_softmax(-1)
-        cache = model.start_state(enc, max_len=tgt.shape[1])
-        for t in range(tgt.shape[1]):
-            step = model.decode_step(tgt[:, t], cache).log_softmax(-1)
-            torch.testing.assert_close(step, full[:, t], atol=1e-5, rtol=1e-5)
 
 
 @pytest.mark.parametrize("share", [False, True])

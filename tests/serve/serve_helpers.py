@@ -11,7 +11,9 @@ import random
 import re
 import subprocess
 import sys
+import threading
 import time
+from collections.abc import Sequence
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -19,6 +21,9 @@ from typing import Any
 from click.testing import CliRunner
 
 from mtkit.cli import cli
+from mtkit.config import SearchConfig, TranslateConfig
+from mtkit.engines.base import Translation
+from mtkit.serve.batcher import Batcher
 
 WORDS = "a man woman dog cat runs sits on the red blue street house ball plays with".split()
 # the server's search options, given to `mtkit translate` as well for the expected outputs
@@ -158,3 +163,46 @@ def translated(ckpt: str, lines: tuple[str, ...], *options: str) -> tuple[tuple[
 
 def best(ckpt: str, lines: list[str], *options: str) -> list[str]:
     return [hyps[0] for hyps in translated(ckpt, tuple(lines), *options)]
+
+
+class FakeEngine:
+    """Upper-cases each line; 'boom' in a call fails it; 'gate' blocks until released."""
+
+    def __init__(self) -> None:
+        self.config = TranslateConfig()
+        self.calls: list[tuple[list[str], SearchConfig]] = []
+        self.release = threading.Event()
+        self.entered = threading.Event()
+
+    def check(self, search: SearchConfig) -> None:
+        pass
+
+    def translate(
+        self, lines: Sequence[str], search: SearchConfig | None = None, *args: object
+    ) -> list[list[Translation]]:
+        self.calls.append((list(lines), search))
+        if "gate" in lines:
+            self.entered.set()
+            assert self.release.wait(5)
+        if "boom" in lines:
+            raise RuntimeError("boom")
+        return [
+            [Translation(line.upper(), 0.0, 0.0, len(line.split()))] if line.strip() else []
+            for line in lines
+        ]
+
+
+def started(engine: FakeEngine, **kwargs) -> Batcher:
+    options = dict(max_tokens=10, max_wait=0.05, queue_size=100) | kwargs
+    return Batcher(engine, **options).start()  # type: ignore[arg-type]
+
+
+def texts(job) -> list[str]:
+    return [hyps[0].text if hyps else "" for hyps in job.future.result(timeout=5)]
+
+
+def hold(engine: FakeEngine, batcher: Batcher):
+    """Keep the worker busy on a 'gate' job, so that the next jobs queue up together."""
+    job = batcher.submit(["gate"], SearchConfig())
+    assert engine.entered.wait(5)
+    return job

@@ -4,58 +4,14 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Sequence
 
 import pytest
+from serve_helpers import FakeEngine, hold, started, texts
 
-from mtkit.config import SearchConfig, TranslateConfig
-from mtkit.engines.base import Translation
-from mtkit.serve.batcher import Batcher, Closed, QueueFull
+from mtkit.config import SearchConfig
+from mtkit.serve.batcher import Closed, QueueFull
 
 BEAM5, BEAM2 = SearchConfig(), SearchConfig(beam=2)
-
-
-class FakeEngine:
-    """Upper-cases each line; 'boom' in a call fails it; 'gate' blocks until released."""
-
-    def __init__(self) -> None:
-        self.config = TranslateConfig()
-        self.calls: list[tuple[list[str], SearchConfig]] = []
-        self.release = threading.Event()
-        self.entered = threading.Event()
-
-    def check(self, search: SearchConfig) -> None:
-        pass
-
-    def translate(
-        self, lines: Sequence[str], search: SearchConfig | None = None, *args: object
-    ) -> list[list[Translation]]:
-        self.calls.append((list(lines), search))
-        if "gate" in lines:
-            self.entered.set()
-            assert self.release.wait(5)
-        if "boom" in lines:
-            raise RuntimeError("boom")
-        return [
-            [Translation(line.upper(), 0.0, 0.0, len(line.split()))] if line.strip() else []
-            for line in lines
-        ]
-
-
-def started(engine: FakeEngine, **kwargs) -> Batcher:
-    options = dict(max_tokens=10, max_wait=0.05, queue_size=100) | kwargs
-    return Batcher(engine, **options).start()  # type: ignore[arg-type]
-
-
-def texts(job) -> list[str]:
-    return [hyps[0].text if hyps else "" for hyps in job.future.result(timeout=5)]
-
-
-def hold(engine: FakeEngine, batcher: Batcher):
-    """Keep the worker busy on a 'gate' job, so that the next jobs queue up together."""
-    job = batcher.submit(["gate"], BEAM5)
-    assert engine.entered.wait(5)
-    return job
 
 
 def test_each_request_gets_its_own_lines_in_order() -> None:

@@ -11,8 +11,8 @@ import pytest
 
 pytest.importorskip("fastapi", reason="needs the 'serve' extra: pip install -e '.[serve]'")
 
-from test_batcher import FakeEngine, hold, started, texts  # noqa: E402
-from test_scores import post  # noqa: E402
+from asgi_helpers import post  # noqa: E402
+from serve_helpers import FakeEngine, hold, started, texts  # noqa: E402
 
 from mtkit.config import SearchConfig, ServeConfig, TranslateConfig  # noqa: E402
 from mtkit.pipeline.serve import load_model  # noqa: E402
