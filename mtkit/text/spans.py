@@ -259,25 +259,42 @@ class _Fill:
         self.kept = [
             w for w in self.words if start <= w[0] and w[1] <= self.end and taken.find(1, *w) < 0
         ]
+        self._index(alignment)
         for k, spans in enumerate(found):
-            at = spans[0][0] if len(spans) == 1 else self._place(k, alignment, start)
+            at = spans[0][0] if len(spans) == 1 else self._place(k, start)
             best = min(spans, key=lambda s: abs(s[0] - at), default=None)
             events += [(a, 1, b, k if (a, b) == best else -1) for a, b in spans]
             if best is None:
                 events.append((at, 0, at, k))
         return events
 
-    def _place(self, k: int, alignment: Alignment | None, start: int) -> int:
+    def _index(self, alignment: Alignment | None) -> None:
+        """What :meth:`_place` looks up, built once for all groups (a line of thousands of
+        spans takes time linear in its length): each group's first masked word, each source
+        word's aligned target words, and the plain (unmasked) words before each word."""
+        self.word_of: dict[int, int] = {}
+        for w, held in enumerate(self.holds):
+            for k in held:
+                self.word_of.setdefault(k, w)
+        self.targets: dict[int, list[int]] = {}
+        for i, j in alignment or ():
+            if 0 <= j < len(self.words):
+                self.targets.setdefault(i, []).append(j)
+        self.plain = [0]  # plain[w]: words before word w that hold no span
+        for held in self.holds:
+            self.plain.append(self.plain[-1] + (not held))
+
+    def _place(self, k: int, start: int) -> int:
         """Where group ``k`` goes in the translation: by the alignment, else by its share."""
-        holds, word = self.holds, next(w for w, held in enumerate(self.holds) if k in held)
+        word = self.word_of[k]
         for source, pick in ((word - 1, max), (word + 1, min)):
-            targets = [j for i, j in alignment or () if i == source and 0 <= j < len(self.words)]
+            targets = self.targets.get(source)
             if targets and pick is min:
                 return min(max(self.words[min(targets)][0], start), self.end)
             if targets:
                 after = min(max(self.words[max(targets)][1], start), self.end)
                 return self._end() if not self.kept or after >= self.kept[-1][1] else after
-        before, after = sum(not h for h in holds[:word]), sum(not h for h in holds[word + 1 :])
+        before, after = self.plain[word], self.plain[-1] - self.plain[word + 1]
         index = round(before / (before + after) * len(self.kept)) if before + after else 0
         return self.kept[index][0] if index < len(self.kept) else self._end()
 
