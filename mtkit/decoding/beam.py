@@ -55,7 +55,7 @@ def ban_repeated_ngrams(lprobs: Tensor, history: Tensor, n: int, pad: int = PAD_
 
 def constrain(
     lprobs: Tensor,
-    step: int,
+    step: int | Tensor,
     history: Tensor,
     max_lens: Tensor,
     force_from: int,
@@ -70,7 +70,8 @@ def constrain(
     ``min_len`` tokens exist; ``no_repeat_ngram`` bans repeats (should it ban every token, EOS
     is allowed after all); a row whose ``max_lens`` (R,) is reached may only emit EOS.
     ``force_from`` = ``min(max_lens)`` lets most steps skip that last rule. ``ids`` are the
-    model's special ids (PAD, BOS = the start token, UNK, EOS).
+    model's special ids (PAD, BOS = the start token, UNK, EOS). ``step``: the tokens each row
+    has, one number for all or a tensor (R,) (rows that joined a running decode).
     """
     end = ids.eos
     lprobs[:, ids.pad] = -math.inf
@@ -78,13 +79,15 @@ def constrain(
     if unk_penalty:
         lprobs[:, ids.unk] -= unk_penalty
     eos = lprobs[:, end].clone()
-    if step < min_len:
+    if isinstance(step, Tensor):
+        lprobs[:, end].masked_fill_(step.lt(min_len), -math.inf)
+    elif step < min_len:
         lprobs[:, end] = -math.inf
     if no_repeat_ngram:
         ban_repeated_ngrams(lprobs, history, no_repeat_ngram, ids.pad)
         stuck = lprobs.amax(1).eq(-math.inf)  # every token banned: allow EOS after all
         lprobs[:, end] = torch.where(stuck, eos, lprobs[:, end])
-    if step >= force_from:
+    if isinstance(step, Tensor) or step >= force_from:
         forced = max_lens.le(step)  # (R,)
         lprobs.masked_fill_(forced[:, None], -math.inf)
         lprobs[:, end] = torch.where(forced, eos, lprobs[:, end])

@@ -35,20 +35,43 @@ class BeamSearch(Stepper):
     """
 
     kind = "beam"
+    joinable = True
 
-    def __init__(self, ens: Ensemble, src: Tensor, cfg: SearchConfig) -> None:
-        super().__init__(ens, src, cfg)
+    def __init__(self, ens: Ensemble, src: Tensor, cfg: SearchConfig, wide: bool = False) -> None:
+        super().__init__(ens, src, cfg, *((cfg.width, True) if wide else ()))
         self.sents = list(range(len(self.limits)))
 
     @property
     def inputs(self) -> list[int]:
         return self.sents
 
+    def join(self, src: Tensor) -> list[int]:
+        """:meth:`Stepper.join`, for a search built ``wide``: every sentence has K rows from
+        its first step on (all but the first scoring -inf until then, so the same candidates
+        come out), so that a new sentence's rows line up with the running ones'."""
+        if self.copies != self.cfg.width:
+            raise ValueError("a beam search takes sentences joining it only when built wide")
+        return super().join(src)
+
+    def joined(self, inputs: list[int]) -> None:
+        self.sents += inputs
+
+    def left(self, keep: list[int]) -> None:
+        w = self.rows.tokens.shape[0] // len(self.sents)
+        self.sents = [self.sents[i] for i in keep]
+        if self.sents:
+            sents = torch.tensor(keep, device=self.device)
+            index = (sents[:, None] * w + torch.arange(w, device=self.device)).view(-1)
+            self.ens.reorder(index, sents)
+            self.rows = self.rows.kept(index)
+
     def step(self) -> None:
-        k, step, rows, cfg = self.cfg.width, self.steps, self.rows, self.cfg
+        k, rows, cfg = self.cfg.width, self.rows, self.cfg
         ids = self.ens.special_ids
         sents, found, limits = self.sents, self.found, self.limits
         n, w = len(sents), rows.tokens.shape[0] // len(sents)
+        ages = rows.age(self.steps)  # each sentence's own step: the same for its rows
+        step = [ages] * n if isinstance(ages, int) else ages.view(n, w)[:, 0].tolist()
         search = self.next_lprobs()
         cand = beam_candidates(search.view(n, w, -1), rows.scores.view(n, w), 2 * k)  # (N, 2K)
         chosen = search.view(n, -1).gather(1, cand.flat)  # (N, 2K) this step's search lprob
@@ -56,7 +79,7 @@ class BeamSearch(Stepper):
         cand_logprobs = rows.logprobs.view(n, w).gather(1, cand.beams) + cand_steps
         live = [found[s] for s in sents]
         finalize(cand, cand_logprobs, cand_steps, rows, live, cfg, ids.eos, self.ens.attended)
-        alive = [i for i, s in enumerate(sents) if len(found[s]) < k and step < limits[s]]
+        alive = [i for i, s in enumerate(sents) if len(found[s]) < k and step[i] < limits[s]]
         if not alive:
             self.sents = []
             return
@@ -106,8 +129,7 @@ def finalize(
     for i, beam, score, logprob, eos_step in zip(where, beams, scores, logprobs, last, strict=True):
         if len(found[i]) < k:
             row = i * w + beam
-            steps = [*rows.steps[row].tolist(), eos_step]
-            hyp = finished_hypothesis(
-                rows.tokens[row, 1:], score, logprob, cfg, steps, attended(row)
-            )
+            steps = [*rows.terms(row), eos_step]
+            tokens = rows.generated(row)
+            hyp = finished_hypothesis(tokens, score, logprob, cfg, steps, attended(row))
             found[i].append(hyp)

@@ -34,16 +34,37 @@ class Ensemble:
         self.tgt_vocab_size = models[0].tgt_vocab_size
         self.states: list[DecodingState] = []
 
-    def start(self, src: Tensor, copies: int, max_len: int) -> None:
-        """Encode src (B, S) and start states for B * copies rows (copies of a row adjacent,
-        each with its own copy of the source state, since copies leave independently)."""
-        rows = torch.arange(src.shape[0], device=src.device).repeat_interleave(copies)
-        self.states = []
-        for model in self.models:
-            state = model.start_state(model.encode(src), max_len)
-            if copies > 1:
-                state.reorder(rows, rows)
-            self.states.append(state)
+    def start(self, src: Tensor, copies: int, max_len: int, shared: bool = False) -> None:
+        """Encode src (B, S) and start states for B * copies rows, copies of a row adjacent:
+        each with its own copy of the source state (copies that leave independently), or
+        with ``shared`` all on one (a sentence's beams)."""
+        self.states = [self._started(model, src, copies, max_len, shared) for model in self.models]
+
+    def join(self, src: Tensor, copies: int, max_len: int, shared: bool = False) -> None:
+        """Encode src (B, S) and add its B * copies rows (as :meth:`start` makes them) after
+        the live ones of a running decode (``DecodingState.join``): from the next step on they
+        are decoded with them, as if alone."""
+        for model, state in zip(self.models, self.states, strict=True):
+            state.join(self._started(model, src, copies, max_len, shared))
+
+    @staticmethod
+    def _started(
+        model: StepDecoder, src: Tensor, copies: int, max_len: int, shared: bool
+    ) -> DecodingState:
+        state = model.start_state(model.encode(src), max_len)
+        if copies > 1:
+            inputs = torch.arange(src.shape[0], device=src.device)
+            rows = inputs.repeat_interleave(copies)
+            state.reorder(rows, inputs if shared else rows)
+        return state
+
+    def compact(self) -> int:
+        """Drop the slots no row reads any more (rows that joined a decode, see
+        ``DecodingState.compact``); returns how many (the same in every model's state)."""
+        dropped = {state.compact() for state in self.states}
+        if len(dropped) > 1:
+            raise ValueError(f"the models' states dropped different slots: {sorted(dropped)}")
+        return dropped.pop() if dropped else 0
 
     def step(self, tokens: Tensor) -> Tensor:
         """Feed tokens (R,); return next-token log-probabilities (R, V) in float32."""

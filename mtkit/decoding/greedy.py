@@ -21,6 +21,7 @@ class GreedySearch(Stepper):
     """Greedy decoding: every row takes its most likely token."""
 
     kind = "greedy"
+    joinable = True
 
     def __init__(self, ens: Ensemble, src: Tensor, cfg: SearchConfig, copies: int = 1) -> None:
         super().__init__(ens, src, cfg, copies)
@@ -30,12 +31,23 @@ class GreedySearch(Stepper):
     def inputs(self) -> list[int]:
         return self.origin
 
+    def joined(self, inputs: list[int]) -> None:
+        self.origin += [i for i in inputs for _ in range(self.copies)]
+
+    def left(self, keep: list[int]) -> None:
+        self.origin = [self.origin[r] for r in keep]
+        if self.origin:
+            index = torch.tensor(keep, device=self.device)
+            self.ens.reorder(index, index)  # each row its own source row
+            self.rows = self.rows.kept(index)
+
     def pick(self, search: Tensor) -> Tensor:
         """Each row's token (R,) from its search log-probabilities (R, V)."""
         return greedy_tokens(search)
 
     def step(self) -> None:
-        step, rows, cfg, ids = self.steps, self.rows, self.cfg, self.ens.special_ids
+        rows, cfg, ids = self.rows, self.cfg, self.ens.special_ids
+        step = rows.age(self.steps)
         search = self.next_lprobs()
         picked = self.pick(search)
         chosen = search.gather(1, picked[:, None])[:, 0]  # (R,)
@@ -47,9 +59,9 @@ class GreedySearch(Stepper):
             self.rows = rows.extended(picked, scores, logprobs, model_step)
             return
         for r in ended.nonzero()[:, 0].tolist():
-            steps = [*rows.steps[r].tolist(), float(model_step[r])]
+            steps = [*rows.terms(r), float(model_step[r])]
             hyp = finished_hypothesis(
-                rows.tokens[r, 1:],
+                rows.generated(r),
                 float(scores[r]),
                 float(logprobs[r]),
                 cfg,
@@ -70,6 +82,7 @@ class SamplingSearch(GreedySearch):
     (:func:`mtkit.decoding.sampling.sample_tokens`: temperature, top-k, top-p)."""
 
     kind = "sampling"
+    joinable = False  # the draws depend on which rows are decoded together
 
     def __init__(
         self, ens: Ensemble, src: Tensor, cfg: SearchConfig, generator: torch.Generator

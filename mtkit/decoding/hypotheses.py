@@ -38,13 +38,18 @@ class Hypothesis:
 
 @dataclass
 class Rows:
-    """The rows being decoded (R of them) and their running sums."""
+    """The rows being decoded (R of them) and their running sums.
 
-    tokens: Tensor  # (R, t + 1) BOS + tokens so far
+    Rows that joined a running decode (:meth:`joined`) are left-padded: ``born`` says at which
+    step each row started (its BOS column); a batch started together has ``born`` None.
+    """
+
+    tokens: Tensor  # (R, t + 1) BOS + tokens so far (PAD before a joined row's BOS)
     scores: Tensor  # (R,) cumulative search score (penalties included)
     logprobs: Tensor  # (R,) cumulative model log-probability
     max_lens: Tensor  # (R,) tokens allowed before EOS
-    steps: Tensor  # (R, t) the model log-probability of each token so far
+    steps: Tensor  # (R, t) the model log-probability of each token so far (0 before BOS)
+    born: Tensor | None = None  # (R,) long: the step at which each row started
 
     def select(
         self, index: Tensor, tokens: Tensor, scores: Tensor, logprobs: Tensor, step: Tensor
@@ -53,22 +58,72 @@ class Rows:
         log-probability)."""
         history = torch.cat([self.tokens.index_select(0, index), tokens[:, None]], dim=1)
         steps = torch.cat([self.steps.index_select(0, index), step[:, None]], dim=1)
-        return Rows(history, scores, logprobs, self.max_lens.index_select(0, index), steps)
+        born = None if self.born is None else self.born.index_select(0, index)
+        return Rows(history, scores, logprobs, self.max_lens.index_select(0, index), steps, born)
 
     def extended(self, tokens: Tensor, scores: Tensor, logprobs: Tensor, step: Tensor) -> Rows:
         """Every row extended by one token (no row leaves)."""
         history = torch.cat([self.tokens, tokens[:, None]], 1)
         steps = torch.cat([self.steps, step[:, None]], 1)
-        return Rows(history, scores, logprobs, self.max_lens, steps)
+        return Rows(history, scores, logprobs, self.max_lens, steps, self.born)
 
     def kept(self, index: Tensor) -> Rows:
         """Rows ``index`` of these as they are."""
         fields = (self.tokens, self.scores, self.logprobs, self.max_lens, self.steps)
-        return Rows(*(x.index_select(0, index) for x in fields))
+        born = None if self.born is None else self.born.index_select(0, index)
+        return Rows(*(x.index_select(0, index) for x in fields), born)
+
+    def age(self, step: int) -> int | Tensor:
+        """Each row's own step (R,) at the decode's ``step``; ``step`` itself where all rows
+        started together."""
+        return step if self.born is None else step - self.born
+
+    def generated(self, row: int) -> Tensor:
+        """Row ``row``'s tokens after its BOS."""
+        return self.tokens[row, 1 + self._born(row) :]
+
+    def terms(self, row: int) -> list[float]:
+        """Row ``row``'s per-token model log-probabilities so far."""
+        return self.steps[row, self._born(row) :].tolist()
+
+    def _born(self, row: int) -> int:
+        return 0 if self.born is None else int(self.born[row])
+
+    def joined(self, new: Rows, step: int, pad: int) -> Rows:
+        """These rows and, after them, ``new`` ones (just started: BOS only) starting at the
+        decode's ``step``, left-padded with ``pad`` to these rows' width."""
+        pad = self.tokens.new_full((len(new.scores), step), pad)
+        tokens = torch.cat([self.tokens, torch.cat([pad, new.tokens], 1)])
+        steps = torch.cat([self.steps, new.steps.new_zeros((len(new.scores), step))])
+        born = self.born if self.born is not None else self.max_lens.new_zeros(len(self.scores))
+        born = torch.cat([born, torch.full_like(new.max_lens, step)])
+        sums = (torch.cat([a, b]) for a, b in zip(self._sums(), new._sums(), strict=True))
+        return Rows(tokens, *sums, steps, born)
+
+    def _sums(self) -> tuple[Tensor, Tensor, Tensor]:
+        return self.scores, self.logprobs, self.max_lens
+
+    def compacted(self, steps: int) -> Rows:
+        """The rows without their first ``steps`` columns (before every row's BOS)."""
+        if self.born is None:
+            return self
+        born = self.born - steps
+        tokens, terms = self.tokens[:, steps:], self.steps[:, steps:]
+        return Rows(tokens, *self._sums(), terms, born if bool(born.any()) else None)
 
 
-def start_rows(ens: Ensemble, src: Tensor, copies: int, cfg: SearchConfig) -> tuple[Rows, list]:
-    """Encode, start the caches for ``copies`` rows per input; the rows and each input's limit."""
+def start_rows(
+    ens: Ensemble,
+    src: Tensor,
+    copies: int,
+    cfg: SearchConfig,
+    shared: bool = False,
+    join: bool = False,
+) -> tuple[Rows, list]:
+    """Encode, start the caches for ``copies`` rows per input; the rows and each input's limit.
+    ``shared``: an input's copies share one source row and only the first is live (the others
+    score -inf: a beam search's beams before its first step, as wide as later ones); ``join``:
+    the rows join the ensemble's running decode instead of starting one."""
     if cfg.min_len > ens.max_positions - 1:
         raise MtkitError(f"--min-len {cfg.min_len} exceeds the model's max_positions")
     ids = ens.special_ids
@@ -76,19 +131,22 @@ def start_rows(ens: Ensemble, src: Tensor, copies: int, cfg: SearchConfig) -> tu
     limits = max_target_lengths(
         src, cfg.max_len_a, cfg.max_len_b, cfg.min_len, cap, ids.pad, ens.tag_ids
     )  # (B,)
-    ens.start(src, copies, int(limits.max()) + 1)
+    (ens.join if join else ens.start)(src, copies, int(limits.max()) + 1, shared)
     r = src.shape[0] * copies
-    zeros = torch.zeros(r, device=src.device)
+    scores = torch.zeros(r, device=src.device)
+    if shared and copies > 1:
+        scores.view(-1, copies)[:, 1:] = -math.inf
     tokens = torch.full((r, 1), ids.bos, dtype=torch.long, device=src.device)
     steps = torch.zeros(r, 0, device=src.device)
-    rows = Rows(tokens, zeros, zeros.clone(), limits.repeat_interleave(copies), steps)
+    zeros = torch.zeros(r, device=src.device)
+    rows = Rows(tokens, scores, zeros, limits.repeat_interleave(copies), steps)
     return rows, limits.tolist()
 
 
 def search_lprobs(
     lprobs: Tensor,
     rows: Rows,
-    step: int,
+    step: int | Tensor,
     force_from: int,
     cfg: SearchConfig,
     ids: SpecialIds = DEFAULT_SPECIAL_IDS,

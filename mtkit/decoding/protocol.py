@@ -26,6 +26,15 @@ class DecodingState(Protocol):
         """Forget every position from ``length`` on, all rows alike (speculative decoding
         rolls back to the accepted tokens); the next token goes at ``length``."""
 
+    def join(self, other: Any) -> None:
+        """Add the rows of ``other``, a state just started over new sources, after these: from
+        the next step on they are decoded with them, each as if alone (a state that cannot
+        raises ValueError; a search joins rows only where its engine says the models can)."""
+
+    def compact(self) -> int:
+        """Forget the positions no row reads any more (slots before every joined row's first);
+        returns how many were dropped (0 where nothing joined)."""
+
     def attended(self, row: int) -> Tensor | None:
         """Row ``row``'s cross-attention at each step so far (steps, S), as the state recorded
         it (``Transformer.start_state``'s alignment layer); None where it records none."""

@@ -28,11 +28,15 @@ class Stepper(ABC):
     """
 
     kind: ClassVar[str]
+    joinable: ClassVar[bool] = False  # new inputs may join it between steps (:meth:`join`)
 
-    def __init__(self, ens: Ensemble, src: Tensor, cfg: SearchConfig, copies: int = 1) -> None:
+    def __init__(
+        self, ens: Ensemble, src: Tensor, cfg: SearchConfig, copies: int = 1, shared: bool = False
+    ) -> None:
         self.ens, self.cfg, self.device = ens, cfg, src.device
+        self.copies, self.shared = copies, shared
         self.rows: Rows
-        self.rows, self.limits = start_rows(ens, src, copies, cfg)
+        self.rows, self.limits = start_rows(ens, src, copies, cfg, shared)
         self.found: list[list[Hypothesis]] = [[] for _ in self.limits]
         self.steps = 0  # decoder steps taken (positions, for speculative decoding)
         self._handed: set[int] = set()
@@ -60,10 +64,51 @@ class Stepper(ABC):
         """This step's search distribution over the live rows (R, V): the models'
         log-probabilities after each row's last token, the search rules applied (the length
         limit forced from the live inputs' shortest); counts the step."""
-        step, self.steps = self.steps, self.steps + 1
+        step, self.steps = self.rows.age(self.steps), self.steps + 1
         force_from = min(self.limits[i] for i in self.inputs)
         lprobs = self.ens.step(self.rows.tokens[:, -1])
         return search_lprobs(lprobs, self.rows, step, force_from, self.cfg, self.ens.special_ids)
+
+    def join(self, src: Tensor) -> list[int]:
+        """Start the inputs src (B', S') beside the live ones (a search whose ``joinable``):
+        from the next step on they are decoded with them, each exactly as if alone (each row
+        counts its own steps and positions); returns their input numbers."""
+        if not self.joinable:
+            raise ValueError(f"a {self.kind} search takes no inputs joining it")
+        self._compact()
+        cfg, first = self.cfg, len(self.limits)
+        rows, limits = start_rows(self.ens, src, self.copies, cfg, self.shared, join=True)
+        self.rows = self.rows.joined(rows, self.steps, self.ens.special_ids.pad)
+        self.limits += limits
+        self.found += [[] for _ in limits]
+        new = list(range(first, len(self.limits)))
+        self.joined(new)
+        return new
+
+    def joined(self, inputs: list[int]) -> None:
+        """Bookkeeping for new ``inputs`` whose rows were just added after the live ones."""
+        raise NotImplementedError(f"a {self.kind} search takes no inputs joining it")
+
+    def drop(self, inputs: set[int]) -> None:
+        """Stop decoding ``inputs`` (their requests went away): their rows leave at once and
+        they are never handed out."""
+        self._handed.update(inputs)
+        units = self.inputs
+        keep = [u for u, i in enumerate(units) if i not in inputs]
+        if len(keep) < len(units):
+            self.left(keep)
+
+    def left(self, keep: list[int]) -> None:
+        """Keep only the live units ``keep`` (indices into :attr:`inputs`), rows and state."""
+        raise NotImplementedError(f"a {self.kind} search cannot drop inputs")
+
+    def _compact(self) -> None:
+        """Forget the columns and slots before every live row's start (rows joined since)."""
+        if self.rows.born is None or self.done:
+            return
+        dropped = self.ens.compact()
+        self.rows = self.rows.compacted(dropped)
+        self.steps -= dropped
 
     def finished(self) -> list[tuple[int, list[Hypothesis]]]:
         """The inputs done since the last call, each with its ``cfg.nbest`` best hypotheses."""

@@ -85,15 +85,23 @@ class SelfAttention(nn.Module):
         """An empty cache of Hkv heads for ``rows`` rows and up to ``max_len`` steps."""
         return KeyValueCache.empty(like, rows, self.kv_heads, max_len, self.head_dim)
 
-    def step(self, x: Tensor, cache: KeyValueCache) -> Tensor:
-        """One decoding step at position t = cache.length: x (R, 1, D); the rotated key and the
-        value are appended to the cache, and the query attends to all t + 1 of them (no mask:
-        none lies in its future)."""
+    def step(
+        self,
+        x: Tensor,
+        cache: KeyValueCache,
+        keep: Tensor | None = None,
+        positions: Tensor | None = None,
+    ) -> Tensor:
+        """One decoding step at slot t = cache.length: x (R, 1, D); the rotated key and the
+        value are appended to the cache, and the query attends to all t + 1 of them (none lies
+        in its future). Rows that joined a running decode: ``positions`` (R,) each row's own
+        position (else t), ``keep`` (R, 1, 1, t + 1) the slots it reads (from its first on)."""
         t = cache.length
         q, k, v = self.project(x)
-        q, k = self.positions.rotate(q, t), self.positions.rotate(k, t)
+        at = t if positions is None else positions
+        q, k = self.positions.rotate(q, at), self.positions.rotate(k, at)
         keys, values = cache.append(k, v)  # (R, Hkv, t + 1, Dh) each
-        y = self.positions.attend(q, keys, values, q_offset=t)
+        y = self.positions.attend(q, keys, values, keep, q_offset=t)
         return self.out(merge_heads(y))
 
     def steps(self, x: Tensor, cache: KeyValueCache) -> Tensor:

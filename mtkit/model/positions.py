@@ -66,6 +66,10 @@ class SinusoidalPositions(nn.Module):
         _check_length(offset, length, self.max_positions)
         return self.table[offset : offset + length]
 
+    def at(self, positions: Tensor) -> Tensor:
+        """The rows of ``positions`` (R,) -> (R, D): rows at different positions."""
+        return self.table[positions]
+
 
 class LearnedPositions(nn.Module):
     """A trained table of absolute positions (Gehring et al., 2017, "Convolutional Sequence to
@@ -81,6 +85,10 @@ class LearnedPositions(nn.Module):
         """Rows offset..offset+length-1, (T, D)."""
         _check_length(offset, length, self.max_positions)
         return self.table.weight[offset : offset + length]
+
+    def at(self, positions: Tensor) -> Tensor:
+        """The rows of ``positions`` (R,) -> (R, D): rows at different positions."""
+        return self.table.weight[positions]
 
 
 def causal_keep(
@@ -106,8 +114,9 @@ def as_bias(mask_or_bias: Tensor | None, dtype: torch.dtype) -> Tensor | None:
 class AttentionPositions(nn.Module):
     """No attention-time positions: ``rotate`` is the identity, ``attend`` is SDPA."""
 
-    def rotate(self, x: Tensor, offset: int) -> Tensor:
-        """x (B, H, T, Dh) at positions offset..offset+T-1 -> (B, H, T, Dh)."""
+    def rotate(self, x: Tensor, offset: int | Tensor) -> Tensor:
+        """x (B, H, T, Dh) at positions offset..offset+T-1 -> (B, H, T, Dh); ``offset`` a
+        tensor (B,): each row's one position (T = 1), rows at different positions."""
         return x
 
     def attend(
@@ -168,8 +177,12 @@ class Rotary(AttentionPositions):
         self.register_buffer("cos", angles.cos().float(), persistent=False)
         self.register_buffer("sin", angles.sin().float(), persistent=False)
 
-    def rotate(self, x: Tensor, offset: int) -> Tensor:
-        """x (B, H, T, Dh) at positions offset..offset+T-1 -> (B, H, T, Dh)."""
+    def rotate(self, x: Tensor, offset: int | Tensor) -> Tensor:
+        """x (B, H, T, Dh) at positions offset..offset+T-1 -> (B, H, T, Dh); ``offset`` a
+        tensor (B,): each row's one position (T = 1)."""
+        if isinstance(offset, Tensor):
+            cos = self.cos[offset][:, None, None].to(x.dtype)  # (B, 1, 1, Dh)
+            return x * cos + rotate_half(x) * self.sin[offset][:, None, None].to(x.dtype)
         t = x.shape[-2]
         _check_length(offset, t, self.max_positions)
         cos = self.cos[offset : offset + t].to(x.dtype)  # (T, Dh)

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 import torch
+import torch.nn.functional as F
 from torch import Tensor
 
 
@@ -88,6 +89,27 @@ class KeyValueCache:
     def nbytes(self) -> int:
         """Bytes held for the keys/values (the spare pair, when allocated, doubles it)."""
         return self.k.nbytes + self.v.nbytes
+
+    def join(self, other: KeyValueCache) -> None:
+        """Add ``other``'s rows (an empty cache: rows joining a running decode) after these:
+        their first position goes at step ``length``; the slots before it hold zeros, which
+        :class:`DecoderState`'s key mask hides. The buffers grow to hold ``length`` plus
+        ``other``'s steps where they must."""
+        if other.length:
+            raise ValueError(f"rows joining a decode must be new, not {other.length} steps in")
+        n, (r, heads, held, dim) = self.length, self.k.shape
+        steps = max(held, n + other.k.shape[2])
+        k, v = (self.k.new_zeros((r + other.k.shape[0], heads, steps, dim)) for _ in range(2))
+        k[:r, :, :n], v[:r, :, :n] = self.k[:, :, :n], self.v[:, :, :n]
+        self.k, self.v, self.spare = k, v, None
+
+    def compact(self, steps: int) -> None:
+        """Forget the first ``steps`` slots (no row reads them any more): every position
+        moves ``steps`` slots back."""
+        n = self.length
+        self.k[:, :, : n - steps] = self.k[:, :, steps:n].clone()
+        self.v[:, :, : n - steps] = self.v[:, :, steps:n].clone()
+        self.length = n - steps
 
 
 @dataclass
@@ -201,6 +223,38 @@ class SourceCache:
     def nbytes(self) -> int:
         return self.k.nbytes + self.v.nbytes
 
+    def join(self, other: SourceCache) -> None:
+        """Add ``other``'s source rows after these, both padded with zeros to the longer
+        source (the source mask hides the padding)."""
+        width = max(self.k.shape[2], other.k.shape[2])
+        self.k = torch.cat([_padded(self.k, width), _padded(other.k, width)])
+        self.v = torch.cat([_padded(self.v, width), _padded(other.v, width)])
+
+
+def _padded(x: Tensor, width: int) -> Tensor:
+    """x (N, H, S, Dh) with zeros after its S positions up to ``width``."""
+    return F.pad(x, (0, 0, 0, width - x.shape[2])) if x.shape[2] < width else x
+
+
+def joined_keep(
+    keep: Tensor | None, widths: tuple[int, int], other: Tensor | None, rows: tuple[int, int]
+) -> Tensor | None:
+    """The source mask (N1 + N2, 1, 1, S) of two sets of source rows of ``widths`` positions
+    (``rows`` of each; a mask of None: every position real), padded to the longer; None where
+    nothing is padding."""
+    if keep is None and other is None and widths[0] == widths[1]:
+        return None
+    width = max(widths)
+    parts = []
+    for given, s, n in zip((keep, other), widths, rows, strict=True):
+        full = given if given is not None else torch.ones(n, 1, 1, s, dtype=torch.bool)
+        parts.append(F.pad(full.to(_device(keep, other)), (0, width - s), value=False))
+    return torch.cat(parts)
+
+
+def _device(*masks: Tensor | None) -> torch.device | None:
+    return next((m.device for m in masks if m is not None), None)
+
 
 @dataclass
 class LayerState:
@@ -218,6 +272,17 @@ class LayerState:
     def truncate(self, length: int) -> None:
         self.own.truncate(length)  # the source side does not grow with the steps
 
+    def join(self, other: LayerState) -> None:
+        """Add ``other``'s rows and sources after these (see :meth:`DecoderState.join`)."""
+        if type(self.own) is not KeyValueCache or type(other.own) is not KeyValueCache:
+            raise ValueError(f"a {type(self.own).__name__} cannot take rows joining a decode")
+        self.own.join(other.own)
+        self.source.join(other.source)
+
+    def compact(self, steps: int) -> None:
+        assert isinstance(self.own, KeyValueCache)  # only a joined state is compacted
+        self.own.compact(steps)
+
 
 @dataclass
 class DecoderState:
@@ -229,6 +294,59 @@ class DecoderState:
     offset: int = 0
     group: int = 1
     attention: AttentionHistory | None = None  # one layer's cross-attention, when recorded
+    # (R,) long: the slot of each row's first position, where rows joined a running decode
+    # (:meth:`join`); None: every row started at slot 0 (a batch decoded together)
+    first: Tensor | None = None
+
+    def positions(self) -> Tensor | None:
+        """Each row's position at the next step (R,), None where all are at ``offset``."""
+        return None if self.first is None else self.offset - self.first
+
+    def self_keep(self) -> Tensor | None:
+        """(R, 1, 1, offset + 1) bool: the slots each row's next query reads (from its first
+        on), None where every row reads them all."""
+        if self.first is None:
+            return None
+        slots = torch.arange(self.offset + 1, device=self.first.device)
+        return slots[None, None, None, :] >= self.first[:, None, None, None]
+
+    def join(self, other: DecoderState) -> None:
+        """Add the rows of ``other``, a state just started (no step yet) over new sources,
+        after these, at the next slot: they go on as if decoded alone (each row's positions
+        count from its own first slot, and its queries read no slot before it). Sentences
+        that share a source row share it in both (the same ``group``)."""
+        if other.offset or other.group != self.group:
+            raise ValueError("rows joining a decode must be new ones of the same group")
+        if self.attention is not None or other.attention is not None:
+            raise ValueError("a state that records cross-attention takes no rows joining it")
+        sources = (self.layers[0].source.k.shape, other.layers[0].source.k.shape)
+        widths = (sources[0][2], sources[1][2])
+        self.src_keep = joined_keep(
+            self.src_keep, widths, other.src_keep, (sources[0][0], sources[1][0])
+        )
+        for mine, theirs in zip(self.layers, other.layers, strict=True):
+            mine.join(theirs)
+        rows = sources[1][0] * other.group
+        device = self.layers[0].source.k.device
+        first = self.first
+        if first is None:
+            first = torch.zeros(sources[0][0] * self.group, dtype=torch.long, device=device)
+        self.first = torch.cat([first, torch.full((rows,), self.offset, device=device)])
+
+    def compact(self) -> int:
+        """Forget the slots before every row's first (rows that left no longer read them);
+        returns how many slots were dropped (the next token's slot moved back by that)."""
+        if self.first is None:
+            return 0
+        steps = int(self.first.min())
+        if steps:
+            for layer in self.layers:
+                layer.compact(steps)
+            self.first = self.first - steps
+            self.offset -= steps
+        if not bool(self.first.any()):
+            self.first = None  # every row from slot 0: no mask needed
+        return steps
 
     def reorder(self, rows: Tensor, sources: Tensor | None = None) -> None:
         """Keep rows ``rows`` (R',); ``sources`` (N',), when given, also selects source rows,
@@ -238,6 +356,8 @@ class DecoderState:
             layer.reorder(rows)
         if self.attention is not None:
             self.attention.reorder(rows)
+        if self.first is not None:
+            self.first = self.first.index_select(0, rows)
         if sources is None:
             return
         if len(rows) % len(sources):

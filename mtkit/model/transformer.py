@@ -21,6 +21,7 @@ name the padding id the encoder masks and the ids the search starts from, ends a
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -91,12 +92,19 @@ class DecoderLayer(nn.Module):
         src_keep: Tensor | None,
         group: int,
         history: AttentionHistory | None = None,
+        joined: tuple[Tensor | None, Tensor] | None = None,
     ) -> Tensor:
         """x (R, 1, D): one step of R rows; the rest of the layer works per position, so each
         source's ``group`` rows go through it as positions of one (R / group, group, D) batch
         row, which cross-attends to that source's keys/values once. ``history``: where this
-        layer's cross-attention distribution of each row is recorded (word alignments)."""
-        return self.steps(x, state, src_keep, group, history, self.self_attn.step)
+        layer's cross-attention distribution of each row is recorded (word alignments).
+        ``joined``: rows at different positions, the slots each reads and its position
+        (:meth:`SelfAttention.step`'s ``keep`` and ``positions``)."""
+        attend = self.self_attn.step
+        if joined is not None:
+            keep, positions = joined
+            attend = functools.partial(self.self_attn.step, keep=keep, positions=positions)
+        return self.steps(x, state, src_keep, group, history, attend)
 
     def steps(
         self,
@@ -321,13 +329,28 @@ class Transformer(nn.Module):
     def decode_hidden(self, tokens: Tensor, state: DecoderState) -> Tensor:
         """:meth:`decode_step` up to the output projection: the final decoder states (R, 1, D)
         that :meth:`logits` projects (a shortlist projects them onto some rows only)."""
-        x = self._embed(self.tgt_embed, self.tgt_positions, tokens[:, None], state.offset)
+        positions = state.positions()
+        if positions is None:
+            x = self._embed(self.tgt_embed, self.tgt_positions, tokens[:, None], state.offset)
+            attend = None
+        else:  # rows that joined a running decode, each at its own position
+            x = self.tgt_embed(tokens[:, None]) * self.embed_scale
+            if self.tgt_positions is not None:
+                x = x + self.tgt_positions.at(positions)[:, None]
+            x = self.embed_dropout(x)
+            attend = (state.self_keep(), positions)
         for i, (layer, layer_state) in enumerate(
             zip(self.decoder_stack(), state.layers, strict=True)
         ):
-            x = layer.step(x, layer_state, state.src_keep, state.group, _history(state, i))
+            x = layer.step(x, layer_state, state.src_keep, state.group, _history(state, i), attend)
         state.offset += 1
         return self.decoder_norm(x)
+
+    @property
+    def joinable(self) -> bool:
+        """Whether rows may join its running decode (:meth:`DecoderState.join`): every
+        decoder layer keeps a key/value cache (the average attention's running sum does not)."""
+        return all(isinstance(layer.self_attn, SelfAttention) for layer in self.decoder_stack())
 
     def decode_steps(self, tokens: Tensor, state: DecoderState) -> Tensor:
         """Feed n tokens per row at once, tokens (R, n) at positions offset..offset+n-1;
