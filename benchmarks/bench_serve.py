@@ -6,9 +6,9 @@ process; every level bounded by ``--sentences`` and ``--time-limit``). Per level
 p50/p95/p99 latency, and the ratio of the throughput to offline batched ``engine.translate`` of
 the same sentences in this run (the engine `mtkit translate` uses, same threads and search).
 
-Two server configurations: the default batcher (``--max-wait-ms 5``, ``--max-batch-tokens``
-2048), and one request at a time (``--max-wait-ms 0 --max-batch-tokens 1``: every sentence is
-over the budget, so each runs alone), the way a server behind a lock works. ``--server
+Two server configurations: the default (step-level batching, ``--max-batch-tokens`` 2048),
+and one request at a time (``--batching request --max-wait-ms 0 --max-batch-tokens 1``: every
+sentence is over the budget, so each runs alone), the way a server behind a lock works. ``--server
 NAME=OPTIONS`` (repeatable) replaces them, to compare batcher settings in one run, e.g.
 ``--server "wait 5=" --server "wait 20=--max-wait-ms 20"``.
 
@@ -19,8 +19,10 @@ forced to ``--random-len`` tokens so that all rows compare equal work.
 ``--mixed``: beside the clients of each level, one more client sends odd work in a loop: a
 text of about ``--long-words`` words on one line (test sentences joined), then requests the
 server must refuse (malformed JSON, a lone surrogate, a wrong type), one a second. The table
-then gives the single sentences' latency under that load, "before" being ``--slice-tokens 0``
-(a long request in one batch) and "after" the default (slices beside the short requests);
+then gives the single sentences' latency under that load, for step-level batching (the
+default: sentences join and leave the running search) and whole-request batching
+(``--batching request``, slices of a long request beside the short ones), and the long text's
+time alone on the idle server beside its times under the load;
 every single-sentence answer is checked against offline translation through the same text
 layer (CTranslate2 and int8, whose output may depend on the other sentences of a batch: the
 differences counted), refusals must be 4xx, and the server log must hold no traceback. "all
@@ -55,7 +57,8 @@ from multi30k import random_checkpoint, read_text
 
 ROOT = Path(__file__).resolve().parent.parent
 WORK = ROOT / ".bench" / "translate"
-CONFIGS = {"batched": [], "one at a time": ["--max-wait-ms", "0", "--max-batch-tokens", "1"]}
+ONE_AT_A_TIME = ["--batching", "request", "--max-wait-ms", "0", "--max-batch-tokens", "1"]
+CONFIGS = {"batched": [], "one at a time": ONE_AT_A_TIME}
 
 
 def cpu() -> tuple[str, str]:
@@ -222,6 +225,21 @@ async def odd_client(port: int, long_text: str, stop: asyncio.Event, seen: dict)
             await asyncio.sleep(1.0)
 
 
+async def alone(port: int, text: str) -> float:
+    """Seconds one request of ``text`` takes on an idle server."""
+    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    try:
+        start = time.perf_counter()
+        status, answer = await post(
+            reader, writer, json.dumps({"q": text, "source": "en", "target": "de"}).encode()
+        )
+    finally:
+        writer.close()
+    if status != 200:
+        raise SystemExit(f"the long text alone failed: {status} {answer[:200]!r}")
+    return time.perf_counter() - start
+
+
 async def load(
     port: int, lines: list[str], clients: int, limit: float, long_text: str = ""
 ) -> tuple[float, list, dict, dict, float]:
@@ -294,7 +312,7 @@ def main() -> None:
             parser.error(f"--server takes NAME=OPTIONS, got {bad[0]!r}")
         configs = {name: options.split() for name, _, options in named}
     elif args.mixed:
-        configs = {"before (--slice-tokens 0)": ["--slice-tokens", "0"], "after (default)": []}
+        configs = {"step (default)": [], "request (--batching request)": ["--batching", "request"]}
 
     model, cpu_flags = cpu()
     print(f"CPU: {model} ({os.cpu_count()} cores)\nflags: {cpu_flags}", flush=True)
@@ -325,14 +343,15 @@ def main() -> None:
     print(f"offline batched engine.translate: {base:.1f} sentences/s ({len(lines)} sentences)\n")
     print(
         "| server | clients | sentences | sentences/s | p50 ms | p95 ms | p99 ms | vs offline "
-        "| all work vs offline | long requests (s) |"
+        "| all work vs offline | long requests (s) | long text alone (s) |"
     )
-    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---|")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|")
     WORK.mkdir(parents=True, exist_ok=True)
     for name, options in configs.items():
         server = Server(ckpt, [*flags(search), *threads, *options], WORK / "serve.log")
         try:
             asyncio.run(load(server.port, lines[:16], 4, 60))  # warm-up
+            by_itself = f"{asyncio.run(alone(server.port, long_text)):.1f}" if long_text else "-"
             for clients in map(int, args.concurrency.split(",")):
                 rate, lat, answers, seen, long_share = asyncio.run(
                     load(server.port, lines, clients, args.time_limit, long_text)
@@ -343,7 +362,8 @@ def main() -> None:
                 work = rate * (1 + long_share * long_sentences / len(lat))
                 print(
                     f"| {name} | {clients} | {len(lat)} | {rate:.1f} | {p50:.0f} | {p95:.0f} "
-                    f"| {p99:.0f} | {rate / base:.2f}x | {work / base:.2f}x | {long} |",
+                    f"| {p99:.0f} | {rate / base:.2f}x | {work / base:.2f}x | {long} "
+                    f"| {by_itself} |",
                     flush=True,
                 )
                 check(answers, expected, seen, exact)

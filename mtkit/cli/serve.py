@@ -10,7 +10,7 @@ import click
 
 from mtkit.cli.common import CommaList, config_option, user_errors
 from mtkit.cli.translate import SEARCH_OPTIONS, search_options
-from mtkit.config import LOG_LEVELS, ServeConfig, TranslateConfig
+from mtkit.config import BATCHING, LOG_LEVELS, ServeConfig, TranslateConfig
 
 # search options a server takes per request (alternatives -> nbest) or not at all (sampling)
 # (tgt_lang: a multilingual server takes the target per request; workers: one decoding loop)
@@ -50,6 +50,13 @@ def served_search_options(func: Any) -> Any:
 @option("--port", type=click.IntRange(0, 65535), help="Port (0: any free port).")
 @option("--source-lang", help="Source language code (default: the checkpoint's).")
 @option("--target-lang", help="Target language code (default: the checkpoint's).")
+@option(
+    "--batching",
+    type=click.Choice(BATCHING),
+    help="step: a sentence joins the running search at its next step and leaves it the step "
+    "it ends (mtkit's engine); request: requests are batched whole (CTranslate2 and --workers "
+    "always).",
+)
 @option(
     "--max-batch-tokens",
     type=click.IntRange(1),

@@ -31,7 +31,7 @@ from mtkit.config.search import (
     TranslateConfig,
     alignment_layer,
 )
-from mtkit.config.serve import LOG_LEVELS, ServeConfig
+from mtkit.config.serve import BATCHING, LOG_LEVELS, ServeConfig
 from mtkit.config.train import (
     AUGMENT_DEFAULT,
     AUGMENT_MODIFIERS,
@@ -57,6 +57,7 @@ __all__ = [
     "PrepareConfig",
     "SearchConfig",
     "ShortlistConfig",
+    "BATCHING",
     "ServeConfig",
     "SpmConfig",
     "TEXT_FORMATS",

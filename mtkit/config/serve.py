@@ -12,6 +12,9 @@ LOG_LEVELS = ("debug", "info", "warning", "error")
 ORIGIN = re.compile(r"[a-z][a-z0-9+.-]*://[^/\s]+")
 
 
+BATCHING = ("step", "request")  # --batching: step-level (a running search) or whole batches
+
+
 @dataclass
 class ServeConfig:
     """`mtkit serve`: the HTTP side, the cross-request batcher and the request limits."""
@@ -20,6 +23,7 @@ class ServeConfig:
     port: int = 8000
     source_lang: str = ""  # "": read from the checkpoint (error if it holds none)
     target_lang: str = ""
+    batching: str = "step"  # step: sentences join and leave a running search; request: batches
     max_batch_tokens: int = 2048  # source pieces (+EOS) per batch, over all requests in it
     max_wait_ms: float = 5.0  # how long the oldest waiting request may wait for others
     slice_tokens: int = 64  # a long request's source pieces per batch (0: all in one batch)
@@ -41,6 +45,10 @@ class ServeConfig:
         wrong = [o for o in self.cors_origins if o != "*" and not ORIGIN.fullmatch(o)]
         rules = [
             (0 <= self.port <= 65535, f"--port must be in 0..65535, got {self.port}"),
+            (
+                self.batching in BATCHING,
+                f"--batching must be one of {', '.join(BATCHING)}, got {self.batching!r}",
+            ),
             (self.max_batch_tokens >= 1, "--max-batch-tokens must be positive"),
             (self.max_wait_ms >= 0, "--max-wait-ms must be >= 0"),
             (self.slice_tokens >= 0, "--slice-tokens must be >= 0"),

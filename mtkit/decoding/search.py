@@ -92,22 +92,43 @@ def generate(
     (:mod:`mtkit.decoding.speculative`): the same output, fewer passes of the models; searches
     other than plain greedy decoding do not use it.
     """
-    kind = search_kind(config, constraints is not None, draft is not None)
-    search = stepper_class(kind)
-    search.check(config)
-    ens = Ensemble(models)
     training = [m.training for m in models]
-    device = next(models[0].parameters()).device
-    src = src.to(device)
     try:
         for m in models:
             m.eval()
         with torch.inference_mode():
-            if kind == "sampling" and generator is None:
-                generator = torch.Generator(device).manual_seed(config.seed)
-            # what a search takes beside the models, the batch and the options
-            given = {"sampling": generator, "constrained": constraints, "speculative": draft}
-            return run(search(ens, src, config, *([given[kind]] if kind in given else [])))
+            return run(start_search(models, src, config, generator, constraints, draft))
     finally:
         for m, mode in zip(models, training, strict=True):
             m.train(mode)
+
+
+def start_search(
+    models: list[StepDecoder],
+    src: Tensor,
+    config: SearchConfig,
+    generator: torch.Generator | None = None,
+    constraints: Sequence[Constraints] | None = None,
+    draft: Draft | None = None,
+    joining: bool = False,
+) -> Stepper:
+    """The search :func:`generate` runs, started over src (models in eval mode, under
+    ``torch.inference_mode``); ``joining``: a greedy or beam search built to take inputs
+    joining it (:func:`joinable`), as a scheduler runs them."""
+    kind = search_kind(config, constraints is not None, draft is not None)
+    search = stepper_class(kind)
+    search.check(config)
+    ens = Ensemble(models)
+    src = src.to(next(models[0].parameters()).device)
+    if kind == "beam" and joining:
+        return search(ens, src, config, wide=True)
+    if kind == "sampling" and generator is None:
+        generator = torch.Generator(src.device).manual_seed(config.seed)
+    # what a search takes beside the models, the batch and the options
+    given = {"sampling": generator, "constrained": constraints, "speculative": draft}
+    return search(ens, src, config, *([given[kind]] if kind in given else []))
+
+
+def joinable(config: SearchConfig, constrained: bool = False, draft: bool = False) -> bool:
+    """Whether the search these options resolve to takes inputs joining it between steps."""
+    return stepper_class(search_kind(config, constrained, draft)).joinable

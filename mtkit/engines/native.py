@@ -22,7 +22,8 @@ from mtkit.data.tags import check_target
 from mtkit.data.tokenizer import Tokenizer
 from mtkit.decoding.batching import pad_batch
 from mtkit.decoding.constraints import Constraints
-from mtkit.decoding.search import Hypothesis, generate
+from mtkit.decoding.scheduler import Scheduler
+from mtkit.decoding.search import Hypothesis, generate, joinable, start_search
 from mtkit.decoding.search import check as check_search
 from mtkit.decoding.speculative import Draft
 from mtkit.devices import torch_device
@@ -31,6 +32,7 @@ from mtkit.engines.base import (
     Engine,
     ModelInfo,
     Phrases,
+    Progress,
     Translation,
     announce_dtype,
     one_line,
@@ -63,6 +65,7 @@ class NativeEngine(Engine):
     # per model, its output projection's weight before packing (what output_rows needs)
     projection_weights: list[Tensor | None] | None = None
     shortlist_rows: int = ROWS  # decoder rows whose sentences share one shortlist union
+    scheduler: Scheduler | None = None  # :meth:`schedule`: searches step with other callers'
 
     def check(self, search: SearchConfig) -> None:
         """The search's own check of ``search`` (a server request's options included)."""
@@ -91,7 +94,18 @@ class NativeEngine(Engine):
                 boundaries = frozenset(columns(sorted(self.boundaries)))
                 given = [[columns(phrase) for phrase in p] for p in given]
             constraints = [Constraints(p, ordered, boundaries) for p in given]
-        found = generate(models, src, search, self._generator(search), constraints, self.draft)
+        generator = self._generator(search)
+        if self.scheduler is None:
+            found = generate(models, src, search, generator, constraints, self.draft)
+        else:  # decoded on the scheduler's thread, beside (or joining) other requests' rows
+            joins = self._joins(models, search)
+            found = self.scheduler.decode(
+                [row + [ids.eos] for row in rows],
+                search if joins else None,
+                lambda part: start_search(
+                    models, part, search, generator, constraints, self.draft, joins
+                ),
+            )
         if isinstance(models[0], Shortlisted):
             to_vocab = models[0].vocabulary_ids
             found = [
@@ -111,6 +125,47 @@ class NativeEngine(Engine):
         if isinstance(first, Aligning):
             return self._aligned(rows, src, first.encoded, found, out)
         return out
+
+    def decode_batches(
+        self,
+        batches: list[list[list[int]]],
+        search: SearchConfig,
+        progress: Progress | None,
+        phrases: list[list[Phrases]] | None = None,
+    ) -> list[list[list[Translation]]]:
+        """With a scheduler and a search whose rows join a running one, every batch in one
+        submission (the scheduler takes its rows in as its budget allows); else batch by
+        batch."""
+        if self.scheduler is None or not self._joins(self.models, search):
+            return super().decode_batches(batches, search, progress, phrases)
+        found = self.decode_batch([row for rows in batches for row in rows], search)
+        out, at = [], 0
+        for rows in batches:
+            out.append(found[at : at + len(rows)])
+            at += len(rows)
+            if progress is not None:
+                progress.update(len(rows))
+        return out
+
+    def schedule(self, max_tokens: int, share_tokens: int | None = None) -> Scheduler:
+        """From now on every search runs on one decoding thread, step by step, with those of
+        other callers (threads): rows of greedy and beam searches join a running one
+        (:mod:`mtkit.decoding.scheduler`: ``max_tokens`` source tokens at a time, at most
+        ``share_tokens`` of one caller's while others decode)."""
+        if self.scheduler is None:
+            pad = self.src_tokenizer.specials.pad
+            self.scheduler = Scheduler(max_tokens, self.device, pad, share_tokens)
+        return self.scheduler
+
+    def _joins(self, models: list[Any], search: SearchConfig) -> bool:
+        """Whether this search's rows may join a running one: a greedy or beam search (no
+        constraints, no draft's speculation) without alignments or a shortlist, on models
+        whose states take joining rows (eager key/value caches)."""
+        if search.alignment or search.constraints or self.shortlist is not None:
+            return False
+        if not joinable(search, draft=self.draft is not None):
+            return False
+        return all(getattr(model, "joinable", False) for model in models)
 
     def _aligning(self) -> Aligning:
         """The first model, recording its alignment layer's cross-attention as it decodes."""

@@ -53,6 +53,8 @@ class KeyValueCache:
     v: Tensor  # (R, Hkv, max_len, Dh)
     length: int = 0  # steps filled
     spare: tuple[Tensor, Tensor] | None = None
+    room: tuple[Tensor, Tensor] | None = None  # the buffers k, v are the first rows of
+    joined: bool = False  # rows joined it: buffers keep room for more (:meth:`join`)
 
     @classmethod
     def empty(cls, like: Tensor, rows: int, heads: int, max_len: int, dim: int) -> KeyValueCache:
@@ -77,13 +79,13 @@ class KeyValueCache:
     def reorder(self, rows: Tensor) -> None:
         n, r = self.length, len(rows)
         if self.spare is None or self.spare[0].shape[0] < r:  # more rows: the first step
-            shape = (r, *self.k.shape[1:])
+            shape = (r + (r // 2 if self.joined else 0), *self.k.shape[1:])
             self.spare = (self.k.new_empty(shape), self.v.new_empty(shape))
         # fewer rows (sentences leaving): the first rows of the spare pair, a dense view
         k, v = (x[:r] for x in self.spare)
         torch.index_select(self.k[:, :, :n], 0, rows, out=k[:, :, :n])
         torch.index_select(self.v[:, :, :n], 0, rows, out=v[:, :, :n])
-        self.spare = (self.k, self.v)
+        self.spare, self.room = self.room or (self.k, self.v), self.spare
         self.k, self.v = k, v
 
     def nbytes(self) -> int:
@@ -97,11 +99,19 @@ class KeyValueCache:
         ``other``'s steps where they must."""
         if other.length:
             raise ValueError(f"rows joining a decode must be new, not {other.length} steps in")
-        n, (r, heads, held, dim) = self.length, self.k.shape
-        steps = max(held, n + other.k.shape[2])
-        k, v = (self.k.new_zeros((r + other.k.shape[0], heads, steps, dim)) for _ in range(2))
-        k[:r, :, :n], v[:r, :, :n] = self.k[:, :, :n], self.v[:, :, :n]
-        self.k, self.v, self.spare = k, v, None
+        n, (r, heads, _, dim), more = self.length, self.k.shape, other.k.shape[0]
+        k, v = self.room or (self.k, self.v)
+        need = n + other.k.shape[2]
+        if k.shape[0] < r + more or k.shape[2] < need:  # grown by half again: joins are many
+            steps = k.shape[2] if k.shape[2] >= need else max(need, k.shape[2] * 3 // 2)
+            shape = ((r + more) * 3 // 2, heads, steps, dim)
+            k, v = self.k.new_empty(shape), self.v.new_empty(shape)
+            k[:r, :, :n], v[:r, :, :n] = self.k[:, :, :n], self.v[:, :, :n]
+            self.spare = None
+        k[r : r + more, :, :n] = 0  # the slots before the new rows' first: masked, not NaN
+        v[r : r + more, :, :n] = 0
+        self.room, self.joined = (k, v), True
+        self.k, self.v = k[: r + more], v[: r + more]
 
     def compact(self, steps: int) -> None:
         """Forget the first ``steps`` slots (no row reads them any more): every position

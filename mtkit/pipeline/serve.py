@@ -19,9 +19,12 @@ from typing import Any
 
 from mtkit.config import ServeConfig, TranslateConfig
 from mtkit.engines import load_engine
+from mtkit.engines.base import Engine
+from mtkit.engines.native import NativeEngine
 from mtkit.errors import MtkitError
 from mtkit.serve.app import create_app
 from mtkit.serve.batcher import Batcher
+from mtkit.serve.dispatcher import Dispatcher
 from mtkit.serve.languages import resolve_languages
 from mtkit.serve.service import Model, Service, token_counter
 from mtkit.text.glossary import read_glossary
@@ -40,16 +43,31 @@ def load_model(models: list[str], config: TranslateConfig, serve: ServeConfig) -
     engine = load_engine(models, config)
     pair = resolve_languages(given, engine, models[0])
     engine.translate(["warm up"], config.search)  # first-call costs (weight packing) go here
-    batcher = Batcher(
+    return Model(
+        engine,
+        pair,
+        batcher(engine, serve).start(),
+        config.search,
+        name=", ".join(models),
+        glossary=glossary,
+    )
+
+
+def batcher(engine: Engine, serve: ServeConfig) -> Batcher | Dispatcher:
+    """Step-level batching where asked (the default) and the engine steps its searches
+    (mtkit's own, in this process), else whole batches of requests; the log says which."""
+    if serve.batching == "step" and isinstance(engine, NativeEngine):
+        log.info("batching: step-level (sentences join and leave the running search)")
+        return Dispatcher(engine, serve.max_batch_tokens, serve.queue_size, serve.slice_tokens)
+    if serve.batching == "step":
+        log.info("batching: whole requests (%s decodes batches whole)", type(engine).__name__)
+    return Batcher(
         engine,
         serve.max_batch_tokens,
         serve.max_wait_ms / 1000,
         serve.queue_size,
         token_counter(engine),
         serve.slice_tokens,
-    )
-    return Model(
-        engine, pair, batcher.start(), config.search, name=", ".join(models), glossary=glossary
     )
 
 

@@ -37,6 +37,8 @@ from mtkit.serve.api import (
     parse_request,
     request_glossary,
 )
+from mtkit.serve.batcher import Batcher
+from mtkit.serve.dispatcher import Dispatcher
 from mtkit.serve.languages import language_name
 from mtkit.serve.limits import RateLimit, admit
 from mtkit.serve.service import (
@@ -216,6 +218,7 @@ def create_app(service: Service) -> FastAPI:
                 "target": model.pair[1],
                 "waiting": model.batcher.waiting,
                 "batches": model.batcher.stats.batches,
+                **decoder_stats(model.batcher),
             }
         )
 
@@ -290,3 +293,16 @@ class RequestLog:
 
 
 PAGE = resources.files("mtkit.serve").joinpath("static/index.html").read_text(encoding="utf-8")
+
+
+def decoder_stats(batcher: Batcher | Dispatcher) -> dict[str, Any]:
+    """Step-level batching's decoder: steps taken, rows joined and dropped (/health)."""
+    if not isinstance(batcher, Dispatcher):
+        return {"batching": "request"}
+    stats = batcher.scheduler.stats
+    return {
+        "batching": "step",
+        "steps": stats.steps,
+        "joined": stats.joined,
+        "dropped": stats.dropped,
+    }

@@ -47,7 +47,7 @@ class Closed(Exception):
     """The batcher is shutting down and takes no more jobs."""
 
 
-@dataclass
+@dataclass(eq=False)
 class Job:
     """One request: its lines, the search it wants, its size in source tokens."""
 
@@ -61,6 +61,13 @@ class Job:
     given: int = 0  # lines handed out to batches so far (a sliced job)
     results: Results = field(default_factory=list)  # a sliced job's results so far
     running: bool = False  # its future is running (a sliced job's first slice was taken)
+    gone: threading.Event = field(default_factory=threading.Event)  # :meth:`cancel` was called
+
+    def cancel(self) -> None:
+        """Its request went away: not translated if not started (a step-level job stops at
+        the next step: :mod:`mtkit.serve.dispatcher`)."""
+        self.gone.set()
+        self.future.cancel()
 
 
 @dataclass(frozen=True)

@@ -16,6 +16,7 @@ from mtkit.config import SearchConfig, ServeConfig
 from mtkit.engines.base import Engine
 from mtkit.serve.api import ApiError
 from mtkit.serve.batcher import Batcher
+from mtkit.serve.dispatcher import Dispatcher
 from mtkit.text.glossary import Glossary
 
 
@@ -25,7 +26,7 @@ class Model:
 
     engine: Engine
     pair: tuple[str, str]
-    batcher: Batcher
+    batcher: Batcher | Dispatcher
     search: SearchConfig
     name: str = ""
     glossary: Glossary | None = None  # --glossary: terms every request's sentences keep

@@ -26,6 +26,7 @@ from mtkit.engines.guard import joined_ways
 from mtkit.errors import MtkitError
 from mtkit.serve.api import ApiError, TranslateRequest, split_lines
 from mtkit.serve.batcher import Batcher, Closed, QueueFull
+from mtkit.serve.dispatcher import Dispatcher
 from mtkit.text import TextOptions, translate_documents
 from mtkit.text.confidence import concatenated
 from mtkit.text.glossary import Constrain
@@ -121,7 +122,7 @@ class Deadline:
 
 
 async def batched(
-    batcher: Batcher,
+    batcher: Batcher | Dispatcher,
     lines: list[str],
     search: SearchConfig,
     deadline: Deadline,
@@ -138,7 +139,11 @@ async def batched(
         raise ApiError(503, "server", str(err), {"Retry-After": "5"}) from None
     try:
         return await asyncio.wait_for(asyncio.wrap_future(job.future), deadline.left())
+    except asyncio.CancelledError:  # the client went away: nothing more of it is decoded
+        job.cancel()
+        raise
     except asyncio.TimeoutError:
+        job.cancel()  # its rows leave the running search: nothing of it after its answer
         raise ApiError(
             504, "timeout", f"no translation within {seconds_text(deadline.seconds)} (--timeout)"
         ) from None

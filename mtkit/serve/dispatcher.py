@@ -1,0 +1,98 @@
+"""Step-level batching's front (``--batching step``, the default where the engine can): each
+request is translated by ``engine.translate`` in a thread of its own, and the searches of all
+of them step together on the engine's one decoding thread (:mod:`mtkit.decoding.scheduler`):
+a sentence that arrives while others decode joins them at the next step, and leaves (its
+request answered) the step it ends. Everything around the search (the text layer's units,
+the guard, detokenization) runs in the request's thread exactly as `mtkit translate` runs it,
+so every answer is offline translation's.
+
+A job whose request goes away (:meth:`Job.cancel`: its answer came too late, or its client
+left) stops: its rows leave the running search at the next step and nothing more of it is
+decoded. The same interface as :class:`~mtkit.serve.batcher.Batcher` (``submit``, ``waiting``,
+``stats``, ``close``), which stays for engines that decode whole batches (CTranslate2,
+``--workers``) and for ``--batching request``.
+"""
+
+from __future__ import annotations
+
+import threading
+from concurrent.futures import ThreadPoolExecutor
+
+from mtkit.config import SearchConfig
+from mtkit.decoding.scheduler import CANCELLED
+from mtkit.engines.native import NativeEngine
+from mtkit.serve.batcher import BatchStats, Closed, Job, QueueFull
+
+JOB_THREADS = 64  # requests translated at once (their threads mostly wait on the decoder)
+
+
+class Dispatcher:
+    """Jobs, each ``engine.translate`` in a thread, their searches on one scheduler."""
+
+    def __init__(
+        self, engine: NativeEngine, max_tokens: int, queue_size: int, share_tokens: int = 0
+    ) -> None:
+        self.engine, self.queue_size = engine, queue_size
+        self.scheduler = engine.schedule(max_tokens, share_tokens or max_tokens)
+        self.stats = BatchStats()
+        self._jobs: set[Job] = set()
+        self._lock = threading.Lock()
+        self._closed = False
+        self._pool = ThreadPoolExecutor(JOB_THREADS, thread_name_prefix="mtkit-job")
+
+    def start(self) -> Dispatcher:
+        return self
+
+    def submit(
+        self, lines: list[str], search: SearchConfig, phrases: list[list[str]] | None = None
+    ) -> Job:
+        """Translate ``lines`` with ``search`` (each line with its constraint ``phrases``, for
+        a search with a constraint kind); raises QueueFull or Closed."""
+        job = Job(lines, search, 0, phrases)
+        with self._lock:
+            if self._closed:
+                raise Closed("the server is shutting down")
+            if len(self._jobs) >= self.queue_size:
+                raise QueueFull(f"{len(self._jobs)} requests are being translated (--queue-size)")
+            self._jobs.add(job)
+        self._pool.submit(self._translate, job)
+        return job
+
+    @property
+    def waiting(self) -> int:
+        """Jobs submitted and not answered yet."""
+        with self._lock:
+            return len(self._jobs)
+
+    def close(self, timeout: float | None = None) -> bool:
+        """Take no more jobs, finish those taken; True if all ended in ``timeout``."""
+        with self._lock:
+            self._closed = True
+        self._pool.shutdown(wait=True)
+        return self.scheduler.close(timeout)
+
+    def _translate(self, job: Job) -> None:
+        try:
+            if not job.future.set_running_or_notify_cancel():
+                return
+            token = CANCELLED.set(job.gone.is_set)
+            try:
+                lines = job.lines
+                found = self.engine.translate(lines, job.search, constraints=job.phrases)
+            except BaseException as err:  # noqa: BLE001 - the request's answer: its error
+                job.future.set_exception(err)
+            else:
+                job.future.set_result(found)
+                self._record(job)
+            finally:
+                CANCELLED.reset(token)
+        finally:
+            with self._lock:
+                self._jobs.discard(job)
+
+    def _record(self, job: Job) -> None:
+        with self._lock:
+            stats = self.stats
+            stats.batches = self.scheduler.stats.started
+            stats.jobs += 1
+            stats.lines += len(job.lines)
