@@ -24,6 +24,7 @@ class LoadedModel:
     config: ModelConfig
     checkpoint_path: str
     languages: Languages | None = None  # None: the checkpoint names none (Checkpoint.languages)
+    source_pieces: int | None = None  # the longest training source (Checkpoint.source_pieces)
 
 
 def load_for_inference(path: str | Path, device: str | torch.device = "cpu") -> LoadedModel:
@@ -38,4 +39,5 @@ def load_for_inference(path: str | Path, device: str | torch.device = "cpu") -> 
         config=model.cfg,
         checkpoint_path=str(path),
         languages=ckpt.languages,
+        source_pieces=ckpt.source_pieces,
     )

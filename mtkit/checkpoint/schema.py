@@ -11,6 +11,8 @@ On disk (format_version 1, a dict of tensors and plain containers)::
                       (``bos``: the first decoder input)
     src_lang/tgt_lang optional: the language codes (:class:`mtkit.languages.Languages`)
     tag_ids           optional: ids of the source vocabulary's target-language tags
+    source_pieces     optional: the longest source of the training data, in pieces (EOS not
+                      counted): longer lines are cut to it before decoding
     train_config      TrainConfig as a dict (the resolved config of the run); {} when none
     averaged_from     optional: the files `mtkit average` averaged
     imported_from     optional: {"format": "hf", "path": ...} of `mtkit import`
@@ -86,6 +88,7 @@ class Checkpoint:
     special_ids: SpecialIds | None = None
     languages: Languages | None = None
     tag_ids: tuple[int, ...] = ()  # the target-language tags of a multilingual model
+    source_pieces: int | None = None  # the longest training source (None: not recorded)
     train_config: dict[str, Any] = field(default_factory=dict)  # TrainConfig as a dict
     averaged_from: list[str] | None = None
     imported_from: dict[str, Any] | None = None
@@ -121,6 +124,7 @@ class Checkpoint:
             "special_ids": self.special_ids.to_dict() if self.special_ids else None,
             **(self.languages.to_dict() if self.languages else {}),
             "tag_ids": list(self.tag_ids),
+            "source_pieces": self.source_pieces,
             "averaged_from": self.averaged_from,
             "imported_from": self.imported_from,
             **(self.resume.to_payload() if self.resume else {}),
@@ -153,6 +157,7 @@ class Checkpoint:
             averaged_from=payload.get("averaged_from"),
             imported_from=payload.get("imported_from"),
             resume=_resume(payload),
+            source_pieces=_source_pieces(payload, where),
             where=where,
         )
         ckpt.languages = Languages.from_dict(payload) or _trained_languages(train_config)
@@ -229,6 +234,13 @@ def _tag_ids(payload: dict[str, Any], where: str) -> tuple[int, ...]:
     if not (isinstance(tags, list | tuple) and all(isinstance(t, int) for t in tags)):
         raise MtkitError(f"{where}: tag_ids must be a list of ids")
     return tuple(tags)
+
+
+def _source_pieces(payload: dict[str, Any], where: str) -> int | None:
+    value = payload.get("source_pieces")
+    if value is not None and (not isinstance(value, int) or isinstance(value, bool) or value < 1):
+        raise MtkitError(f"{where}: source_pieces must be a positive integer, got {value!r}")
+    return value
 
 
 def _resume(payload: dict[str, Any]) -> ResumeState | None:

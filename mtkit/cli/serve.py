@@ -65,8 +65,8 @@ def served_search_options(func: Any) -> Any:
 @option(
     "--slice-tokens",
     type=click.IntRange(0),
-    help="A long request is translated this many source pieces per batch at most, beside the "
-    "short ones (0: a long request runs alone, in one batch).",
+    help="A long request's source pieces decoded at once while other requests decode or wait "
+    "(--batching request: per batch, beside the short ones; 0: no limit).",
 )
 @option(
     "--max-wait-ms",

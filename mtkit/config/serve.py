@@ -26,7 +26,7 @@ class ServeConfig:
     batching: str = "step"  # step: sentences join and leave a running search; request: batches
     max_batch_tokens: int = 2048  # source pieces (+EOS) per batch, over all requests in it
     max_wait_ms: float = 5.0  # how long the oldest waiting request may wait for others
-    slice_tokens: int = 64  # a long request's source pieces per batch (0: all in one batch)
+    slice_tokens: int = 64  # a long request's source pieces decoding beside others (0: no cap)
     queue_size: int = 256  # requests waiting for the model; beyond: 503 with Retry-After
     timeout: float = 30.0  # seconds from arrival to answer; beyond: 504
     max_body_bytes: int = 1_000_000  # beyond: 413

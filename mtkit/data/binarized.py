@@ -178,6 +178,10 @@ class ParallelData:
     def __len__(self) -> int:
         return len(self.src_lengths)
 
+    def longest_source(self) -> int | None:
+        """The most pieces a source of the split has (None for an empty split)."""
+        return int(self.src_lengths.max()) if len(self) else None
+
     def side(self, side: str, i: int) -> np.ndarray:
         offsets = self._offsets[side]
         return np.asarray(self._tokens[side][offsets[i] : offsets[i + 1]], dtype=np.int64)

@@ -57,6 +57,7 @@ class ModelInfo:
     tgt_tokenizer: Tokenizer
     max_positions: int
     languages: Languages | None
+    trained_pieces: int | None = None  # the longest training source (Engine.trained_pieces)
 
 
 # a line's constraints: target phrases, each the piece ids its translation must contain
@@ -82,11 +83,22 @@ class Engine(ABC):
     tgt_tokenizer: Tokenizer
     max_positions: int  # the model's position limit: a source of max_positions - 1 pieces + EOS
     model_languages: Languages | None  # what the model names, None when it does not
+    # the longest source the model was trained on (pieces; the checkpoint's source_pieces),
+    # None where not recorded
+    trained_pieces: int | None = None
 
     @property
     def max_source_pieces(self) -> int:
-        """Longest source a line is cut to (pieces, EOS not counted)."""
+        """Longest source a line is truncated to (pieces, EOS not counted)."""
         return min(self.config.max_input_tokens, self.max_positions - 1)
+
+    @property
+    def unit_pieces(self) -> int:
+        """Longest unit the text layer hands over: :attr:`max_source_pieces`, and no longer
+        than the model was trained on where that is recorded (longer sentences are cut into
+        parts at this length, each translated)."""
+        cap = self.max_source_pieces
+        return cap if self.trained_pieces is None else min(cap, self.trained_pieces)
 
     def languages(self) -> Languages | None:
         """The language codes the model names (None: it names none)."""

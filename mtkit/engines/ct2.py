@@ -305,7 +305,7 @@ def load(models: list[str], config: TranslateConfig, announce: bool = True) -> C
     if isinstance(meta.get("alignment_layer"), int) and isinstance(meta.get("decoder_layers"), int):
         layers = (meta["alignment_layer"], meta["decoder_layers"])
     use_vmap = bool(meta.get("vmap")) and (model_dir / str(meta["vmap"])).is_file()
-    return Ct2Engine(
+    engine = Ct2Engine(
         translator,
         src,
         tgt,
@@ -316,3 +316,6 @@ def load(models: list[str], config: TranslateConfig, announce: bool = True) -> C
         str(model_dir),
         use_vmap,
     )
+    pieces = meta.get("source_pieces")  # the longest training source, where recorded
+    engine.trained_pieces = pieces if isinstance(pieces, int) and pieces > 0 else None
+    return engine

@@ -341,7 +341,8 @@ def describe(checkpoints: list[str], config: TranslateConfig) -> ModelInfo:
     _shortlist(config, *pairs[0])
     announce_dtype(config.dtype, resolved)
     positions = min(ckpt.model_config.max_positions for ckpt in ckpts)
-    return ModelInfo(*pairs[0], positions, ckpts[0].languages)
+    trained = min((ckpt.source_pieces for ckpt in ckpts if ckpt.source_pieces), default=None)
+    return ModelInfo(*pairs[0], positions, ckpts[0].languages, trained)
 
 
 def load(checkpoints: list[str], config: TranslateConfig, announce: bool = True) -> NativeEngine:
@@ -386,6 +387,9 @@ def load(checkpoints: list[str], config: TranslateConfig, announce: bool = True)
         first.languages,
         shortlist=shortlist,
         projection_weights=weights,
+    )
+    engine.trained_pieces = min(
+        (item.source_pieces for item in loaded if item.source_pieces), default=None
     )
     engine._generator(config.search)
     engine.draft = load_draft(

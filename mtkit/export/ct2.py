@@ -324,6 +324,7 @@ def export_ct2(
             quantization=quantization,
             decoder_layers=layers,
             alignment_layer=alignment_layer(DEFAULT_LAYER, layers),
+            source_pieces=loaded.source_pieces,
             **vmap,
         )
     return Path(out_dir)

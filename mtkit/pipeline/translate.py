@@ -227,7 +227,13 @@ def translated(
 def text_options(engine: Engine) -> TextOptions:
     """How ``engine``'s config reads lines (:class:`mtkit.text.TextOptions`)."""
     config = engine.config
-    return TextOptions(source_language(engine), config.split_sentences, config.spans, config.format)
+    return TextOptions(
+        source_language(engine),
+        config.split_sentences,
+        config.spans,
+        config.format,
+        engine.max_source_pieces,
+    )
 
 
 def source_language(engine: Engine) -> str:

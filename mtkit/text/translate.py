@@ -67,6 +67,10 @@ class TextOptions:
     split: bool = True  # False: each text is one sentence, translated as it is
     spans: bool = True  # URLs, e-mails, numbers, mentions, hashtags, emoji, code kept verbatim
     format: str = "text"  # text | html | xml
+    # without split: a text longer than the unit limit but of at most this many pieces is cut
+    # into parts at the limit (the model's trained length); longer ones, and all with 0, stay
+    # whole (the engine truncates them, as --max-input-tokens says)
+    cut: int = 0
 
     def __post_init__(self) -> None:
         if self.format not in TEXT_FORMATS:
@@ -244,9 +248,10 @@ def prepare(
     limit: int,
     first_number: int = 1,
 ) -> Segmented:
-    """``texts`` cut into units of at most ``limit`` source pieces (with ``options.split``;
-    else each text is one unit, as it is); ``first_number`` numbers the texts in warnings (a
-    text is a line of the input)."""
+    """``texts`` cut into units of at most ``limit`` source pieces: with ``options.split``
+    sentences, else each text one unit, as it is; a unit longer than ``limit`` (the engine's
+    cut: what the model was trained on, or its positions) in parts, each translated.
+    ``first_number`` numbers the texts in warnings (a text is a line of the input)."""
     tagged = [_tagged(text, tokenizer.tags) for text in texts]
     annotated = [
         segment(body, options.lang) if options.split else _whole(body) for _, body in tagged
@@ -254,7 +259,7 @@ def prepare(
     plain = [s for text in annotated for s in text.all_sentences()]
     masks = [mask(s) if options.spans else None for s in plain]
     sentences = [m.text if m else s for m, s in zip(masks, plain, strict=True)]
-    lengths = iter(len(ids) for ids in tokenizer.encode(sentences)) if options.split else None
+    lengths = iter(len(ids) for ids in tokenizer.encode(sentences))
     units: list[str] = []
     parts: list[list[int]] = []
     offsets: list[int] = []
@@ -270,7 +275,9 @@ def prepare(
         counts = []
         for _ in range(len(text)):
             sentence = next(at)
-            fits = lengths is None or next(lengths) <= limit
+            size = next(lengths)
+            whole = not options.split and size > options.cut  # the engine truncates it
+            fits = size <= limit or whole
             cut = [sentence] if fits else cut_long(sentence, count, limit)
             if len(cut) > 1:
                 warn(
@@ -298,9 +305,9 @@ def _whole(text: str) -> AnnotatedText:
 
 
 def source_limit(engine: Engine) -> int:
-    """Source pieces a unit may have: the engine's cut, less one for a multilingual model's
-    target-language tag."""
-    return max(1, engine.max_source_pieces - (1 if engine.src_tokenizer.tags else 0))
+    """Source pieces a unit may have: the engine's cut (what the model was trained on, where
+    recorded), less one for a multilingual model's target-language tag."""
+    return max(1, engine.unit_pieces - (1 if engine.src_tokenizer.tags else 0))
 
 
 def translate_plans(

@@ -125,6 +125,7 @@ class Trainer:
             languages=data.languages,
             train_config=asdict(self.cfg),
             resume=resume,
+            source_pieces=data.train.longest_source(),
         )
 
     def save(self, numbered: bool, best: bool) -> None:

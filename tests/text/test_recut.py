@@ -69,6 +69,7 @@ class Stub:
 
     def __init__(self, engine: Engine) -> None:
         self.src_tokenizer, self.max_source_pieces = engine.src_tokenizer, 1000
+        self.unit_pieces = 1000
         self.config = engine.config
         self.calls: list[list[str]] = []
 

@@ -1,0 +1,67 @@
+"""The longest source a model was trained on: recorded by training, kept by its checkpoint,
+and the engines' cut: a longer line is cut by the text layer into parts at that length, each
+translated (not truncated, not decoded past what the model ever saw)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from engine_helpers import LINES
+
+from mtkit.checkpoint import Checkpoint
+from mtkit.config import TranslateConfig
+from mtkit.data.binarized import ParallelData
+from mtkit.engines import load_engine
+from mtkit.errors import MtkitError
+from mtkit.pipeline.translate import translate_with
+from mtkit.text.segment import cut_long
+
+
+def test_training_records_its_longest_source(multi_run: Path, multi_dataset: Path) -> None:
+    ckpt = Checkpoint.load(multi_run / "checkpoint_last.pt")
+    longest = ParallelData(multi_dataset, "train").longest_source()
+    assert longest and ckpt.source_pieces == longest  # its tag counted, as the engine counts
+    assert load_engine(
+        [str(multi_run / "checkpoint_last.pt")], TranslateConfig()
+    ).unit_pieces == min(longest, ckpt.model_config.max_positions - 1)
+
+
+def with_length(engine_ckpt: Path, tmp_path: Path, pieces: int | None) -> Path:
+    ckpt = Checkpoint.load(engine_ckpt)
+    ckpt.source_pieces = pieces
+    path = tmp_path / f"cut-{pieces}.pt"
+    ckpt.save(path)
+    return path
+
+
+def test_a_longer_line_is_cut_into_parts_at_the_trained_length(
+    engine_ckpt: Path, tmp_path: Path, capsys
+) -> None:
+    engine = load_engine([str(with_length(engine_ckpt, tmp_path, 9))], TranslateConfig())
+    assert engine.trained_pieces == 9 and engine.unit_pieces == 9
+    line = " ".join(LINES[:4])  # far more than 9 pieces
+    count = lambda texts: [len(ids) for ids in engine.src_tokenizer.encode(texts)]  # noqa: E731
+    parts = cut_long(line, count, 9)
+    assert len(parts) > 2
+    capsys.readouterr()
+    [whole] = translate_with(engine, [line])
+    assert f"cut into {len(parts)} parts" in capsys.readouterr().err
+    assert whole == " ".join(translate_with(engine, parts))  # every part, none truncated
+    untouched = load_engine([str(engine_ckpt)], TranslateConfig())  # nothing recorded
+    assert untouched.trained_pieces is None
+    assert (
+        untouched.unit_pieces
+        == untouched.max_source_pieces
+        == min(1000, untouched.max_positions - 1)
+    )
+
+
+@pytest.mark.parametrize("bad", ["9", 0, True, 2.5])
+def test_a_bad_recorded_length_is_refused_in_one_line(engine_ckpt, tmp_path, bad) -> None:
+    from mtkit.checkpoint.storage import load_checkpoint
+
+    payload = load_checkpoint(engine_ckpt)
+    payload["source_pieces"] = bad
+    with pytest.raises(MtkitError, match=r"^x.pt: source_pieces must be a positive integer"):
+        Checkpoint.from_payload(payload, "x.pt")
