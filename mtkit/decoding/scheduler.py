@@ -34,6 +34,10 @@ from mtkit.decoding.stepper import Stepper
 # rows are taken in every this many steps: each intake encodes its rows and grows the caches
 # (a few ms), so rows arriving one a step join in pairs (a step's wait, at most, for each)
 JOIN_EVERY = 2
+# a search that has taken this many inputs takes no more (it drains, a new one starts): a
+# server's search under steady traffic would otherwise never end, and its per-input
+# bookkeeping (a few integers each) grow for ever
+MAX_INPUTS = 10_000
 # what a request thread's decodes ask to know whether their request is still wanted
 CANCELLED: ContextVar[Callable[[], bool] | None] = ContextVar("mtkit_cancelled", default=None)
 
@@ -193,7 +197,14 @@ class Scheduler:
     def _start(self, key: Hashable | None, parts: list[tuple[Submission, int]]) -> None:
         """The rows ``parts`` join the running search of ``key``, or start one."""
         src = pad_batch([sub.rows[i] for sub, i in parts], self.device, self.pad)
-        running = next((r for r in self._running if key is not None and r.key == key), None)
+        running = next(
+            (
+                r
+                for r in self._running
+                if key is not None and r.key == key and len(r.search.limits) < MAX_INPUTS
+            ),
+            None,
+        )
         try:
             if running is None:
                 running = Running(parts[0][0].start(src), key)

@@ -118,7 +118,9 @@ class Stepper(ABC):
             for i, hyps in enumerate(self.found)
             if i not in live and i not in self._handed
         ]
-        self._handed.update(i for i, _ in out)
+        for i, _ in out:
+            self._handed.add(i)
+            self.found[i] = []  # handed out: a long-lived search keeps no hypotheses
         return out
 
 

@@ -125,3 +125,14 @@ def test_searches_that_cannot_take_joiners_say_so() -> None:
     narrow = BeamSearch(Ensemble([model]), SOURCES[0][None], SEARCHES["beam"])
     with pytest.raises(ValueError, match="wide"):
         narrow.join(SOURCES[1][None])
+
+
+def test_handed_out_hypotheses_are_not_kept() -> None:
+    """A server's search may live for hours: what it handed out it forgets."""
+    search = stepper(tiny(), SEARCHES["greedy"], SOURCES[1])
+    with torch.inference_mode():
+        search.join(SOURCES[2][None])
+        while not search.done:
+            search.step()
+    assert {i for i, _ in search.finished()} == {0, 1}
+    assert search.found == [[], []]

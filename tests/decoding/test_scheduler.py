@@ -139,3 +139,18 @@ def test_a_failing_search_fails_its_own_submission_only(scheduler: Scheduler) ->
         with torch.inference_mode():
             expected = tokens(generate([model], padded(rows(3, seed=10)), BEAM))
         assert tokens(good.result()) == expected
+
+
+def test_a_search_that_took_many_inputs_takes_no_more(scheduler: Scheduler, monkeypatch) -> None:
+    """Under steady traffic a search would never end: past MAX_INPUTS a new one starts."""
+    import mtkit.decoding.scheduler as scheduling
+
+    monkeypatch.setattr(scheduling, "MAX_INPUTS", 3)
+    model = tiny()
+    long = threading.Thread(target=submit, args=(scheduler, model, rows(3, seed=12), LONG))
+    long.start()
+    while scheduler.stats.steps < 3:
+        time.sleep(0.001)
+    submit(scheduler, model, rows(1, seed=13), LONG)  # the first search holds 3 inputs already
+    long.join()
+    assert scheduler.stats.started == 2 and scheduler.stats.joined == 0
