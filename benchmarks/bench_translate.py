@@ -55,7 +55,9 @@ class UncachedEnsemble(Ensemble):
     """Drop-in for the search's Ensemble: ``step`` runs ``model.decode`` over all tokens so far
     (one model only), as decoders without a KV cache do."""
 
-    def start(self, src: torch.Tensor, copies: int, max_len: int) -> None:
+    def start(self, src: torch.Tensor, copies: int, max_len: int, shared: bool = False) -> None:
+        """Encode; each row holds its own copy of its sentence's encoder output (``shared``
+        or not: nothing is cached per source here)."""
         index = torch.arange(src.shape[0]).repeat_interleave(copies)
         self.enc = select_rows(self.models[0].encode(src), index)
         self.prefix = torch.empty((len(index), 0), dtype=torch.long)  # BOS comes with step 0
