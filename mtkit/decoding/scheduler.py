@@ -74,7 +74,6 @@ class Running:
     search: Stepper
     key: Hashable | None
     owners: dict[int, tuple[Submission, int]] = field(default_factory=dict)
-    tokens: dict[int, int] = field(default_factory=dict)  # input -> its source tokens
 
 
 @dataclass
@@ -111,10 +110,10 @@ class Scheduler:
         """Each row's hypotheses, as ``start(src)(...)`` run alone would give them; rows with
         a ``key`` may join a running search of that key. Raises :class:`Cancelled` once the
         calling context's :data:`CANCELLED` says so, or what the search raised."""
-        cancelled = CANCELLED.get() or _never
-        sub = Submission(rows, key, start, cancelled, [[] for _ in rows], left=len(rows))
         if not rows:
             return []
+        cancelled = CANCELLED.get() or _never
+        sub = Submission(rows, key, start, cancelled, [[] for _ in rows], left=len(rows))
         with self._cond:
             if self._closed:
                 raise RuntimeError("the decoder is shut down")
@@ -165,7 +164,7 @@ class Scheduler:
         whole; a keyed submission's rows one per submission and round, its first at once, the
         others while the budget allows: ``max_tokens`` in all, and ``share_tokens`` of its own
         while other submissions decode or wait (alone, a long text takes the whole budget)."""
-        used = sum(sum(r.tokens.values()) for r in self._running)
+        used = sum(len(sub.rows[row]) for r in self._running for sub, row in r.owners.values())
         groups: dict[Hashable | None, list[tuple[Submission, int]]] = {}
         alone: list[tuple[Hashable | None, list[tuple[Submission, int]]]] = []
         for sub in [s for s in self._pending if s.key is None]:
@@ -222,7 +221,6 @@ class Scheduler:
             return
         for i, (sub, row) in zip(inputs, parts, strict=True):
             running.owners[i] = (sub, row)
-            running.tokens[i] = len(sub.rows[row])
         live = sum(len(r.owners) for r in self._running)
         self.stats.most_rows = max(self.stats.most_rows, live)
         self._hand_out(running)
@@ -245,7 +243,7 @@ class Scheduler:
     def _hand_out(self, running: Running) -> None:
         for i, hyps in running.search.finished():
             sub, row = running.owners.pop(i)
-            sub.live -= running.tokens.pop(i)
+            sub.live -= len(sub.rows[row])
             sub.found[row] = hyps
             sub.left -= 1
             if sub.left == 0:
@@ -266,8 +264,8 @@ class Scheduler:
             gone.update(running.owners[i][0] for i in dropped)
             running.search.drop(dropped)
             for i in dropped:
-                sub, _ = running.owners.pop(i)
-                sub.live -= running.tokens.pop(i)
+                sub, row = running.owners.pop(i)
+                sub.live -= len(sub.rows[row])
             self.stats.dropped += len(dropped)
             if not running.owners:
                 self._running.remove(running)

@@ -7,6 +7,7 @@ Lines are encoded with the checkpoint's source spm model, cut into batches of at
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -329,6 +330,12 @@ def _shortlist(config: TranslateConfig, src: Tokenizer, tgt: Tokenizer) -> Short
     return read_shortlist_for(config.shortlist, src, tgt, "--shortlist")
 
 
+def trained_pieces(recorded: Iterable[int | None]) -> int | None:
+    """The longest source every model of an ensemble was trained on: the shortest of those
+    recorded (None where none is)."""
+    return min((pieces for pieces in recorded if pieces), default=None)
+
+
 def describe(checkpoints: list[str], config: TranslateConfig) -> ModelInfo:
     """What the engine would know of ``checkpoints`` (tokenizers, limits, languages), checked
     as :func:`load` checks them, without building a model: for a process that only encodes."""
@@ -341,7 +348,7 @@ def describe(checkpoints: list[str], config: TranslateConfig) -> ModelInfo:
     _shortlist(config, *pairs[0])
     announce_dtype(config.dtype, resolved)
     positions = min(ckpt.model_config.max_positions for ckpt in ckpts)
-    trained = min((ckpt.source_pieces for ckpt in ckpts if ckpt.source_pieces), default=None)
+    trained = trained_pieces(ckpt.source_pieces for ckpt in ckpts)
     return ModelInfo(*pairs[0], positions, ckpts[0].languages, trained)
 
 
@@ -388,9 +395,7 @@ def load(checkpoints: list[str], config: TranslateConfig, announce: bool = True)
         shortlist=shortlist,
         projection_weights=weights,
     )
-    engine.trained_pieces = min(
-        (item.source_pieces for item in loaded if item.source_pieces), default=None
-    )
+    engine.trained_pieces = trained_pieces(item.source_pieces for item in loaded)
     engine._generator(config.search)
     engine.draft = load_draft(
         config, checkpoints[0], (first.src_tokenizer, first.tgt_tokenizer), device, dtype
