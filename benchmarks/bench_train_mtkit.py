@@ -78,17 +78,20 @@ def bench_train_mtkit(
     preset: str = "transformer-small",
     overrides: dict[str, Any] | None = None,
     clock: Callable[[], float] = time.perf_counter,
+    compile: str = "off",
 ) -> dict[str, Any]:
     """Time ``updates`` mtkit updates after ``warmup``; returns throughput and MFU figures.
     ``overrides``: ModelConfig fields on top of the preset (a model variant); ``clock``:
     ``time.process_time`` counts this process's CPU seconds instead of wall-clock ones (with
-    one thread, robust to other work on the machine)."""
+    one thread, robust to other work on the machine); ``compile``: ``--compile`` (the warmup
+    updates compile, their seconds reported as ``warmup_seconds``)."""
     cfg = TrainConfig(
         data=data_dir,
         device=device,
         precision=precision,
         max_tokens=max_tokens,
         warmup_updates=4000,
+        compile=compile,
     )
     mcfg = model_config(data_dir, preset, overrides)
     step = Stepper(cfg, mcfg)  # nothing is written: the run directory is not used
@@ -101,10 +104,12 @@ def bench_train_mtkit(
     batches = batches[: warmup + updates]
     args = {"num_workers": 0, "pin_memory": step.device.type == "cuda"}
     groups = iterate_groups(train, batches, 0, 0, 1, 1, args)  # loads batches as training does
+    began = time.perf_counter()
     for i, group in enumerate(groups):
         if i == warmup:
             _sync(step.device)
             start = clock()
+            warmup_seconds = time.perf_counter() - began
         step.forward_backward(group)
         step.optimizer_step()
     _sync(step.device)
@@ -122,6 +127,8 @@ def bench_train_mtkit(
     return {
         "device": str(step.device),
         "precision": step.precision,
+        "compiled": step.compiling.on,
+        "warmup_seconds": warmup_seconds,
         "threads": torch.get_num_threads(),
         "params": count_parameters(step.model),
         "max_tokens": max_tokens,
@@ -181,6 +188,7 @@ def main() -> None:
     parser.add_argument("--precision", default="auto")
     parser.add_argument("--preset", default="transformer-small")
     parser.add_argument("--threads", type=int, default=0, help="torch CPU threads (0: default)")
+    parser.add_argument("--compile", default="off", choices=["off", "on", "auto"])
     args = parser.parse_args()
     if args.threads:
         torch.set_num_threads(args.threads)
@@ -194,6 +202,7 @@ def main() -> None:
             args.device,
             args.precision,
             args.preset,
+            compile=args.compile,
         )
     result["data"] = args.data or f"synthetic ({args.synthetic or 20000} pairs)"
     for key, value in result.items():

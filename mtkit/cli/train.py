@@ -44,6 +44,14 @@ TRAIN_OPTIONS: list[tuple[tuple[str, ...], str, Any, str]] = [
         "Autocast dtype. CUDA auto: bf16 if supported, else fp16. CPU auto: bf16 where the CPU "
         "has bf16 hardware and the ablation found no loss (mtkit/cpu.py), else fp32; fp16: CUDA.",
     ),
+    (
+        ("--compile",),
+        "compile",
+        click.Choice(["off", "on", "auto"]),
+        "Forward, loss and backward as one torch.compile graph for every batch shape (the "
+        "first update compiles; later runs reuse the cache). auto: on CUDA; off on CPU, where "
+        "it measured no faster.",
+    ),
     (("--validate-every",), "validate_every", int, "Validate every N updates (0: never)."),
     (("--save-every",), "save_every", int, "Numbered checkpoint every N updates (0: none)."),
     (("--keep-last",), "keep_last", int, "Numbered checkpoints kept (0: all)."),

@@ -75,6 +75,8 @@ class TrainConfig:
     device: str = "auto"  # auto | cpu | cuda | cuda:N
     # auto (CUDA: bf16 if supported, else fp16; CPU: see mtkit/cpu.py) | fp32 | bf16 | fp16
     precision: str = "auto"
+    # off | on | auto (CUDA: on; CPU: off, measured; see mtkit/training/compiled.py)
+    compile: str = "off"
     # per batch and process: pairs x (max(source, target) + 1) of its longest pair, padding counted
     max_tokens: int = 4096
     update_freq: int = 1  # gradient accumulation

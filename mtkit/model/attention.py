@@ -50,7 +50,7 @@ def attention(
         return F.scaled_dot_product_attention(
             q, k, v, attn_mask=mask, dropout_p=dropout_p, is_causal=is_causal
         )
-    same_for_all = mask is None or (mask.dim() == 4 and mask.shape[1] == mask.shape[2] == 1)
+    same_for_all = mask is None or (mask.dim() == 4 and mask.shape[1] == 1 and mask.shape[2] == 1)
     if same_for_all and not is_causal:
         b, _, t_q, dh = q.shape
         folded = q.reshape(b, hkv, (h // hkv) * t_q, dh)  # (B, Hkv, H/Hkv * Tq, Dh)
@@ -69,8 +69,9 @@ def written_out(q: Tensor, dropout_p: float, is_causal: bool) -> bool:
     graph (``--compile``'s decoding step: a few queries over a few keys, no dropout), where
     inductor fuses products and sums into a loop or two instead of calling SDPA's kernel
     (~0.9 ms a call at 160 rows x 16 keys on one AVX2 core, the loops a fraction of it)."""
-    few = q.shape[-2] <= COMPILED_QUERIES and not dropout_p and not is_causal
-    return few and torch.compiler.is_compiling()
+    if not torch.compiler.is_compiling() or torch.is_grad_enabled():  # eager, or training
+        return False
+    return q.shape[-2] <= COMPILED_QUERIES and not dropout_p and not is_causal
 
 
 def _written_out(q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None) -> Tensor:

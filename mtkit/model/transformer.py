@@ -261,7 +261,8 @@ class Transformer(nn.Module):
     def encode(self, src: Tensor) -> EncoderOut:
         """src (B, S) token ids, right-padded with ``special_ids.pad``."""
         pad = src.eq(self.special_ids.pad)
-        keep = (~pad)[:, None, None, :] if bool(pad.any()) else None
+        traced = torch.compiler.is_compiling()  # a compiled graph always masks (no branch)
+        keep = (~pad)[:, None, None, :] if traced or bool(pad.any()) else None
         x = self._embed(self.src_embed, self.src_positions, src)
         for layer in self.encoder_stack():
             x = layer(x, keep)

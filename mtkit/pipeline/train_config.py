@@ -22,7 +22,7 @@ from typing import Any
 
 import yaml
 
-from mtkit.config import ModelConfig, TrainConfig, apply_overrides, load_yaml
+from mtkit.config import COMPILE_MODES, ModelConfig, TrainConfig, apply_overrides, load_yaml
 from mtkit.errors import MtkitError
 from mtkit.pipeline.textio import atomic_write_text
 
@@ -43,6 +43,7 @@ CHANGEABLE_ON_RESUME = frozenset(
         "log_every",
         "device",
         "precision",
+        "compile",
         "num_workers",
         "valid_beam",
         "valid_max_sentences",
@@ -146,6 +147,7 @@ def check_train_config(cfg: TrainConfig) -> None:
         ("log_every", cfg.log_every >= 1, ">= 1"),
         ("num_workers", cfg.num_workers >= 0, ">= 0"),
         ("nan_policy", cfg.nan_policy in ("stop", "skip"), "stop or skip"),
+        ("compile", cfg.compile in COMPILE_MODES, " or ".join(COMPILE_MODES)),
         ("max_skipped_batches", cfg.max_skipped_batches >= 0, ">= 0"),
         ("pair_temperature", cfg.pair_temperature > 0, "> 0"),
     ]

@@ -207,6 +207,8 @@ class Trainer:
         if self.step.resolved.warning and self.where.is_main:  # even when quiet
             print(f"mtkit train: warning: {self.step.resolved.warning}", file=sys.stderr)
         self.log.message(f"precision: {self.step.precision_note}")
+        compiling = self.step.compiling
+        self.log.message(f"compiled step: {'on' if compiling.on else 'off'} ({compiling.reason})")
         self.log.message(
             f"model: {count_parameters(self.step.model):,} parameters on {self.device} "
             f"({self.step.precision}), "

@@ -27,7 +27,7 @@ from mtkit.errors import MtkitError
 from mtkit.model.transformer import build_model
 from mtkit.training import distributed as D
 from mtkit.training.batching import Group
-from mtkit.training.loss import label_smoothed_nll_loss
+from mtkit.training.compiled import LossFn, compile_loss, loss_function, resolve_compile
 from mtkit.training.optim import build_optimizer, build_scheduler
 from mtkit.training.state import seed_everything
 
@@ -58,6 +58,7 @@ class Stepper:
             self.model.load_state_dict(init)
         self.model = self.model.to(self.device)
         self.net = D.wrap_model(self.model, self.where, self.device)
+        self.compiling = resolve_compile(cfg.compile, self.device)
         self.optimizer = build_optimizer(self.model, cfg)
         self.scheduler = build_scheduler(self.optimizer, cfg)
 
@@ -66,6 +67,18 @@ class Stepper:
         self.resolved, self.amp_dtype = resolved, resolved.dtype
         fp16 = self.amp_dtype == torch.float16
         self.scaler = torch.amp.GradScaler(self.device.type, enabled=fp16)
+        self._loss: LossFn | None = None  # built for this precision at the first pass
+
+    @property
+    def loss(self) -> LossFn:
+        """The teacher-forced pass and its loss, compiled with ``--compile``."""
+        if self._loss is None:
+            pad = self.model.special_ids.pad
+            eps, dtype = self.cfg.label_smoothing, self.amp_dtype
+            self._loss = loss_function(self.net, eps, pad, self.device, dtype)
+            if self.compiling.on:
+                self._loss = compile_loss(self._loss, fullgraph=not self.where.active)
+        return self._loss
 
     def keep_precision(self, name: str) -> None:
         """A resumed ``auto`` run goes on in the precision it has trained in (``name``), so that
@@ -127,11 +140,7 @@ class Stepper:
             batch = batch.to(self.device)
             sync = i == last or not self.where.active
             with contextlib.nullcontext() if sync else self.net.no_sync():
-                with D.autocast(self.device, self.amp_dtype):
-                    logits = self.net(batch.src, batch.tgt_in)  # (B, T, V)
-                eps = self.cfg.label_smoothing
-                pad = self.model.special_ids.pad
-                loss, nll = label_smoothed_nll_loss(logits, batch.tgt_out, eps, pad)
+                loss, nll = self.loss(batch.src, batch.tgt_in, batch.tgt_out)
                 self.scaler.scale(loss * (weight * scale)).backward()
             if weight:
                 totals[0] += loss.detach()

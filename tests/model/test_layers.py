@@ -159,8 +159,9 @@ def test_cross_attention_probabilities_weigh_the_values(kv_heads: int) -> None:
 @pytest.mark.parametrize("kv_heads", [4, 2])
 @pytest.mark.parametrize("mask_kind", ["none", "keep", "bias", "head_bias"])
 def test_attention_in_a_compiled_graph_is_sdpa(monkeypatch, kv_heads: int, mask_kind: str):
-    """Inside a compiled graph, attention over few queries is written out (products, sums,
-    softmax), without SDPA: the same values as SDPA outside one, to float32 rounding."""
+    """Inside a compiled decoding graph (no gradients), attention over few queries is written
+    out (products, sums, softmax), without SDPA: the same values as SDPA outside one, to
+    float32 rounding."""
     from mtkit.model import attention as module
 
     torch.manual_seed(0)
@@ -176,5 +177,8 @@ def test_attention_in_a_compiled_graph_is_sdpa(monkeypatch, kv_heads: int, mask_
         mask[:, ..., 0] = True  # every query keeps a key
     expected = module.attention(q, k, v, mask)
     monkeypatch.setattr(torch.compiler, "is_compiling", lambda: True)
+    assert not module.written_out(q, 0.0, False)  # a training graph (gradients): SDPA's
     monkeypatch.setattr(module.F, "scaled_dot_product_attention", None)  # not called
-    torch.testing.assert_close(module.attention(q, k, v, mask), expected, atol=1e-5, rtol=1e-5)
+    with torch.no_grad():  # as --compile's decoding step is traced
+        got = module.attention(q, k, v, mask)
+    torch.testing.assert_close(got, expected, atol=1e-5, rtol=1e-5)

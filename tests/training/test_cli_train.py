@@ -46,6 +46,8 @@ def assert_one_line_error(result, *culprits: str) -> None:
         (["--set", "model.heads=5"], ["heads"]),
         (["--set", "model.src_vocab_size=10"], ["src_vocab_size", "dataset"]),
         (["--set", "nan_policy=ignore"], ["nan_policy"]),
+        (["--set", "compile=maybe"], ["compile", "maybe", "off or on or auto"]),
+        (["--compile", "fast"], ["--compile", "fast"]),
     ],
 )
 def test_bad_options(tmp_path: Path, tiny_dataset: Path, mtkit, extra, culprits) -> None:

@@ -17,7 +17,7 @@ from mtkit.checkpoint import load_checkpoint, load_for_inference
 from mtkit.config import SearchConfig
 from mtkit.data.binarized import ParallelData
 from mtkit.data.tokenizer import EOS_ID, PAD_ID
-from mtkit.training import loop, step
+from mtkit.training import compiled, loop
 
 
 def read_log(run_dir: Path) -> list[dict]:
@@ -172,7 +172,7 @@ def test_validation_best_and_early_stopping(
 
 def nan_at(calls: set[int], monkeypatch) -> None:
     """Make the loss of the given forward passes (counted from 1) NaN."""
-    real = step.label_smoothed_nll_loss
+    real = compiled.label_smoothed_nll_loss
     count = {"n": 0}
 
     def patched(logits, target, eps, *pad):
@@ -182,7 +182,7 @@ def nan_at(calls: set[int], monkeypatch) -> None:
             return loss * math.nan, nll
         return loss, nll
 
-    monkeypatch.setattr(step, "label_smoothed_nll_loss", patched)
+    monkeypatch.setattr(compiled, "label_smoothed_nll_loss", patched)
 
 
 def test_nan_stops_and_names_the_resume_point(tmp_path: Path, tiny_dataset, mtkit, monkeypatch):

@@ -11,7 +11,7 @@ import torch
 from training_helpers import train_args
 
 from mtkit.checkpoint import load_checkpoint
-from mtkit.training import step
+from mtkit.training import compiled
 
 REAL_SCALER = torch.amp.GradScaler
 
@@ -31,14 +31,14 @@ class InfiniteGradient(torch.autograd.Function):
 def overflow_at(calls: set[int], monkeypatch) -> None:
     """An enabled gradient scaler on the CPU; the given forward passes (from 1) overflow."""
     monkeypatch.setattr(torch.amp, "GradScaler", lambda device, enabled: REAL_SCALER("cpu"))
-    real, count = step.label_smoothed_nll_loss, [0]
+    real, count = compiled.label_smoothed_nll_loss, [0]
 
     def patched(logits, target, eps, *pad):
         count[0] += 1
         loss, nll = real(logits, target, eps, *pad)
         return (InfiniteGradient.apply(loss) if count[0] in calls else loss), nll
 
-    monkeypatch.setattr(step, "label_smoothed_nll_loss", patched)
+    monkeypatch.setattr(compiled, "label_smoothed_nll_loss", patched)
 
 
 def train_log(run: Path) -> list[dict]:

@@ -1,0 +1,92 @@
+"""The compiled training step (``mtkit train --compile``): the forward pass and the loss as one
+``torch.compile`` graph, the backward pass as the graph AOTAutograd derives from it.
+
+One graph serves every batch: the batch, source and target dimensions are dynamic (inductor's
+kernels take them as arguments), and duck sizing is off while tracing, so that a source and a
+target of equal length in the first batch do not become a guard that later batches fail. A
+dimension of size 1 (a pair alone in its batch, a one-piece target) specialises, as in every
+torch.compile graph: at most a few graphs in a run, each compiled once and then served from
+inductor's cache on disk (a resumed or repeated run compiles nothing it has compiled before).
+``fullgraph``: a part of the model that would break the graph is an error at the first update,
+not a silent slow path (every variant of tests/variants.py traces whole). A second model of the
+same configuration in one process reuses the graph: only a new configuration traces again.
+
+Dropout draws its masks with torch's own generator (inductor's ``fallback_random``): the
+compiled step draws exactly the masks eager draws from the same random state, so its losses
+equal eager's to float rounding and the random states the checkpoints keep are all that an exact
+resume needs. (Inductor's own generator was also slower on CPU: 0.95x against 1.02x eager.)
+
+Where it pays (``auto``) is measured, not assumed: see :data:`AUTO_REASONS`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import NamedTuple
+
+import torch
+import torch.fx.experimental._config as fx_config
+from torch import Tensor, nn
+
+from mtkit.config import COMPILE_MODES
+from mtkit.errors import MtkitError
+from mtkit.training.distributed import autocast
+from mtkit.training.loss import label_smoothed_nll_loss
+
+# auto's choice per device type, and why (benchmarks/bench_train.py --tools mtkit,mtkit-compiled)
+AUTO_REASONS = {
+    "cuda": (True, "auto: on CUDA, where a small model's eager step is bound by kernel launches"),
+    "cpu": (
+        False,
+        "auto: on CPU the compiled step measured 1.0-1.15x eager after 70-110 s of compiling "
+        "on 2 cores (matrix products, which compiling does not change, take 60 % of a step)",
+    ),
+}
+
+
+class Compiling(NamedTuple):
+    """Whether the training step is compiled, and why."""
+
+    on: bool
+    reason: str
+
+
+def resolve_compile(mode: str, device: torch.device) -> Compiling:
+    """``--compile`` (:data:`COMPILE_MODES`) on ``device``."""
+    if mode not in COMPILE_MODES:
+        raise MtkitError(f"--compile must be one of {', '.join(COMPILE_MODES)}, got {mode!r}")
+    if mode != "auto":
+        return Compiling(mode == "on", "as asked")
+    return Compiling(*AUTO_REASONS["cuda" if device.type == "cuda" else "cpu"])
+
+
+BACKEND = "inductor"  # the tests' "aot_eager": the same graphs, run by eager kernels
+
+LossFn = Callable[[Tensor, Tensor, Tensor], tuple[Tensor, Tensor]]
+
+
+def loss_function(
+    net: nn.Module, epsilon: float, pad: int, device: torch.device, dtype: torch.dtype | None
+) -> LossFn:
+    """(src, tgt_in, tgt_out) -> (smoothed loss sum, nll sum) of ``net``'s teacher-forced pass,
+    the pass under autocast to ``dtype`` (None: fp32), the loss in fp32."""
+
+    def loss(src: Tensor, tgt_in: Tensor, tgt_out: Tensor) -> tuple[Tensor, Tensor]:
+        with autocast(device, dtype):
+            logits = net(src, tgt_in)  # (B, T, V)
+        return label_smoothed_nll_loss(logits, tgt_out, epsilon, pad)
+
+    return loss
+
+
+def compile_loss(loss: LossFn, fullgraph: bool = True) -> LossFn:
+    """``loss`` as one dynamic-shape graph (see the module docstring). ``fullgraph`` False under
+    DDP, whose graph dynamo splits at the gradient buckets."""
+    options = {"fallback_random": True} if BACKEND == "inductor" else None
+    graph = torch.compile(loss, backend=BACKEND, dynamic=True, fullgraph=fullgraph, options=options)
+
+    def compiled(src: Tensor, tgt_in: Tensor, tgt_out: Tensor) -> tuple[Tensor, Tensor]:
+        with fx_config.patch(use_duck_shape=False):
+            return graph(src, tgt_in, tgt_out)
+
+    return compiled

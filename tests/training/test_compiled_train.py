@@ -1,0 +1,108 @@
+"""`mtkit train --compile`: the compiled step equals the eager one, one graph serves every batch
+shape, and a compiled run resumes bitwise.
+
+The graphs run on dynamo's ``aot_eager`` backend here (the forward and backward graphs that
+inductor would compile, run by eager kernels): the tracing, the dynamic shapes, the autograd
+graph and the random draws are the compiled step's own, and the results are bitwise eager's, so
+the tests assert equality, not a tolerance. Inductor's kernels (float rounding apart, the same
+graphs) are measured by benchmarks/bench_train.py --tools mtkit,mtkit-compiled, where compiling
+a model takes a minute or more on 2 cores."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import torch
+from subprocess_helpers import assert_same_run
+from training_helpers import train_args
+from variants import VARIANTS
+
+from mtkit.config import ModelConfig, TrainConfig
+from mtkit.errors import MtkitError
+from mtkit.training import compiled
+from mtkit.training.batching import Batch, Group
+from mtkit.training.compiled import resolve_compile
+from mtkit.training.step import Stepper
+
+
+@pytest.fixture(autouse=True)
+def aot_eager(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(compiled, "BACKEND", "aot_eager")
+
+
+def group(rows: int, source: int, target: int) -> Group:
+    """A batch of random pairs (ids 4..39), the first source and the last target padded."""
+    gen = torch.Generator().manual_seed(rows * 1000 + source * 10 + target)
+    src = torch.randint(4, 40, (rows, source), generator=gen)
+    tgt_in = torch.randint(4, 40, (rows, target), generator=gen)
+    tgt_out = torch.randint(4, 40, (rows, target), generator=gen)
+    src[0, -2:] = 1
+    tgt_in[-1, -1] = tgt_out[-1, -1] = 1
+    return Group([Batch(src, tgt_in, tgt_out)], [1.0], int(tgt_out.ne(1).sum()), rows, 1)
+
+
+# equal source and target lengths first (duck sizing would make them one symbol), then others
+SHAPES = [(3, 7, 7), (5, 4, 9), (2, 11, 3), (4, 6, 6)]
+# the plain model and three combinations: every switch of tests/variants.py but relative
+# positions and shared layers, whose tracing is the slowest (47 s); every variant with
+# inductor's kernels: benchmarks/compiled_train_variants.py
+COVERING = ["default", "llama_like", "average_learned_no_bias", "alibi_mqa_geglu"]
+
+
+@pytest.mark.parametrize("name", COVERING)
+def test_compiled_steps_equal_eager_in_one_graph(name: str) -> None:
+    layers = 1  # tracing time grows with the layers
+    model = ModelConfig(
+        src_vocab_size=40,
+        tgt_vocab_size=40,
+        d_model=32,
+        ffn_dim=64,
+        heads=4,
+        encoder_layers=layers,
+        decoder_layers=layers,
+        dropout=0.1,
+        attention_dropout=0.1,
+        **VARIANTS[name],
+    )
+    runs = {}
+    for mode in ("off", "on"):
+        step = Stepper(TrainConfig(device="cpu", precision="fp32", compile=mode), model)
+        assert step.compiling.on == (mode == "on")
+        torch._dynamo.utils.counters.clear()
+        losses = []
+        for shape in SHAPES:
+            losses.append(step.forward_backward(group(*shape)))
+            grads = [p.grad.clone() for p in step.model.parameters()]
+            step.optimizer_step()
+        graphs = torch._dynamo.utils.counters["stats"]["unique_graphs"]
+        runs[mode] = losses, grads, step.model.state_dict(), graphs
+    (eager, eager_grads, eager_weights, none), (losses, grads, weights, graphs) = runs.values()
+    assert none == 0 and graphs <= 1  # one graph for four shapes (0: traced by an earlier test)
+    assert losses == eager  # dropout on: the same masks
+    assert all(torch.equal(a, b) for a, b in zip(grads, eager_grads, strict=True))
+    assert all(torch.equal(weights[k], eager_weights[k]) for k in weights)
+
+
+def test_compiled_run_resumes_bitwise_and_equals_eager(
+    tmp_path: Path, tiny_dataset: Path, mtkit
+) -> None:
+    runs = {"straight": 6, "stopped": 3, "eager": 6}
+    for run, updates in (*runs.items(), ("stopped", 6)):
+        mode = "off" if run == "eager" else "on"
+        extra = ("--max-updates", str(updates), "--compile", mode, "--save-every", "3")
+        result = mtkit(*train_args(tiny_dataset, tmp_path / run, *extra))
+        assert result.exit_code == 0, result.output
+    straight, _ = assert_same_run(tmp_path / "straight", tmp_path / "stopped")
+    _, eager = assert_same_run(tmp_path / "straight", tmp_path / "eager")
+    assert (straight["train_config"]["compile"], eager["train_config"]["compile"]) == ("on", "off")
+
+
+def test_auto_compiles_on_cuda_only() -> None:
+    assert resolve_compile("auto", torch.device("cuda")).on
+    cpu = resolve_compile("auto", torch.device("cpu"))
+    assert not cpu.on and "measured" in cpu.reason
+    assert resolve_compile("on", torch.device("cpu")) == (True, "as asked")
+    assert resolve_compile("off", torch.device("cuda")) == (False, "as asked")
+    with pytest.raises(MtkitError, match="--compile must be one of off, on, auto"):
+        resolve_compile("yes", torch.device("cpu"))
