@@ -1,4 +1,4 @@
-"""One measured training run per tool for bench_train.py: JoeyNMT under its probe, or
+"""One measured training run per tool for bench_train.py: JoeyNMT or Eole under its probe, or
 `mtkit train` unmodified; each returns the :class:`Result` of its window (updates W+1 .. W+N).
 """
 
@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import yaml
-from train_configs import SRC, TGT, joeynmt_config, mtkit_config
+from train_configs import SRC, TGT, eole_config, joeynmt_config, mtkit_config
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
@@ -43,7 +43,7 @@ class Result:
 
 
 # ---------------------------------------------------------------------------------------------
-# JoeyNMT
+# Shared by the runs
 
 
 def thread_env(threads: int) -> dict[str, str]:
@@ -87,6 +87,28 @@ def combined_rate(logged: dict[int, float], tokens: dict[int, int], every: int) 
     return sum(counts.values()) / sum(counts[k] / inside[k] for k in inside)
 
 
+def probe_window(probe: Path, args: argparse.Namespace) -> tuple[dict, dict[int, int]]:
+    """A peer probe's records by update, and the window's target tokens by update.
+
+    The window runs from the start of update W+1 to the start of update W+N+1, so the run
+    makes W+N+1 updates and the probe must have recorded all of W+1 .. W+N+1.
+    """
+    by_update = {r["update"]: r for r in map(json.loads, probe.read_text().splitlines())}
+    first, end = args.warmup + 1, args.warmup + args.updates + 1  # window: [first, end)
+    if any(u not in by_update for u in range(first, end + 1)):
+        raise RuntimeError(f"{probe}: updates {first}..{end} not all recorded")
+    return by_update, {u: by_update[u]["tgt_tokens"] for u in range(first, end)}
+
+
+def probe_seconds(by_update: dict, args: argparse.Namespace) -> float:
+    first, end = args.warmup + 1, args.warmup + args.updates + 1
+    return by_update[end]["t"] - by_update[first]["t"]
+
+
+# ---------------------------------------------------------------------------------------------
+# JoeyNMT
+
+
 def joeynmt_run(python: Path, work: Path, data: Path, spm_model: Path, args, rnd: int) -> Result:
     """JoeyNMT under the probe; window figures from the probe's per-update records."""
     work.mkdir(parents=True)
@@ -96,18 +118,14 @@ def joeynmt_run(python: Path, work: Path, data: Path, spm_model: Path, args, rnd
     cmd = [str(python), str(HERE / "joeynmt_probe.py"), str(probe), str(args.threads)]
     print(f"[round {rnd}] JoeyNMT", flush=True)
     run_logged([*cmd, "train", str(config), "--skip-test"], work / "stdout.log", args, "JoeyNMT")
-    by_update = {r["update"]: r for r in map(json.loads, probe.read_text().splitlines())}
-    first, end = args.warmup + 1, args.warmup + args.updates + 1  # window: [first, end)
-    if any(u not in by_update for u in range(first, end + 1)):
-        raise RuntimeError(f"{probe}: updates {first}..{end} not all recorded")
-    tokens = {u: by_update[u]["tgt_tokens"] for u in range(first, end)}
+    by_update, tokens = probe_window(probe, args)
     log = (work / "model" / "train.log").read_text(encoding="utf-8")
     logged = {int(m[1]): float(m[2]) for m in JOEY_RATE.finditer(log)}
     return Result(
         tool="JoeyNMT 2.3.0",
         round=rnd,
         tokens=tokens,
-        seconds=by_update[end]["t"] - by_update[first]["t"],
+        seconds=probe_seconds(by_update, args),
         padded=sum(by_update[u]["tgt_padded"] for u in tokens),
         own_tok_s=combined_rate(logged, tokens, args.log_every),
         params=int(JOEY_PARAMS.search(log)[1]),
@@ -116,6 +134,63 @@ def joeynmt_run(python: Path, work: Path, data: Path, spm_model: Path, args, rnd
 
 JOEY_RATE = re.compile(r"Step:\s+(\d+),.*Tokens per Sec:\s+(\d+)")
 JOEY_PARAMS = re.compile(r"Total params:\s+(\d+)")
+
+
+# ---------------------------------------------------------------------------------------------
+# Eole
+
+
+def prepare_eole(out: Path, data: Path, spm_model: Path) -> Path:
+    """The stripped training corpus cut into the same spm model's pieces, space-separated, and
+    the pieces as Eole's vocabulary file: what Eole's ``sentencepiece`` transform would make of
+    the raw text, done once here, outside the run (as `mtkit prepare` is for mtkit)."""
+    import sentencepiece as spm
+
+    sp = spm.SentencePieceProcessor(model_file=str(spm_model))
+    out.mkdir(parents=True, exist_ok=True)
+    for lang in (SRC, TGT):
+        lines = (data / f"train.{lang}").read_text(encoding="utf-8").splitlines()
+        pieces = sp.encode(lines, out_type=str)
+        (out / f"train.{lang}").write_text("\n".join(map(" ".join, pieces)) + "\n", "utf-8")
+    (out / "vocab.txt").write_text((data / "vocab.txt").read_text("utf-8"), "utf-8")
+    return out
+
+
+def eole_run(
+    python: Path,
+    work: Path,
+    data: Path,
+    args: argparse.Namespace,
+    rnd: int,
+    precision: str = "fp32",
+) -> Result:
+    """``eole train`` under the probe; window figures from the probe's per-update records."""
+    from eole_env import EOLE_SPEC
+
+    work.mkdir(parents=True)
+    config = work / "config.yaml"
+    config.write_text(yaml.safe_dump(eole_config(work, data, args, precision), sort_keys=False))
+    probe = work / "probe.jsonl"
+    tool = "Eole " + EOLE_SPEC.split("==")[1] + ("" if precision == "fp32" else f" {precision}")
+    print(f"[round {rnd}] {tool}", flush=True)
+    cmd = [str(python), str(HERE / "eole_probe.py"), str(probe), str(args.threads)]
+    out = run_logged([*cmd, "train", "-config", str(config)], work / "stdout.log", args, "Eole")
+    by_update, tokens = probe_window(probe, args)
+    logged = {int(m[1]): float(m[2]) for m in EOLE_RATE.finditer(out)}
+    return Result(
+        tool=tool,
+        round=rnd,
+        tokens=tokens,
+        seconds=probe_seconds(by_update, args),
+        padded=sum(by_update[u]["tgt_padded"] for u in tokens),
+        own_tok_s=combined_rate(logged, tokens, args.log_every),
+        params=int(EOLE_PARAMS.search(out)[1]),
+    )
+
+
+# "Step 20/  121; acc: ...; 1234/1301 tok/s; ..." (source/target non-padding tokens per second)
+EOLE_RATE = re.compile(r"Step\s+(\d+)/\s*\d+;.*;\s*\d+/\s*(\d+) tok/s;")
+EOLE_PARAMS = re.compile(r"\* number of parameters: (\d+)")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -165,13 +240,20 @@ def mtkit_update_tokens(data: Path, args: argparse.Namespace, seed: int) -> list
 
 
 def mtkit_run(
-    work: Path, data: Path, args: argparse.Namespace, rnd: int, precision: str = "fp32"
+    work: Path,
+    data: Path,
+    args: argparse.Namespace,
+    rnd: int,
+    precision: str = "fp32",
+    compile: bool = False,
 ) -> Result:
     """`mtkit train`; window time from its metrics log, tokens from replaying its batches."""
     config = work.parent / f"{work.name}.yaml"
-    cfg = mtkit_config(args, precision)
+    cfg = mtkit_config(args, precision, compile)
     config.write_text(yaml.safe_dump(cfg, sort_keys=False))
-    tool = "mtkit" if precision == "fp32" else f"mtkit {precision}"
+    tool = " ".join(
+        ["mtkit"] + ([precision] if precision != "fp32" else []) + (["compiled"] if compile else [])
+    )
     print(f"[round {rnd}] {tool}", flush=True)
     cmd = mtkit_cmd("train", "--config", str(config), "--data", str(data), "--run-dir", str(work))
     out = run_logged(cmd, work.parent / f"{work.name}.log", args, "mtkit train")
