@@ -14,12 +14,10 @@ One it does not declare goes in beside it: ``aiohttp``, which ``eole.bin`` impor
 
 from __future__ import annotations
 
-import json
-import subprocess
 from pathlib import Path
 
-from joeynmt_env import BENCH_DIR, torch_spec
-from peer_venv import ensure_peer_venv
+from joeynmt_env import BENCH_DIR
+from peer_venv import ensure_tool_venv
 from peer_venv import venv_python as peer_python
 
 VENV = BENCH_DIR / "venv-eole"
@@ -31,22 +29,9 @@ def venv_python(venv: Path = VENV) -> Path:
     return peer_python(venv)
 
 
-def _installed(python: Path) -> dict[str, str]:
-    code = "import json, torch, sentencepiece as s; from importlib.metadata import version; "
-    code += "print(json.dumps({'torch': torch.__version__, 'eole': version('eole'), "
-    code += "'sentencepiece': s.__version__}))"
-    out = subprocess.run([str(python), "-c", code], check=True, capture_output=True, text=True)
-    return json.loads(out.stdout.strip().splitlines()[-1])
-
-
 def ensure_eole_venv(venv: Path = VENV) -> Path:
     """Create (once) the Eole venv; return its python."""
-    wanted = {"torch": torch_spec(), "eole": EOLE_SPEC, "extra": list(EXTRA_SPECS)}
-    fresh = not (venv / ".bench-installed.json").is_file()
-    python = ensure_peer_venv(venv, wanted, wanted["torch"], [EOLE_SPEC, *EXTRA_SPECS])
-    if fresh:
-        print(f"  installed {_installed(python)}", flush=True)
-    return python
+    return ensure_tool_venv(venv, "eole", EOLE_SPEC, EXTRA_SPECS)
 
 
 if __name__ == "__main__":

@@ -13,11 +13,9 @@ JoeyNMT 2.3.0 also needs ``importlib_metadata`` and ``sentencepiece==0.2.0`` bes
 
 from __future__ import annotations
 
-import json
-import subprocess
 from pathlib import Path
 
-from peer_venv import ensure_peer_venv
+from peer_venv import ensure_tool_venv
 from peer_venv import venv_python as peer_python
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -27,32 +25,13 @@ JOEYNMT_SPEC = "joeynmt==2.3.0"
 EXTRA_SPECS = ("importlib_metadata", "sentencepiece==0.2.0")
 
 
-def torch_spec() -> str:
-    """The torch version running this benchmark, without a local tag (2.13.0+cpu -> 2.13.0)."""
-    import torch
-
-    return f"torch=={torch.__version__.split('+')[0]}"
-
-
 def venv_python(venv: Path = VENV) -> Path:
     return peer_python(venv)
 
 
-def _installed(python: Path) -> dict[str, str]:
-    code = "import json, torch, joeynmt, sentencepiece as s; print(json.dumps({'torch': "
-    code += "torch.__version__, 'joeynmt': joeynmt.__version__, 'sentencepiece': s.__version__}))"
-    out = subprocess.run([str(python), "-c", code], check=True, capture_output=True, text=True)
-    return json.loads(out.stdout.strip().splitlines()[-1])
-
-
 def ensure_joeynmt_venv(venv: Path = VENV) -> Path:
     """Create (once) the JoeyNMT venv; return its python."""
-    wanted = {"torch": torch_spec(), "joeynmt": JOEYNMT_SPEC, "extra": list(EXTRA_SPECS)}
-    fresh = not (venv / ".bench-installed.json").is_file()
-    python = ensure_peer_venv(venv, wanted, wanted["torch"], [JOEYNMT_SPEC, *EXTRA_SPECS])
-    if fresh:
-        print(f"  installed {_installed(python)}", flush=True)
-    return python
+    return ensure_tool_venv(venv, "joeynmt", JOEYNMT_SPEC, EXTRA_SPECS)
 
 
 if __name__ == "__main__":

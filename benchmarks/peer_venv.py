@@ -47,3 +47,30 @@ def ensure_peer_venv(venv: Path, wanted: dict, torch: str, packages: Sequence[st
         pip_install(python, *packages, torch)
         stamp.write_text(json.dumps(wanted))
     return python
+
+
+def torch_spec() -> str:
+    """The torch version running this benchmark, without a local tag (2.13.0+cpu -> 2.13.0)."""
+    import torch
+
+    return f"torch=={torch.__version__.split('+')[0]}"
+
+
+def installed_versions(python: Path, dists: Sequence[str]) -> dict[str, str]:
+    """The versions of the distributions ``dists`` in the venv of ``python``."""
+    code = "import json; from importlib.metadata import version; "
+    code += f"print(json.dumps({{d: version(d) for d in {list(dists)!r}}}))"
+    out = subprocess.run([str(python), "-c", code], check=True, capture_output=True, text=True)
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def ensure_tool_venv(venv: Path, tool: str, spec: str, extras: Sequence[str]) -> Path:
+    """The python of ``venv`` holding this interpreter's torch version, the peer ``tool`` (its
+    pip ``spec``) and ``extras``; what it installed is printed when the venv is new."""
+    wanted = {"torch": torch_spec(), tool: spec, "extra": list(extras)}
+    fresh = not (venv / ".bench-installed.json").is_file()
+    python = ensure_peer_venv(venv, wanted, wanted["torch"], [spec, *extras])
+    if fresh:
+        versions = installed_versions(python, ("torch", tool, "sentencepiece"))
+        print(f"  installed {versions}", flush=True)
+    return python
