@@ -105,6 +105,22 @@ def probe_seconds(by_update: dict, args: argparse.Namespace) -> float:
     return by_update[end]["t"] - by_update[first]["t"]
 
 
+def probe_result(
+    tool: str, rnd: int, probe: Path, args: argparse.Namespace, logged: dict, params: int
+) -> Result:
+    """A peer's window from its probe's records, with its own logged rates (update -> tok/s)."""
+    by_update, tokens = probe_window(probe, args)
+    return Result(
+        tool=tool,
+        round=rnd,
+        tokens=tokens,
+        seconds=probe_seconds(by_update, args),
+        padded=sum(by_update[u]["tgt_padded"] for u in tokens),
+        own_tok_s=combined_rate(logged, tokens, args.log_every),
+        params=params,
+    )
+
+
 # ---------------------------------------------------------------------------------------------
 # JoeyNMT
 
@@ -118,18 +134,9 @@ def joeynmt_run(python: Path, work: Path, data: Path, spm_model: Path, args, rnd
     cmd = [str(python), str(HERE / "joeynmt_probe.py"), str(probe), str(args.threads)]
     print(f"[round {rnd}] JoeyNMT", flush=True)
     run_logged([*cmd, "train", str(config), "--skip-test"], work / "stdout.log", args, "JoeyNMT")
-    by_update, tokens = probe_window(probe, args)
     log = (work / "model" / "train.log").read_text(encoding="utf-8")
     logged = {int(m[1]): float(m[2]) for m in JOEY_RATE.finditer(log)}
-    return Result(
-        tool="JoeyNMT 2.3.0",
-        round=rnd,
-        tokens=tokens,
-        seconds=probe_seconds(by_update, args),
-        padded=sum(by_update[u]["tgt_padded"] for u in tokens),
-        own_tok_s=combined_rate(logged, tokens, args.log_every),
-        params=int(JOEY_PARAMS.search(log)[1]),
-    )
+    return probe_result("JoeyNMT 2.3.0", rnd, probe, args, logged, int(JOEY_PARAMS.search(log)[1]))
 
 
 JOEY_RATE = re.compile(r"Step:\s+(\d+),.*Tokens per Sec:\s+(\d+)")
@@ -175,17 +182,8 @@ def eole_run(
     print(f"[round {rnd}] {tool}", flush=True)
     cmd = [str(python), str(HERE / "eole_probe.py"), str(probe), str(args.threads)]
     out = run_logged([*cmd, "train", "-config", str(config)], work / "stdout.log", args, "Eole")
-    by_update, tokens = probe_window(probe, args)
     logged = {int(m[1]): float(m[2]) for m in EOLE_RATE.finditer(out)}
-    return Result(
-        tool=tool,
-        round=rnd,
-        tokens=tokens,
-        seconds=probe_seconds(by_update, args),
-        padded=sum(by_update[u]["tgt_padded"] for u in tokens),
-        own_tok_s=combined_rate(logged, tokens, args.log_every),
-        params=int(EOLE_PARAMS.search(out)[1]),
-    )
+    return probe_result(tool, rnd, probe, args, logged, int(EOLE_PARAMS.search(out)[1]))
 
 
 # "Step 20/  121; acc: ...; 1234/1301 tok/s; ..." (source/target non-padding tokens per second)
