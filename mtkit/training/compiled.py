@@ -16,7 +16,8 @@ compiled step draws exactly the masks eager draws from the same random state, so
 equal eager's to float rounding and the random states the checkpoints keep are all that an exact
 resume needs. (Inductor's own generator was also slower on CPU: 0.95x against 1.02x eager.)
 
-Where it pays (``auto``) is measured, not assumed: see :data:`AUTO_REASONS`.
+``auto``'s choice per device and why: :data:`AUTO_REASONS` (CPU: measured; CUDA: from an eager
+demo step on an H200 that left the GPU idle most of the time, its compiled figure still owed).
 """
 
 from __future__ import annotations
@@ -33,7 +34,7 @@ from mtkit.errors import MtkitError
 from mtkit.training.distributed import autocast
 from mtkit.training.loss import label_smoothed_nll_loss
 
-# auto's choice per device type, and why (benchmarks/bench_train.py --tools mtkit,mtkit-compiled)
+# auto's choice per device type, and why (CPU: bench_train.py --tools mtkit,mtkit-compiled)
 AUTO_REASONS = {
     "cuda": (True, "auto: on CUDA, where a small model's eager step is bound by kernel launches"),
     "cpu": (
