@@ -72,23 +72,27 @@ class Dispatcher:
         return self.scheduler.close(timeout)
 
     def _translate(self, job: Job) -> None:
+        """Translate ``job``; it leaves the queue before its answer is given, so that a client
+        that has its answer finds the room it took free again."""
+        if not job.future.set_running_or_notify_cancel():
+            self._leave(job)
+            return
+        token = CANCELLED.set(job.gone.is_set)
         try:
-            if not job.future.set_running_or_notify_cancel():
-                return
-            token = CANCELLED.set(job.gone.is_set)
-            try:
-                lines = job.lines
-                found = self.engine.translate(lines, job.search, constraints=job.phrases)
-            except BaseException as err:  # noqa: BLE001 - the request's answer: its error
-                job.future.set_exception(err)
-            else:
-                job.future.set_result(found)
-                self._record(job)
-            finally:
-                CANCELLED.reset(token)
+            found = self.engine.translate(job.lines, job.search, constraints=job.phrases)
+        except BaseException as err:  # noqa: BLE001 - the request's answer: its error
+            self._leave(job)
+            job.future.set_exception(err)
+        else:
+            self._record(job)
+            self._leave(job)
+            job.future.set_result(found)
         finally:
-            with self._lock:
-                self._jobs.discard(job)
+            CANCELLED.reset(token)
+
+    def _leave(self, job: Job) -> None:
+        with self._lock:
+            self._jobs.discard(job)
 
     def _record(self, job: Job) -> None:
         with self._lock:
