@@ -45,6 +45,8 @@ from mtkit.errors import MtkitError, naming_output
 from mtkit.pipeline.signals import Interrupted, SignalGuard
 from mtkit.staging import staged_file
 from mtkit.text import TextOptions, TextTranslation, translate_texts
+from mtkit.text.files import FileError
+from mtkit.text.files.plain import decode_text
 from mtkit.text.glossary import (
     Constrain,
     Glossary,
@@ -291,7 +293,8 @@ def translate_file(
             progress = _progress_bar() if show_progress else None
             with _open_input(input, stdin) as source:
                 if config.format != "text":  # one document: read whole, written whole
-                    count = translate_document(engine, source, output, stdout, glossary)
+                    name = "<stdin>" if input == STDIO else input
+                    count = translate_document(engine, source, output, stdout, glossary, name)
                 elif output == STDIO:
                     out = stdout or sys.stdout.buffer
                     count = translate_stream(
@@ -335,17 +338,16 @@ def translate_document(
     output: str,
     stdout: BinaryIO | None = None,
     glossary: Glossary | None = None,
+    name: str = "<stdin>",
 ) -> int:
-    """The whole of ``source`` as one HTML or XML document (``config.format``), translated
-    into ``output`` (written whole, or not at all); returns 1. ``glossary`` terms found in a
-    sentence become its constraints."""
-    data = source.read()
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as err:
-        warn(f"invalid UTF-8 at byte {err.start} of the document, bad bytes replaced by U+FFFD")
-        text = data.decode("utf-8", "replace")
-    text = text.removeprefix("\ufeff")
+    """The whole of ``source`` (named ``name`` in errors) as one HTML or XML document
+    (``config.format``), translated into ``output`` (written whole, or not at all); returns 1.
+    The document must be UTF-8 text (:func:`~mtkit.text.files.plain.decode_text`, as the
+    server's uploads); ``glossary`` terms found in a sentence become its constraints."""
+    try:  # as the server reads an uploaded document: strictly, a byte-order mark kept
+        text = decode_text(source.read())
+    except FileError as err:
+        raise MtkitError(f"{name}: {err}") from None
     (found,) = translate_texts(
         engine, [text], text_options(engine), constrain=constraining(glossary)
     )

@@ -2,7 +2,8 @@
 
 ``POST /translate`` takes ``{"q": "text" or ["a", "b"], "source": "en", "target": "de",
 "format": "text" or "html", "alternatives": N, "api_key": "..."}`` as JSON, as an HTML form, as
-a multipart form or in the query string of the POST (:func:`decode_request`) and answers
+a multipart form or in the query string of the POST (:func:`mtkit.serve.bodies.decode_request`)
+and answers
 ``{"translatedText": "..."}`` (a list for a list), with ``"alternatives"`` (N more
 translations from the n-best list) when asked. mtkit adds ``"beam"`` (an int) to choose the
 beam per request, and ``"split"`` (a boolean, default true) to choose how a text is read.
@@ -12,14 +13,13 @@ lone surrogate (``"\\ud800"``), which no UTF-8 can carry, is refused naming its 
 With ``"split": true`` (the default) each text is cut into sentences (:mod:`mtkit.text`: line
 breaks always end one), each sentence is translated on its own, and the translations are put
 back into the text's own whitespace and line breaks (``\\r\\n`` and indentation kept). With
-``"split": false`` each text is split on newlines only; every line is translated as one sentence
-and the translations are joined with ``\\n`` again (a ``\\r`` before a newline is dropped, as
-``mtkit translate`` does). A multilingual model's server (several target languages,
+``"split": false`` each line of a text is translated as one sentence, and the line breaks are
+kept as they were. A multilingual model's server (several target languages,
 ``en``-``de,fr,cs``: issue 16) takes any of them as ``"target"`` and puts its tag ``>>xx<<``
 before every line (every sentence). ``"format": "html"``: each text is an HTML document or
 fragment, its blocks translated as texts and its inline markup carried to the translated words
 (:mod:`mtkit.text.markup`). URLs, e-mail addresses, numbers, mentions, hashtags, emoji and
-inline code come back verbatim in every format (:mod:`mtkit.text.spans`). How a request is
+inline code come back verbatim in every format (:mod:`mtkit.text.span_masking`). How a request is
 translated: :mod:`mtkit.serve.texts`.
 
 ``"source": "auto"``: each text's language is identified (:func:`mtkit.text.langid.
@@ -42,9 +42,6 @@ Problems raise :class:`ApiError`: an HTTP status and a JSON body that names the 
 
 from __future__ import annotations
 
-import json
-import logging
-import urllib.parse
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -57,7 +54,6 @@ from mtkit.serve.fields import (
     fraction_field,
     glossary_field,
     int_field,
-    kind_of,
     text_field,
     texts_field,
 )
@@ -67,9 +63,6 @@ from mtkit.text.langid import source_language
 
 MAX_BEAM = 16  # a request may ask for any beam up to this
 FORMATS = ("text", "html")  # as LibreTranslate's
-# python-multipart logs a warning for each malformed body before raising: the client's mistake,
-# answered with a 400 naming it, is no news for the server's log
-logging.getLogger("python_multipart").addHandler(logging.NullHandler())
 
 
 @dataclass
@@ -100,175 +93,6 @@ class TranslateRequest:
             return tag_lines(lines, self.target, self.tags)
         except MtkitError as err:
             raise ApiError(400, "q", str(err)) from None
-
-
-# ---------------------------------------------------------------------------------------------
-# The body and the query string
-
-FORM_TYPE, MULTIPART_TYPE = "application/x-www-form-urlencoded", "multipart/form-data"
-
-
-@dataclass
-class Upload:
-    """A file part of a ``multipart/form-data`` body: its field, file name, type and bytes."""
-
-    field: str
-    filename: str
-    content_type: str
-    data: bytes
-
-
-def decode_request(body: bytes, content_type: str, query: bytes | str = b"") -> dict[str, Any]:
-    """The fields of a request: its body (JSON, a form or a multipart form) and the query
-    string of its URL, merged as LibreTranslate merges them.
-
-    LibreTranslate (``libretranslate/app.py``) reads a JSON body with ``request.get_json()`` and
-    anything else with ``request.values``, Werkzeug's ``CombinedMultiDict([args, form])``, whose
-    ``get`` returns the first it finds: the query string wins over the form. mtkit does the
-    same, and for a JSON body, which LibreTranslate reads alone, the JSON wins and the query
-    string only adds the fields the JSON lacks. With an empty body (whatever its type) the
-    fields are the query string's, so ``POST /translate?q=hello&source=en&target=de`` is a
-    request.
-    """
-    fields = _form_fields(_utf8(query, "query"), "query") if query else {}
-    kind = _bodykind_of(body, content_type)
-    if kind == "empty":
-        return fields
-    if kind == "json":
-        return {**fields, **decode_body(body, content_type)}
-    return {**decode_body(body, content_type), **fields}
-
-
-def decode_body(body: bytes, content_type: str) -> dict[str, Any]:
-    """The fields of a JSON object, an HTML form (``application/x-www-form-urlencoded``,
-    unless the body is plainly JSON) or a ``multipart/form-data`` body (its file parts left
-    out: :func:`multipart_form`). A body of any other type, or none, is read as JSON."""
-    kind = _bodykind_of(body, content_type)
-    if kind == "empty":
-        return {}
-    if kind == "multipart":
-        return multipart_form(body, content_type)[0]
-    text = _utf8(body, "body")
-    if kind == "form":
-        return _form_fields(text, "body")
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as err:
-        raise ApiError(
-            400, "body", f"malformed JSON ({err.msg} at line {err.lineno} column {err.colno})"
-        ) from None
-    except RecursionError:
-        raise ApiError(400, "body", "JSON nested too deeply") from None
-    except ValueError as err:  # a number of more than 4,300 digits
-        raise ApiError(400, "body", f"unreadable JSON ({str(err).split(':')[0]})") from None
-    if not isinstance(data, dict):
-        raise ApiError(400, "body", f"expected a JSON object, got {kind_of(data)}")
-    _refuse_surrogates(data)
-    return data
-
-
-def multipart_form(body: bytes, content_type: str) -> tuple[dict[str, Any], list[Upload]]:
-    """A ``multipart/form-data`` body's fields (a repeated ``q`` is a list, as in a form) and
-    its file parts, parsed by python-multipart (what Starlette parses forms with)."""
-    from python_multipart import FormParser
-    from python_multipart.multipart import parse_options_header
-
-    boundary = parse_options_header(content_type)[1].get(b"boundary")
-    if not boundary:
-        raise ApiError(400, "body", "multipart/form-data without a boundary in its Content-Type")
-    parts: list[tuple[bytes, bytes]] = []
-    files: list[Any] = []
-
-    def on_field(part: Any) -> None:  # checked once the whole body has parsed
-        parts.append((part.field_name or b"", part.value or b""))
-
-    memory = {"MAX_MEMORY_FILE_SIZE": float("inf")}  # the body is in memory (--max-body-bytes)
-    parser = FormParser(MULTIPART_TYPE, on_field, files.append, boundary=boundary, config=memory)
-    try:
-        parser.write(body)
-        parser.finalize()
-    except ValueError as err:  # python-multipart's errors are ValueErrors
-        raise ApiError(400, "body", f"malformed multipart/form-data ({err})") from None
-    values: dict[str, list[str]] = {}
-    for raw_name, raw_value in parts:
-        name = _utf8(raw_name, "body")
-        values.setdefault(name, []).append(_utf8(raw_value, name))
-    uploads = [
-        Upload(
-            _utf8(file.field_name or b"", "body"),
-            (file.file_name or b"").decode("utf-8", "replace"),
-            file.content_type or "application/octet-stream",
-            file.file_object.getvalue(),
-        )
-        for file in files
-    ]
-    return _collapsed(values), uploads
-
-
-def _bodykind_of(body: bytes, content_type: str) -> str:
-    """How a body is read: empty, json, form or multipart."""
-    media = content_type.split(";")[0].strip().lower()
-    if not body.strip():
-        return "empty"
-    if media == MULTIPART_TYPE:
-        return "multipart"
-    if media == FORM_TYPE and not body.lstrip().startswith((b"{", b"[")):  # curl -d '{...}'
-        return "form"
-    return "json"  # application/json, every "+json" type, and bodies of any other type or none
-
-
-def _utf8(data: bytes | str, field: str) -> str:
-    if isinstance(data, str):
-        return data
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError as err:
-        raise ApiError(
-            400, field, f"invalid UTF-8 (byte 0x{data[err.start]:02x} at byte {err.start})"
-        ) from None
-
-
-def _form_fields(text: str, where: str) -> dict[str, Any]:
-    """Form (or query string) fields; a repeated ``q`` is a list, numbers stay text until
-    checked."""
-    try:
-        pairs = urllib.parse.parse_qs(text, keep_blank_values=True, errors="strict")
-    except UnicodeDecodeError:
-        raise ApiError(400, where, "invalid UTF-8 in a percent-encoded value") from None
-    return _collapsed(pairs)
-
-
-def _collapsed(values: dict[str, list[str]]) -> dict[str, Any]:
-    return {
-        key: items if key == "q" and len(items) > 1 else items[-1] for key, items in values.items()
-    }
-
-
-def _refuse_surrogates(data: dict[str, Any]) -> None:
-    """Refuse text that no UTF-8 can carry: a lone surrogate, which JSON can spell
-    (``"\\ud800"``) and a form or a query string cannot (its bytes are invalid UTF-8).
-    Checked in every field's string and list of strings, and in every field name."""
-    for name, value in data.items():
-        if (where := _surrogate(name)) is not None:
-            raise ApiError(400, "body", f"a field name holds {where}")
-        items = value if isinstance(value, list) else [value]
-        for i, item in enumerate(items):
-            if isinstance(item, str) and (where := _surrogate(item)) is not None:
-                at = f"item {i} " if isinstance(value, list) else ""
-                raise ApiError(400, name, f"{at}holds {where}")
-
-
-def _surrogate(text: str) -> str | None:
-    """Where ``text`` cannot be encoded as UTF-8, in words; None if it can."""
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError as err:
-        return f"an unpaired surrogate (U+{ord(text[err.start]):04X}) at character {err.start}"
-    return None
-
-
-# ---------------------------------------------------------------------------------------------
-# The request
 
 
 def request_glossary(server: Glossary | None, pairs: list[tuple[str, str]]) -> Glossary | None:

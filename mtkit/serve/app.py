@@ -29,16 +29,11 @@ from starlette.requests import ClientDisconnect
 from mtkit.config import SearchConfig
 from mtkit.errors import MtkitError
 from mtkit.serve import detect, files
-from mtkit.serve.api import (
-    ApiError,
-    TranslateRequest,
-    build_response,
-    decode_request,
-    parse_request,
-    request_glossary,
-)
+from mtkit.serve.api import TranslateRequest, build_response, parse_request, request_glossary
 from mtkit.serve.batcher import Batcher
+from mtkit.serve.bodies import decode_request
 from mtkit.serve.dispatcher import Dispatcher
+from mtkit.serve.errors import ApiError
 from mtkit.serve.languages import language_name
 from mtkit.serve.limits import RateLimit, admit
 from mtkit.serve.service import (

@@ -29,7 +29,8 @@ from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse
 
 from mtkit.config import ServeConfig
-from mtkit.serve.api import ApiError, decode_body
+from mtkit.serve.bodies import decode_body
+from mtkit.serve.errors import ApiError
 from mtkit.serve.fields import kind_of
 from mtkit.serve.languages import language_name
 from mtkit.serve.service import (

@@ -54,7 +54,8 @@ from starlette.formparsers import MultiPartException, MultiPartParser
 
 from mtkit.config import ServeConfig
 from mtkit.errors import MtkitError
-from mtkit.serve.api import ApiError, parse_request, request_glossary
+from mtkit.serve.api import parse_request, request_glossary
+from mtkit.serve.errors import ApiError
 from mtkit.serve.service import Model, Service, check_key, error_response, key_in_headers
 from mtkit.serve.texts import TEXT_THREADS, Deadline, batched, batcher_units
 from mtkit.text.files import FORMATS, FileError, file_format, translate_file_bytes

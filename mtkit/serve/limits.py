@@ -27,7 +27,7 @@ from typing import Any
 from fastapi import Request
 
 from mtkit.config import ServeConfig
-from mtkit.serve.api import ApiError
+from mtkit.serve.errors import ApiError
 from mtkit.serve.service import check_key
 
 SWEEP_AT = 1024  # buckets before the first sweep

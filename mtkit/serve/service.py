@@ -14,9 +14,9 @@ from fastapi.responses import JSONResponse
 
 from mtkit.config import SearchConfig, ServeConfig
 from mtkit.engines.base import Engine
-from mtkit.serve.api import ApiError
 from mtkit.serve.batcher import Batcher
 from mtkit.serve.dispatcher import Dispatcher
+from mtkit.serve.errors import ApiError
 from mtkit.text.glossary import Glossary
 
 

@@ -4,8 +4,8 @@ The server reads texts as `mtkit translate` does, through :mod:`mtkit.text` (seg
 untranslatable spans, markup, alignments): the text layer runs in a thread of
 :data:`TEXT_THREADS` and hands its units to the cross-request batcher on the event loop
 (:func:`batcher_units`), so that the units of concurrent requests are still decoded together.
-With ``"split": false`` each line of a text is one sentence, translated as it is, and the
-lines are joined with ``\\n`` again.
+With ``"split": false`` each line of a text is one sentence, translated as it is, its line
+breaks kept as they were.
 """
 
 from __future__ import annotations
@@ -22,15 +22,13 @@ from mtkit.config import SearchConfig
 from mtkit.data.tokenizer import Tokenizer
 from mtkit.engines.base import Translation
 from mtkit.engines.confidence import Confidence
-from mtkit.engines.guard import joined_ways
 from mtkit.errors import MtkitError
-from mtkit.serve.api import ApiError, TranslateRequest, split_lines
+from mtkit.serve.api import TranslateRequest
 from mtkit.serve.batcher import Batcher, Closed, QueueFull
 from mtkit.serve.dispatcher import Dispatcher
-from mtkit.text import TextOptions, translate_documents
-from mtkit.text.confidence import concatenated
+from mtkit.serve.errors import ApiError
 from mtkit.text.glossary import Constrain
-from mtkit.text.translate import Counted, TextTranslation, Units, translate_plans
+from mtkit.text.translate import Counted, TextOptions, Units, translate_documents
 
 log = logging.getLogger("mtkit.serve")
 
@@ -74,39 +72,27 @@ def translate_request(
     """The request's texts translated (``limit``: source pieces a unit may have)."""
     counted = Counted(units)
     options = TextOptions(request.source, request.split, True, request.format)
-    ranks = range(1, request.alternatives + 1)
-    if request.format != "text":
-        found = translate_documents(request.texts, options, tokenizer, limit, counted)
-        return Answer([t.text for t in found], [[] for _ in found], counted.lines, counted.tokens)
-    inputs = (
-        request.texts
-        if request.split
-        else [line for text in request.texts for line in split_lines(text)]
+    found = translate_documents(
+        request.texts,
+        options,
+        tokenizer,
+        limit,
+        counted,
+        scores=request.scores,
+        alternatives=request.alternatives,
     )
-    plan, results = translate_plans(inputs, options, tokenizer, limit, counted)
-    found = [plan.translated(results, k, request.scores and k == 0) for k in range(len(ranks) + 1)]
-    counts = [1] * len(inputs) if request.split else request.counts
-    by_rank = [
-        ["\n".join(t.text for t in group) for group in _grouped(each, counts)] for each in found
-    ]
-    alternatives = [[texts[i] for texts in by_rank[1:]] for i in range(len(request.texts))]
     confidence = None
-    if request.scores:  # a text of several lines: over all their pieces
-        confidence = [
-            concatenated([t.confidence or Confidence() for t in group]).probability
-            for group in _grouped(found[0], counts)
-        ]
-    guard = [joined_ways(t.guard for t in group) for group in _grouped(found[0], counts)]
-    return Answer(by_rank[0], alternatives, counted.lines, counted.tokens, confidence, guard)
-
-
-def _grouped(items: list[TextTranslation], counts: list[int]) -> list[list[TextTranslation]]:
-    """``items`` in consecutive groups of ``counts`` (a text's translated lines)."""
-    out, at = [], 0
-    for count in counts:
-        out.append(items[at : at + count])
-        at += count
-    return out
+    if request.scores:  # over all the pieces of all the text's units
+        confidence = [(t.confidence or Confidence()).probability for t in found]
+    guard = [t.guard for t in found] if request.format == "text" else None
+    return Answer(
+        [t.text for t in found],
+        [list(t.alternatives) for t in found],
+        counted.lines,
+        counted.tokens,
+        confidence,
+        guard,
+    )
 
 
 @dataclass(frozen=True)

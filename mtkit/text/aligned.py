@@ -1,9 +1,9 @@
-"""Word alignments carried from the pieces a text was cut into to the whole text.
+"""Word alignments carried from the parts a text was cut into to the whole text.
 
 An engine aligns each unit it translated (a sentence, or part of one) with its translation, as
 Moses pairs over the unit's whitespace words (:mod:`mtkit.engines.alignment`). The text layer
 joins units into sentences and sentences into texts; :func:`joined` re-indexes the pairs on the
-way: a word of a piece is found in the whole by its character offset, so that a word cut in two
+way: a word of a part is found in the whole by its character offset, so that a word cut in two
 (a long run without spaces cut for the model's limit) or two sentences written without a space
 between them map to the one whitespace word of the whole text they are part of.
 """
@@ -18,8 +18,8 @@ from mtkit.engines.alignment import Alignment
 
 
 @dataclass(frozen=True)
-class Piece:
-    """A translated piece of a whole: its source ``text`` at character ``offset`` of the whole
+class Part:
+    """A translated part of a whole: its source ``text`` at character ``offset`` of the whole
     source, its ``translation`` and the pairs between them (None: the engine gave none)."""
 
     text: str
@@ -40,28 +40,26 @@ def word_starts(text: str) -> list[int]:
     return starts
 
 
-def word_map(piece: str, offset: int, whole: list[int]) -> list[int]:
-    """The word of the whole (starts ``whole``) that each word of ``piece``, found at
+def word_map(part: str, offset: int, whole: list[int]) -> list[int]:
+    """The word of the whole (starts ``whole``) that each word of ``part``, found at
     character ``offset`` of the whole, falls in."""
-    return [max(0, bisect_right(whole, offset + start) - 1) for start in word_starts(piece)]
+    return [max(0, bisect_right(whole, offset + start) - 1) for start in word_starts(part)]
 
 
-def joined(
-    source: str, pieces: Sequence[Piece], glue: Sequence[str]
-) -> tuple[str, Alignment | None]:
-    """The pieces' translations joined (``glue[k]`` before piece k, and ``glue[-1]`` after the
-    last: one more glue than pieces), and their pairs over the words of ``source`` (the whole)
-    and of the joined translation; None if any piece has no alignment."""
-    text, starts = glued([piece.translation for piece in pieces], glue)
-    if any(piece.alignment is None for piece in pieces):
+def joined(source: str, parts: Sequence[Part], glue: Sequence[str]) -> tuple[str, Alignment | None]:
+    """The parts' translations joined (``glue[k]`` before part k, and ``glue[-1]`` after the
+    last: one more glue than parts), and their pairs over the words of ``source`` (the whole)
+    and of the joined translation; None if any part has no alignment."""
+    text, starts = glued([part.translation for part in parts], glue)
+    if any(part.alignment is None for part in parts):
         return text, None
     src_whole, tgt_whole = word_starts(source), word_starts(text)
     pairs = set()
-    for piece, start in zip(pieces, starts, strict=True):
-        src = word_map(piece.text, piece.offset, src_whole)
-        tgt = word_map(piece.translation, start, tgt_whole)
+    for part, start in zip(parts, starts, strict=True):
+        src = word_map(part.text, part.offset, src_whole)
+        tgt = word_map(part.translation, start, tgt_whole)
         pairs.update(
-            (src[i], tgt[j]) for i, j in piece.alignment or () if i < len(src) and j < len(tgt)
+            (src[i], tgt[j]) for i, j in part.alignment or () if i < len(src) and j < len(tgt)
         )
     return text, tuple(sorted(pairs))
 

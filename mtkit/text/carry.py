@@ -30,10 +30,9 @@ exactly once in the output, with its attributes:
 
 from __future__ import annotations
 
+from mtkit.engines.alignment import Alignment
 from mtkit.text.inline import Run, Stack
 from mtkit.text.write import Rider, Target, common, rewrite
-
-Alignment = tuple[tuple[int, int], ...]  # (source word, target word) pairs, 0-based
 
 
 def links(n_source: int, n_target: int, alignment: Alignment | None) -> list[int | None]:

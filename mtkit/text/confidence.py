@@ -45,20 +45,11 @@ def joined_confidence(
 
 def regrouped(found: Confidence, sources: Sequence[Sequence[int]]) -> Confidence:
     """``found`` for a text whose word w is made of the words ``sources[w]`` of the text it
-    was scored on (spans restored: :meth:`mtkit.text.spans.Masked.word_sources`)."""
+    was scored on (spans restored: :meth:`mtkit.text.span_masking.Masked.word_sources`)."""
     words = [
         tuple(p for i in index if i < len(found.words) for p in found.words[i]) for index in sources
     ]
     return Confidence(found.tokens, tuple(words), found.logprob)
-
-
-def concatenated(parts: Sequence[Confidence]) -> Confidence:
-    """Confidences of texts written one after the other with whitespace between them."""
-    return Confidence(
-        tuple(t for part in parts for t in part.tokens),
-        tuple(w for part in parts for w in part.words),
-        _sum(parts),
-    )
 
 
 def _sum(parts: Sequence[Confidence]) -> float:

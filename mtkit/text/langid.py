@@ -27,7 +27,7 @@ scoring every language: the softmax is taken over the candidates' scores alone (
 renormalising probabilities taken over all languages).
 
 What is identified. Spans that belong to no language (URLs, e-mail addresses, numbers,
-@mentions, #hashtags, emoji, inline code: :func:`mtkit.text.span_finder.find_spans`) are removed
+@mentions, #hashtags, emoji, inline code: :func:`mtkit.text.span_finding.find_spans`) are removed
 first, and only the first :data:`MAX_CHARS` characters of what is left are read (accuracy
 saturates long before; a 20,000-character text would take 30 ms). A text with no letter left
 (empty, emoji, digits, a URL) is in no language: :func:`identify` answers ``[]``. Of an HTML
@@ -63,7 +63,7 @@ from typing import Any
 import regex
 
 from mtkit.errors import MtkitError
-from mtkit.text.span_finder import find_spans
+from mtkit.text.span_finding import find_spans
 
 MAX_CHARS = 2000  # characters of a text (spans removed) that are read
 MIN_LETTERS = 10  # a text with fewer letters is never refused as another language

@@ -42,20 +42,17 @@ it (empty, blank, only a doctype) comes back as it is.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import lxml.html
 from lxml import etree
 
+from mtkit.engines.alignment import Alignment
 from mtkit.errors import MtkitError
-from mtkit.text.carry import Alignment, carry
+from mtkit.text.carry import carry
 from mtkit.text.inline import Node, Run, html_name, read_run, untranslated
 from mtkit.text.tags import BLOCK, INLINE, VERBATIM, VOID
-
-# plain texts in, one per segment; per text: its translation and the alignment of the text's
-# whitespace words to the translation's (None when the engine gives none)
-Translate = Callable[[list[str]], list[tuple[str, Alignment | None]]]
 
 KINDS = ("html", "xml")
 INLINE_LIKE = INLINE | VOID | VERBATIM  # HTML tags that never break a segment by themselves
@@ -65,13 +62,12 @@ OPENED = ("", " ", "\t", "\r", "\n", "\f", ">", "/")  # what may follow "<html" 
 
 __all__ = [
     "KINDS",
-    "Alignment",
     "Document",
-    "Translate",
+    "Marked",
     "find_runs",
     "normalised",
     "parse",
-    "translate_markup",
+    "read_markup",
 ]
 
 
@@ -95,17 +91,32 @@ class Document:
         return self.prefix + (_html_out(self.root, self.prolog) if self.whole else _body(self.root))
 
 
-def translate_markup(documents: Sequence[str], kind: str, translate: Translate) -> list[str]:
-    """``documents`` (``kind`` "html" or "xml") translated, markup kept; one call of
-    ``translate`` for all segments of all documents (none when there is no text at all)."""
+@dataclass
+class Marked:
+    """Documents parsed, and their segments in document order: the plain texts to translate."""
+
+    documents: list[Document]
+    runs: list[Run]
+
+    @property
+    def segments(self) -> list[str]:
+        return [run.text for run in self.runs]
+
+    def written(self, results: Sequence[tuple[str, Alignment | None]]) -> list[str]:
+        """The documents with every segment's translation (its text and the alignment of the
+        segment's whitespace words to its words; None where the engine gives none) in place
+        of the segment, the markup carried along; once only (the documents are changed)."""
+        if len(results) != len(self.runs):
+            raise ValueError(f"{len(results)} translations for {len(self.runs)} segments")
+        for run, (translation, alignment) in zip(self.runs, results, strict=True):
+            carry(run, translation, alignment)
+        return [document.serialize() for document in self.documents]
+
+
+def read_markup(documents: Sequence[str], kind: str) -> Marked:
+    """``documents`` (``kind`` "html" or "xml") parsed and their segments found."""
     parsed = [parse(document, kind, number) for number, document in enumerate(documents, 1)]
-    runs = [run for document in parsed for run in find_runs(document)]
-    results = translate([run.text for run in runs]) if runs else []
-    if len(results) != len(runs):
-        raise ValueError(f"{len(results)} translations for {len(runs)} segments")
-    for run, (translation, alignment) in zip(runs, results, strict=True):
-        carry(run, translation, alignment)
-    return [document.serialize() for document in parsed]
+    return Marked(parsed, [run for document in parsed for run in find_runs(document)])
 
 
 def normalised(document: str, kind: str) -> str:

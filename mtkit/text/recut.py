@@ -24,7 +24,7 @@ from collections.abc import Sequence
 from mtkit.engines.base import Translation
 from mtkit.engines.confidence import Confidence
 from mtkit.engines.guard import joined_ways
-from mtkit.text.aligned import Piece, joined, located
+from mtkit.text.aligned import Part, joined, located
 from mtkit.text.confidence import joined_confidence
 
 MIN_WORDS = 6  # shorter units are never cut again
@@ -91,7 +91,7 @@ def merged(
         found = part_results[at : at + len(pieces)]
         at += len(pieces)
         kept = [
-            Piece(piece, offset, hyps[0].text.strip(), hyps[0].alignment)
+            Part(piece, offset, hyps[0].text.strip(), hyps[0].alignment)
             for piece, offset, hyps in zip(pieces, located(units[i], pieces), found, strict=True)
             if hyps and hyps[0].text.strip()
         ]
@@ -114,7 +114,7 @@ def merged(
     return out
 
 
-def _confidence(kept: list[Piece], hyps: list[Translation], glue: list[str]) -> Confidence | None:
+def _confidence(kept: list[Part], hyps: list[Translation], glue: list[str]) -> Confidence | None:
     """The joined parts' confidence (None unless every part has one): see
     :mod:`mtkit.text.confidence`; a part translated as nothing keeps its pieces in the score."""
     if any(h.confidence is None for h in hyps):

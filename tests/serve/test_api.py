@@ -9,16 +9,9 @@ from mtkit.config import SearchConfig, ServeConfig, TranslateConfig
 from mtkit.engines import load_engine
 from mtkit.errors import MtkitError
 from mtkit.languages import Languages
-from mtkit.serve.api import (
-    ApiError,
-    Upload,
-    build_response,
-    decode_body,
-    decode_request,
-    multipart_form,
-    parse_request,
-    split_lines,
-)
+from mtkit.serve.api import build_response, parse_request, split_lines
+from mtkit.serve.bodies import FilePart, decode_body, decode_request, multipart_form
+from mtkit.serve.errors import ApiError
 from mtkit.serve.languages import resolve_languages
 
 PAIR = ("en", "de")
@@ -120,7 +113,7 @@ def test_every_encoding_makes_the_same_request() -> None:
 def test_a_multipart_forms_files_are_not_fields() -> None:
     fields, uploads = multipart_form(MULTI_BODY, MULTI)
     assert fields == FIELDS
-    assert uploads == [Upload("file", "doc.txt", "text/plain", b"\xff not a field")]
+    assert uploads == [FilePart("file", "doc.txt", "text/plain", b"\xff not a field")]
 
 
 @pytest.mark.parametrize(

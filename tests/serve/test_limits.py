@@ -10,7 +10,7 @@ pytest.importorskip("fastapi", reason="needs the 'serve' extra: pip install -e '
 
 from mtkit.config import ServeConfig  # noqa: E402
 from mtkit.serve import limits  # noqa: E402
-from mtkit.serve.api import ApiError  # noqa: E402
+from mtkit.serve.errors import ApiError  # noqa: E402
 from mtkit.serve.limits import RateLimit, admit  # noqa: E402
 
 

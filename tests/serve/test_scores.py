@@ -11,11 +11,12 @@ pytest.importorskip("fastapi", reason="needs the 'serve' extra: pip install -e '
 from asgi_helpers import post  # noqa: E402
 
 from mtkit.config import SearchConfig, ServeConfig, TranslateConfig  # noqa: E402
+from mtkit.engines.confidence import Confidence  # noqa: E402
 from mtkit.pipeline.serve import load_model  # noqa: E402
-from mtkit.serve.api import ApiError, parse_request  # noqa: E402
+from mtkit.serve.api import parse_request  # noqa: E402
+from mtkit.serve.errors import ApiError  # noqa: E402
 from mtkit.serve.service import Service  # noqa: E402
 from mtkit.text import TextOptions, translate_texts  # noqa: E402
-from mtkit.text.confidence import concatenated  # noqa: E402
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 TEXTS = ["a man runs. the dog sits", "", "plays on the red street\nsee https://x.org now"]
@@ -29,6 +30,15 @@ def service(ckpt: str) -> Iterator[Service]:
     model = load_model([ckpt], config, serve)
     yield Service(serve, model)
     model.batcher.close(10)
+
+
+def concatenated(parts: list[Confidence]) -> Confidence:
+    """The confidence of lines written one after the other: their pieces, in order."""
+    return Confidence(
+        tuple(t for part in parts for t in part.tokens),
+        tuple(w for part in parts for w in part.words),
+        sum((part.logprob for part in parts), 0.0),
+    )
 
 
 @pytest.mark.parametrize("split", [True, False])

@@ -21,9 +21,11 @@ from typing import Any
 import docx
 import pytest
 import srt
+from click.testing import CliRunner
 from docx.text.paragraph import Paragraph as DocxParagraph
-from serve_helpers import Server
+from serve_helpers import FAST, Server
 
+from mtkit.cli import cli as main
 from mtkit.text.files.wordml import Paragraph
 
 sys.path.insert(0, str(Path(__file__).parents[1] / "text"))
@@ -123,6 +125,24 @@ def test_an_html_file_comes_back_as_translate_gives_it(server: Server) -> None:
     headers, body, _ = translated_file(server, "page.html", PAGE.encode())
     assert headers["content-type"] == "text/html; charset=utf-8"
     assert body.decode() == server.translate({"q": PAGE, "format": "html"}).body["translatedText"]
+
+
+def test_an_html_document_is_the_same_bytes_through_the_cli(
+    server: Server, ckpt: str, tmp_path: Path
+) -> None:
+    page = f"\ufeff<!DOCTYPE html>\r\n<html><body>{PAGE}</body></html>\r\n".encode()
+    _, body, _ = translated_file(server, "page.html", page)
+    source, out = tmp_path / "page.html", tmp_path / "page.de.html"
+    source.write_bytes(page)
+    cli = ["translate", "-m", ckpt, "--format", "html", *FAST, "-i", str(source), "-o", str(out)]
+    result = CliRunner().invoke(main, cli)
+    assert result.exit_code == 0, result.output
+    assert out.read_bytes() == body and body.startswith("\ufeff<!DOCTYPE html>".encode())
+    source.write_bytes(b"<p>caf\xe9</p>")  # refused by both, naming the byte
+    result = CliRunner().invoke(main, cli)
+    message = f"{source}: not UTF-8 text (byte 0xe9 at byte 6)"
+    assert result.exit_code == 1 and result.output.strip().splitlines()[-1].endswith(message)
+    assert upload(server, "page.html", source.read_bytes())[1]["error"].endswith(message[-35:])
 
 
 def test_subtitles_keep_their_cues_and_timings(server: Server) -> None:

@@ -9,7 +9,7 @@ import pytest
 pytest.importorskip("fastapi", reason="needs the 'serve' extra: pip install -e '.[serve]'")
 
 from mtkit.config import ServeConfig  # noqa: E402
-from mtkit.serve.api import ApiError  # noqa: E402
+from mtkit.serve.errors import ApiError  # noqa: E402
 from mtkit.serve.service import Service, check_key  # noqa: E402
 
 

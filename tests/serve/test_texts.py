@@ -49,13 +49,13 @@ def test_split_texts_come_back_in_their_layout(ckpt: str) -> None:
     assert (answer.units, answer.tokens) == (4, 4)
 
 
-def test_unsplit_lines_are_sentences_joined_again(ckpt: str) -> None:
+def test_unsplit_lines_are_sentences_their_line_breaks_kept(ckpt: str) -> None:
     engine = load_engine([ckpt], TranslateConfig(device="cpu"))
     request = checked(q="a b. c d\r\n\nsee https://x.org/a?b=1 now", split=False)
     units = Recorder(request, 1)
     answer = translate_request(request, engine.src_tokenizer, 60, units)
     assert units.calls == [["a b. c d", "see 1 now"]]  # the URL masked as a number; "" skipped
-    assert answer.texts == ["A B. C D\n\nSEE https://x.org/a?b=1 NOW"]
+    assert answer.texts == ["A B. C D\r\n\nSEE https://x.org/a?b=1 NOW"]
 
 
 def test_a_multilingual_server_tags_each_sentence(ckpt: str) -> None:

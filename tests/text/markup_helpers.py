@@ -9,9 +9,19 @@ from collections.abc import Callable
 
 from lxml import etree
 
-from mtkit.text.markup import Alignment, parse
+from mtkit.engines.alignment import Alignment
+from mtkit.text.markup import parse, read_markup
 
 Result = list[tuple[str, Alignment | None]]
+
+
+def translate_markup(
+    documents: list[str], kind: str, translate: Callable[[list[str]], Result]
+) -> list[str]:
+    """``documents`` read, their segments translated by ``translate`` in one call (none when
+    there is no text at all), written back."""
+    marked = read_markup(documents, kind)
+    return marked.written(translate(marked.segments) if marked.runs else [])
 
 
 def identity(texts: list[str]) -> Result:

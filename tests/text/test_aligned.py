@@ -12,7 +12,7 @@ from mtkit.cli import cli
 from mtkit.config import SearchConfig
 from mtkit.engines.base import Engine
 from mtkit.text import TextOptions, segment, translate_texts
-from mtkit.text.aligned import Piece, joined, located, word_starts
+from mtkit.text.aligned import Part, joined, located, word_starts
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 ALIGNED = SearchConfig(beam=2, max_len_a=1.0, max_len_b=2, alignment=True)
@@ -22,18 +22,18 @@ def test_words_of_pieces_are_found_by_offset_in_the_whole() -> None:
     assert word_starts("  ab c\td ") == [2, 5, 7] and word_starts("") == []
     source = "one two. three four"
     pieces = [
-        Piece("one two.", 0, "eins zwei.", ((0, 0), (1, 1))),
-        Piece("three four", 9, "drei vier", ((0, 1), (1, 0))),
+        Part("one two.", 0, "eins zwei.", ((0, 0), (1, 1))),
+        Part("three four", 9, "drei vier", ((0, 1), (1, 0))),
     ]
     assert joined(source, pieces, ["", " ", ""]) == (
         "eins zwei. drei vier",
         ((0, 0), (1, 1), (2, 3), (3, 2)),
     )
     # no space between two sentences: their words are one word of the whole text
-    glued = [Piece("Hi.", 0, "Hallo.", ((0, 0),)), Piece("Go", 3, "Geh", ((0, 0),))]
+    glued = [Part("Hi.", 0, "Hallo.", ((0, 0),)), Part("Go", 3, "Geh", ((0, 0),))]
     assert joined("Hi.Go now", glued, ["", "", " jetzt"]) == ("Hallo.Geh jetzt", ((0, 0),))
     # a piece without alignment: the whole has none, the text is still joined
-    assert joined(source, [pieces[0], Piece("three four", 9, "x", None)], ["", " ", ""]) == (
+    assert joined(source, [pieces[0], Part("three four", 9, "x", None)], ["", " ", ""]) == (
         "eins zwei. x",
         None,
     )

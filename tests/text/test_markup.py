@@ -19,12 +19,13 @@ from markup_helpers import (
     reverser,
     scrambler,
     tags,
+    translate_markup,
     upper,
     verbatim,
 )
 
 from mtkit.errors import MtkitError
-from mtkit.text.markup import normalised, parse, translate_markup
+from mtkit.text.markup import normalised, parse
 
 
 @pytest.mark.parametrize("translator", list(TRANSLATORS))

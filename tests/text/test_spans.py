@@ -13,9 +13,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from text_helpers import HOSTILE
 
+from mtkit.engines.alignment import Alignment
 from mtkit.engines.base import Engine
-from mtkit.text.span_finder import Span, find_spans
-from mtkit.text.spans import Alignment, Masked, mask
+from mtkit.text.span_finding import Span, find_spans
+from mtkit.text.span_masking import Masked, mask
 
 # (sentence, its spans in order: text and kind); no span's text occurs elsewhere in its sentence
 SENTENCES = [

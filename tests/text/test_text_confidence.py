@@ -8,9 +8,10 @@ from mtkit.engines.base import Engine
 from mtkit.engines.confidence import Confidence
 from mtkit.errors import MtkitError
 from mtkit.text import TextOptions, translate_texts
-from mtkit.text.confidence import concatenated, joined_confidence, regrouped
-from mtkit.text.spans import mask
-from mtkit.text.translate import engine_units, source_limit, translate_plans
+from mtkit.text.confidence import joined_confidence, regrouped
+from mtkit.text.plan import put_back
+from mtkit.text.span_masking import mask
+from mtkit.text.translate import engine_units, source_limit, translate_units
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
@@ -37,7 +38,6 @@ def test_joined_words_take_the_pieces_of_what_they_are_made_of() -> None:
     assert glued.tokens == a.tokens + b.tokens and glued.normalized == -7.0 / 5
     spaced = joined_confidence([("x", a)], ["", ""], dropped=[b])  # b: an empty translation
     assert spaced.words == ((-1.0,),) and len(spaced.tokens) == 5
-    assert concatenated([a, b]).words == a.words + b.words
 
 
 def test_restored_spans_are_copied_not_translated() -> None:
@@ -70,13 +70,14 @@ def test_a_texts_score_is_over_all_its_units_pieces(engine: Engine) -> None:
     search = engine.config.search.replace(scores=True)
     units = engine_units(engine, search)
     for options in (TextOptions(), TextOptions(split=False)):
-        plan, results = translate_plans(
+        planned, results = translate_units(
             HOSTILE, options, engine.src_tokenizer, source_limit(engine), units
         )
-        texts = plan.translated(results, scores=True)
-        assert plan.sizes()[HOSTILE.index(LONG)] == (3 if options.split else 1)  # else truncated
+        texts = put_back(planned, results, scores=True)
+        sizes = [len(text.all_units()) for text in planned]
+        assert sizes[HOSTILE.index(LONG)] == (3 if options.split else 1)  # else truncated
         at = 0
-        for text, size in zip(texts, plan.sizes(), strict=True):
+        for text, size in zip(texts, sizes, strict=True):
             own = [hyps[0].confidence for hyps in results[at : at + size] if hyps]
             at += size
             assert text.confidence.tokens == tuple(t for c in own for t in c.tokens)

@@ -1,7 +1,7 @@
 """Spans that must not be translated (URLs, e-mail addresses, numbers, @mentions, #hashtags,
 emoji, inline `code`): masked before the model, put back verbatim after.
 
-Finding: :func:`mtkit.text.span_finder.find_spans` (its docstring has the rules).
+Finding: :func:`mtkit.text.span_finding.find_spans` (its docstring has the rules).
 
 Masking (:func:`mask`): spans at the start of a sentence, and at its end, with only whitespace
 between them (a leading @mention; a trailing URL, hashtags, emoji) are cut off, the model
@@ -34,9 +34,9 @@ from dataclasses import dataclass
 
 import regex
 
-from mtkit.text.span_finder import WORDCHAR, Span, find_spans
+from mtkit.engines.alignment import Alignment
+from mtkit.text.span_finding import WORDCHAR, Span, find_spans
 
-Alignment = tuple[tuple[int, int], ...]
 _WORDS = re.compile(r"\S+")  # re's \s is str.isspace, so these are str.split()'s words
 _DIGITS = re.compile(r"[0-9]+")
 _LETTER = regex.compile(r"\p{L}")

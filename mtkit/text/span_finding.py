@@ -1,5 +1,5 @@
 """Finding the spans that must not be translated (URLs, e-mail addresses, numbers, @mentions,
-#hashtags, emoji, inline `code`); :mod:`mtkit.text.spans` masks and restores them.
+#hashtags, emoji, inline `code`); :mod:`mtkit.text.span_masking` masks and restores them.
 
 Finding (:func:`find_spans`): one pattern per kind, taken in the order of :data:`KINDS`, a match
 that overlaps one taken before dropped: a URL's ``#fragment`` is no hashtag, ``@user@host.social``
