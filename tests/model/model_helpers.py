@@ -15,7 +15,7 @@ from mtkit.model.transformer import (
 )
 
 
-def tiny(pre_norm: bool = False, src_vocab: int = 23, **kw) -> torch.nn.Module:
+def tiny(pre_norm: bool = False, src_vocab: int = 23, layers: int = 2, **kw) -> torch.nn.Module:
     torch.manual_seed(0)
     cfg = ModelConfig(
         src_vocab_size=src_vocab,
@@ -23,8 +23,8 @@ def tiny(pre_norm: bool = False, src_vocab: int = 23, **kw) -> torch.nn.Module:
         d_model=32,
         ffn_dim=64,
         heads=4,
-        encoder_layers=2,
-        decoder_layers=2,
+        encoder_layers=layers,
+        decoder_layers=layers,
         dropout=0.0,
         attention_dropout=0.0,
         pre_norm=pre_norm,
