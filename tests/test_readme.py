@@ -379,3 +379,25 @@ def test_the_benchmarks_index_names_every_script() -> None:
     files = [*bench.glob("*.py"), *bench.glob("gpu/*.py"), *bench.glob("gpu/*.sh")]
     assert files
     assert [f.name for f in files if f"`{f.name}`" not in index and f.name not in index] == []
+
+
+def reading_path(markdown: str) -> list[Path]:
+    """The files of docs/layout.md's reading path: the backquoted names of its numbered table
+    rows, a bare name in the folder of the name before it."""
+    files, folder = [], ROOT
+    for row in re.findall(r"^\| \d\. [^|]*\| ([^|]*)\|", markdown, flags=re.M):
+        for name in re.findall(r"`([^`]+)`", row):
+            path = ROOT / name if "/" in name else folder / name
+            folder = path.parent
+            files.append(path)
+    return files
+
+
+def test_the_reading_path_is_real_files_of_at_most_4000_lines() -> None:
+    files = reading_path((ROOT / "docs" / "layout.md").read_text())
+    assert len(files) >= 15 and all(path.is_file() for path in files), files
+    lines = sum(len(path.read_text().splitlines()) for path in files)
+    assert 3000 <= lines <= 4000, f"the reading path is {lines} lines"
+    assert "its core" in README.read_text().split("\n\n")[1]  # what the front page promises
+    row = "| 2. a | `mtkit/decoding/a.py`, `b.py` | x |\n"
+    assert reading_path(row) == [ROOT / "mtkit/decoding/a.py", ROOT / "mtkit/decoding/b.py"]

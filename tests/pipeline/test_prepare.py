@@ -11,12 +11,14 @@ import numpy as np
 import pytest
 
 from mtkit.config import PrepareConfig, SpmConfig
+from mtkit.data import encoding
 from mtkit.data.binarized import FORMAT_VERSION, ParallelData, load_tokenizers, read_manifest
 from mtkit.data.corpus import Source
+from mtkit.data.encoding import EncoderPool
 from mtkit.data.tokenizer import Tokenizer, train_spm
 from mtkit.errors import MtkitError
 from mtkit.pipeline import prepare as prepare_module
-from mtkit.pipeline.prepare import EncoderPool, prepare
+from mtkit.pipeline.prepare import prepare
 from mtkit.pipeline.spm import train_models
 
 MULTI30K = Path("/work/shared/data/multi30k")
@@ -126,7 +128,7 @@ def dying_worker(job: object) -> object:
 def test_a_dead_worker_is_a_one_line_error(corpus_pairs, corpus_spm: Path, monkeypatch) -> None:
     """A worker that dies breaks the pool: one MtkitError, not a traceback (the forked workers
     see the patched function)."""
-    monkeypatch.setattr(prepare_module, "_encode_in_worker", dying_worker)
+    monkeypatch.setattr(encoding, "_encode_in_worker", dying_worker)
     jobs = [([s], [t], False, -1) for s, t in corpus_pairs[:6]]
     with pytest.raises(MtkitError, match="an encoding worker stopped"):
         with EncoderPool(encoder_args(corpus_spm), workers=2) as pool:
