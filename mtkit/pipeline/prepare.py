@@ -3,8 +3,9 @@
 Each split streams: chunks are read lazily, cleaned in this process, encoded in worker processes
 (:mod:`mtkit.data.encoding`: each loads the models once; at most ``2 * workers`` chunks in
 flight) and written in corpus order as they come back, so memory stays bounded whatever the
-corpus size. A split that fits in one chunk is encoded in this process, where a pool cannot help. Everything is written into a
-temporary directory next to ``out_dir`` and renamed at the end; on any error it is removed.
+corpus size. A split that fits in one chunk is encoded in this process, where a pool cannot
+help. Everything is written into a temporary directory next to ``out_dir`` and renamed at the
+end; on any error it is removed.
 
 Length, ratio and duplicate filters apply to the train split only: valid and test keep every
 line (stripped), so their outputs stay aligned with the original references.
