@@ -18,6 +18,33 @@ from mtkit.data.tokenizer import train_spm
 if os.environ.get("PYTEST_XDIST_WORKER"):
     torch.set_num_threads(1)
 
+# The slowest modules, slowest first (seconds on CI's 2 cores). `--dist loadfile` hands each
+# worker the next module in collection order as it comes free: collected last, a long module
+# would keep one worker busy while the other sits idle; collected first, the short ones fill in.
+SLOWEST = (
+    "model/test_compiled.py",  # ~150-200 s: AOTInductor builds three libraries
+    "test_recipes.py",  # ~100 s: every recipe target, each a process
+    "export/test_export_variants.py",  # ~55 s
+    "training/test_compiled_train.py",  # ~50 s: dynamo traces
+    "training/test_kill_anywhere.py",  # ~40 s
+    "serve/test_server.py",
+    "decoding/test_search.py",
+    "training/test_augment.py",
+    "export/test_import_hf.py",
+    "cli/test_cli_translate.py",
+    "pipeline/test_translate.py",
+    "training/test_ddp.py",
+    "training/test_resume.py",
+    "test_bad_input.py",
+)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The modules of :data:`SLOWEST` first, in its order; the rest as collected."""
+    tests = Path(__file__).parent
+    rank = {name: i for i, name in enumerate(SLOWEST)}
+    items.sort(key=lambda item: rank.get(item.path.relative_to(tests).as_posix(), len(rank)))
+
 
 @pytest.fixture(scope="module")
 def one_thread() -> Iterator[None]:
