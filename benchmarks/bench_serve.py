@@ -55,6 +55,8 @@ from typing import Any
 
 from multi30k import random_checkpoint, read_text
 
+from mtkit.precision import resolve_dtype
+
 ROOT = Path(__file__).resolve().parent.parent
 WORK = ROOT / ".bench" / "translate"
 ONE_AT_A_TIME = ["--batching", "request", "--max-wait-ms", "0", "--max-batch-tokens", "1"]
@@ -290,6 +292,11 @@ def main() -> None:
         choices=["", "int8"],
         help="server and offline int8 (mtkit engine)",
     )
+    parser.add_argument(
+        "--dtype",
+        default="fast",
+        help="server and offline precision (fast: `mtkit serve`'s default; fp32: translate's)",
+    )
     parser.add_argument("--random-len", type=int, default=20, help="forced output length")
     parser.add_argument(
         "--mixed",
@@ -319,10 +326,14 @@ def main() -> None:
     ckpt = args.checkpoint or str(random_checkpoint(WORK))
     lines = read_text("test_2016_flickr", "en")[: args.sentences]
     search = search_values(args.random_len, args.checkpoint is None, args.beam)
-    runtime = {"engine": args.engine, **({"quantize": args.quantize} if args.quantize else {})}
+    runtime = {"engine": args.engine, "dtype": args.dtype}
+    runtime |= {"quantize": args.quantize} if args.quantize else {}
     # float mtkit decodes a sentence alike in any batch; CTranslate2 (its issue #693) and int8
-    # (activation scales per batch) may not, so there the differences are counted
-    exact = args.engine == "mtkit" and not args.quantize
+    # (activation scales per batch; --dtype fast on a CPU without a bf16 verdict) may not, so
+    # there the differences are counted
+    resolved = resolve_dtype("cpu", args.dtype, args.quantize)
+    exact = args.engine == "mtkit" and not (args.quantize or resolved.quantize)
+    print(f"precision: {args.dtype} -> {'int8' if resolved.quantize else resolved.name}")
     threads = ["--threads", str(args.threads), *flags(runtime)]
     base, expected = offline(ckpt, lines, search, args.threads, runtime)
     long_text, long_sentences = "", 0

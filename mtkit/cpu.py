@@ -120,11 +120,13 @@ def emulation_warning(flags: Iterable[str]) -> str | None:
 
 
 class Resolved(NamedTuple):
-    """A precision asked for on this CPU, resolved: its name, why, and a warning (or "")."""
+    """A precision asked for on this CPU, resolved: its name, why, a warning (or ""), and the
+    quantization it brings (``--dtype fast``: int8 where bf16 is not chosen)."""
 
     name: str  # fp32 | bf16
     reason: str
     warning: str = ""
+    quantize: str = ""  # "" | int8
 
 
 def resolve_cpu_precision(requested: str, use: str, flags: Iterable[str]) -> Resolved:

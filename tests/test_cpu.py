@@ -54,7 +54,7 @@ def test_explicit_bf16_warns_only_without_hardware() -> None:
     assert slow.name == "bf16" and "emulated" in slow.warning and "\n" not in slow.warning
     for flags in (AVX512_BF16, AMX):
         assert resolve_cpu_precision("bf16", "decode", flags).warning == ""
-    assert resolve_cpu_precision("fp32", "train", AVX2) == ("fp32", "as asked", "")
+    assert resolve_cpu_precision("fp32", "train", AVX2) == ("fp32", "as asked", "", "")
     auto = resolve_cpu_precision("auto", "decode", AVX2)
     assert auto.name == "fp32" and auto.reason.startswith("auto: ") and not auto.warning
 

@@ -10,7 +10,7 @@ import click
 
 from mtkit.cli.common import CommaList, config_option, user_errors
 from mtkit.cli.translate import SEARCH_OPTIONS, search_options
-from mtkit.config import BATCHING, LOG_LEVELS, ServeConfig, TranslateConfig
+from mtkit.config import BATCHING, LOG_LEVELS, ServeConfig, ServedPath, TranslateConfig
 
 # search options a server takes per request (alternatives -> nbest) or not at all (sampling)
 # (tgt_lang: a multilingual server takes the target per request; workers: one decoding loop)
@@ -32,8 +32,10 @@ option = partial(config_option, config=ServeConfig)
 
 
 def served_search_options(func: Any) -> Any:
-    """`mtkit translate`'s search and runtime options, less those in NOT_SERVED."""
-    return search_options(func, [row for row in SEARCH_OPTIONS if row[1] not in NOT_SERVED])
+    """`mtkit translate`'s search and runtime options, less those in NOT_SERVED; the fast
+    path's (:class:`~mtkit.config.ServedPath`) with the server's own defaults."""
+    rows = [row for row in SEARCH_OPTIONS if row[1] not in NOT_SERVED]
+    return search_options(func, rows, dict.fromkeys(ServedPath().defaults(), ServedPath))
 
 
 @click.command()
@@ -127,5 +129,6 @@ def serve(models: tuple[str, ...], **options: Any) -> None:
         names = set(ServeConfig.__dataclass_fields__)
         serve_config = ServeConfig(**{k: v for k, v in options.items() if k in names})
         given = {k: v for k, v in options.items() if k not in names and v is not None}
+        given = {**ServedPath().defaults(), **given}
         config = TranslateConfig.from_flat(given, where="mtkit serve")
         sys.exit(run_server(list(models), config, serve_config))

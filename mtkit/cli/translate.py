@@ -11,7 +11,7 @@ from typing import Any
 import click
 
 from mtkit.cli.common import config_option, user_errors
-from mtkit.config import COMPILE_MODES, SearchConfig, TranslateConfig
+from mtkit.config import COMPILE_MODES, DTYPES, SearchConfig, TranslateConfig
 from mtkit.engines import ENGINES, engine_names
 
 # (flags, SearchConfig or TranslateConfig field, type, help); every default comes from them
@@ -66,9 +66,10 @@ SEARCH_OPTIONS: list[tuple[tuple[str, ...], str, Any, str]] = [
     (
         ("--dtype",),
         "dtype",
-        click.Choice(["auto", "fp32", "bf16", "fp16"]),
+        click.Choice(DTYPES),
         "Precision. CPU bf16: linear layers in bf16 (fast with AVX512-BF16 or AMX); fp16: CUDA "
-        "only; auto: bf16 on CPUs where the ablation found no loss (mtkit/cpu.py), else fp32.",
+        "only; auto: bf16 on CPUs where the ablation found no loss (mtkit/cpu.py), else fp32; "
+        "fast: as auto, with int8 linear layers where that is fp32 on a CPU.",
     ),
     (("--quantize",), "quantize", click.Choice(["int8"]), "Dynamic int8 quantization (CPU)."),
     (
@@ -256,12 +257,16 @@ SEARCH_OPTIONS: list[tuple[tuple[str, ...], str, Any, str]] = [
 SEARCH_FIELDS = {f.name for f in dataclasses.fields(SearchConfig)}
 
 
-def search_options(func: Callable, rows: list | None = None) -> Callable:
+def search_options(
+    func: Callable, rows: list | None = None, defaults: dict[str, Any] | None = None
+) -> Callable:
     """One option per row of ``rows`` (SEARCH_OPTIONS), its default and --help from
-    SearchConfig or TranslateConfig; the value is None unless given (the config fills in the
-    rest)."""
+    SearchConfig or TranslateConfig, or for the fields of ``defaults`` from the config given
+    there (`mtkit serve`'s :class:`~mtkit.config.ServedPath`); the value is None unless given
+    (the config fills in the rest)."""
     for flags, name, kind, help_text in reversed(SEARCH_OPTIONS if rows is None else rows):
         config = SearchConfig if name in SEARCH_FIELDS else TranslateConfig
+        config = (defaults or {}).get(name, config)
         attrs: dict[str, Any] = (
             {"is_flag": True}
             if kind is None

@@ -31,7 +31,7 @@ from mtkit.config.search import (
     TranslateConfig,
     alignment_layer,
 )
-from mtkit.config.serve import BATCHING, LOG_LEVELS, ServeConfig
+from mtkit.config.serve import BATCHING, LOG_LEVELS, ServeConfig, ServedPath
 from mtkit.config.train import (
     AUGMENT_DEFAULT,
     AUGMENT_MODIFIERS,
@@ -59,6 +59,7 @@ __all__ = [
     "ShortlistConfig",
     "BATCHING",
     "ServeConfig",
+    "ServedPath",
     "SpmConfig",
     "TEXT_FORMATS",
     "TrainConfig",

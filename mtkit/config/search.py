@@ -113,7 +113,8 @@ class SearchConfig:
         return SearchConfig(**values)
 
 
-DTYPES = ("auto", "fp32", "bf16", "fp16")
+DTYPES = ("auto", "fp32", "bf16", "fp16", "fast")
+FLOAT_TYPES = ("fp32", "bf16", "fp16")  # what a draft may be given
 CPU_MATMULS = ("onednn", "default")
 
 
@@ -125,7 +126,9 @@ class TranslateConfig:
     max_tokens: int = 4096  # source tokens per batch, padding counted
     max_input_tokens: int = 1000  # longer inputs are truncated to this many pieces (documented cap)
     device: str = "auto"  # auto | cpu | cuda | cuda:N
-    dtype: str = "fp32"  # fp32 | bf16 (CPU: bf16 linear layers) | fp16 (CUDA) | auto (mtkit/cpu.py)
+    # fp32 | bf16 (CPU: bf16 linear layers) | fp16 (CUDA) | auto (mtkit/cpu.py) | fast (bf16 where
+    # auto picks it, else int8: mtkit/precision.py)
+    dtype: str = "fp32"
     quantize: str = ""  # "" | int8
     cpu_matmul: str = "onednn"  # CPU fp32: onednn (weights packed once) | default (torch's)
     compile: str = "off"  # CPU: the decoder's step as one compiled graph (COMPILE_MODES)
@@ -238,8 +241,8 @@ class TranslateConfig:
                 f"--draft-quantize must be int8 or none, got {self.draft_quantize!r}",
             ),
             (
-                self.draft_dtype in ("", *DTYPES[1:]),
-                f"--draft-dtype must be one of {', '.join(DTYPES[1:])}, got {self.draft_dtype!r}",
+                self.draft_dtype in ("", *FLOAT_TYPES),
+                f"--draft-dtype must be one of {', '.join(FLOAT_TYPES)}, got {self.draft_dtype!r}",
             ),
             (
                 self.draft

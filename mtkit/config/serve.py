@@ -15,6 +15,21 @@ ORIGIN = re.compile(r"[a-z][a-z0-9+.-]*://[^/\s]+")
 BATCHING = ("step", "request")  # --batching: step-level (a running search) or whole batches
 
 
+@dataclass(frozen=True)
+class ServedPath:
+    """How `mtkit serve` runs its model where `mtkit translate` would take its own defaults:
+    the fast path (issue 52). ``--dtype fast``: bf16 where this CPU's bf16 hardware has a
+    recorded verdict, int8 linear layers elsewhere (:func:`mtkit.precision.resolve_dtype`);
+    ``--dtype fp32`` keeps the path of `mtkit translate`'s defaults. The compiled step stays
+    off: step-level batching adds rows to a running search, which its graph does not take."""
+
+    dtype: str = "fast"
+
+    def defaults(self) -> dict[str, str]:
+        """The fields, as `mtkit serve`'s options give them."""
+        return {"dtype": self.dtype}
+
+
 @dataclass
 class ServeConfig:
     """`mtkit serve`: the HTTP side, the cross-request batcher and the request limits."""

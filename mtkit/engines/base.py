@@ -282,15 +282,13 @@ def warn(message: str) -> None:
 
 
 def announce_dtype(asked: str, resolved: Resolved) -> None:
-    """The one line saying what ``--dtype auto`` chose and why; the bf16 emulation warning."""
+    """The one line saying what ``--dtype auto`` or ``fast`` chose and why; the bf16
+    emulation warning."""
     if resolved.warning:
         warn(resolved.warning)
-    if asked == "auto":
-        print(
-            f"mtkit translate: dtype {resolved.name} ({resolved.reason})",
-            file=sys.stderr,
-            flush=True,
-        )
+    if asked in ("auto", "fast"):
+        name = "int8" if resolved.quantize else resolved.name
+        print(f"mtkit: dtype {name} ({resolved.reason})", file=sys.stderr, flush=True)
 
 
 def encode_sources(

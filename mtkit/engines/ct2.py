@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import math
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -268,6 +268,7 @@ def _translator(model_dir: Path, config: TranslateConfig) -> Any:
     device, index = _device(config.device, ct2)
     dtype = resolve_dtype(device, config.dtype, config.quantize)
     announce_dtype(config.dtype, dtype)
+    config = replace(config, quantize=config.quantize or dtype.quantize)  # fast: int8
     threads = config.threads or max(1, (os.cpu_count() or 1) // config.workers)
     try:
         return ct2.Translator(

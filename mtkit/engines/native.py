@@ -319,8 +319,15 @@ def _settings(config: TranslateConfig) -> tuple[torch.device, Resolved]:
     check_search(config.search, bool(config.search.constraints), bool(config.draft))
     device = torch_device(config.device)
     dtype = resolve_dtype(device.type, config.dtype, config.quantize)
-    check_precision(device, dtype.name, config.quantize)
+    check_precision(device, dtype.name, config.quantize or dtype.quantize)
     return device, dtype
+
+
+def settled(config: TranslateConfig, resolved: Resolved) -> TranslateConfig:
+    """``config`` with ``--dtype auto`` or ``fast`` as ``resolved`` (a float type, and int8
+    where ``fast`` chose it): what the engine, its draft and its log read."""
+    quantize = config.quantize or resolved.quantize
+    return replace(config, dtype=resolved.name, quantize=quantize)
 
 
 def _shortlist(config: TranslateConfig, src: Tokenizer, tgt: Tokenizer) -> Shortlist | None:
@@ -356,6 +363,7 @@ def load(checkpoints: list[str], config: TranslateConfig, announce: bool = True)
     """Load one checkpoint, or several as an ensemble, prepared for ``config``'s device
     (``announce``: say what ``--dtype auto`` chose; workers of a parallel engine do not)."""
     device, resolved = _settings(config)
+    asked, config = config.dtype, settled(config, resolved)
     dtype = resolved.name
     if config.threads > 0:
         torch.set_num_threads(config.threads)
@@ -401,5 +409,5 @@ def load(checkpoints: list[str], config: TranslateConfig, announce: bool = True)
         config, checkpoints[0], (first.src_tokenizer, first.tgt_tokenizer), device, dtype
     )
     if announce:
-        announce_dtype(config.dtype, resolved)
+        announce_dtype(asked, resolved)
     return engine

@@ -103,7 +103,7 @@ def resolve_precision(
 def _cpu_precision(precision: str, flags: frozenset[str]) -> Precision:
     if precision == "fp16":
         raise MtkitError("precision fp16 needs a CUDA device; use bf16 or fp32 on CPU")
-    name, reason, warning = resolve_cpu_precision(precision, "train", flags)
+    name, reason, warning, _ = resolve_cpu_precision(precision, "train", flags)
     return Precision(torch.bfloat16 if name == "bf16" else None, reason, warning)
 
 

@@ -240,6 +240,48 @@ def test_dtype_auto_says_what_it_chose(ckpt: str, capsys, monkeypatch) -> None:
     assert "dtype fp32 (auto: int8 quantization" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize(
+    "flags, dtype, quantize",
+    [
+        ({"avx2"}, "fp32", "int8"),
+        ({"avx2", "amx_bf16"}, "fp32", "int8"),
+        ({"avx512_bf16"}, "bf16", ""),
+    ],
+)
+def test_dtype_fast_is_bf16_where_it_has_a_verdict_else_int8(
+    ckpt: str, capsys, monkeypatch, flags: set, dtype: str, quantize: str
+) -> None:
+    """The server's default (issue 52): what ``auto`` picks, int8 linear layers where that is
+    fp32; the engine decodes exactly as one given those settings, and says what it chose."""
+    from mtkit import precision
+
+    monkeypatch.setattr(precision, "cpu_flags", lambda: frozenset(flags))
+    fast = load_engine([ckpt], tcfg(device="cpu", dtype="fast", **FAST))
+    said = capsys.readouterr().err
+    assert (fast.config.dtype, fast.config.quantize) == (dtype, quantize)
+    assert f"mtkit: dtype {quantize or dtype} (fast: " in said
+    same = load_engine([ckpt], tcfg(device="cpu", dtype=dtype, quantize=quantize, **FAST))
+    lines = corpus(seed=5, n=12)
+    assert translate_with(fast, lines) == translate_with(same, lines)
+    plain = load_engine([ckpt], tcfg(device="cpu", dtype="fast", quantize="int8", **FAST))
+    assert (plain.config.dtype, plain.config.quantize) == ("fp32", "int8")  # as asked
+
+
+def test_serve_runs_the_fast_path_unless_told(monkeypatch, tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from mtkit.cli import cli
+    from mtkit.pipeline import serve
+
+    seen = []
+    monkeypatch.setattr(serve, "serve", lambda models, config, served: seen.append(config) or 0)
+    for extra in ([], ["--dtype", "fp32"]):
+        result = CliRunner().invoke(cli, ["serve", "-m", str(tmp_path / "m.pt"), *extra])
+        assert result.exit_code == 0, result.output
+    assert [c.dtype for c in seen] == ["fast", "fp32"]
+    assert [c.compile for c in seen] == ["off", "off"]  # rows join a running search
+
+
 def test_ensemble_of_a_checkpoint_with_itself_equals_it_alone(ckpt: str) -> None:
     lines = corpus(seed=3, n=6)
     config = tcfg(**FAST)
