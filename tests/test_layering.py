@@ -143,3 +143,54 @@ def test_no_test_module_imports_another() -> None:
                 names = [alias.name for alias in node.names]
             found += [f"{path.relative_to(tests)}: {n}" for n in names if n.startswith("test_")]
     assert found == []
+
+
+def module_name(path: Path) -> str:
+    parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def module_imports(path: Path, known: set[str]) -> set[tuple[str, str]]:
+    """(module, name) pairs that ``path`` imports from mtkit, lazy ones too: ``from m import
+    x`` is (m.x, "") where m.x is a module, else (m, x)."""
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            for alias in node.names if node.module.startswith("mtkit") else []:
+                full = f"{node.module}.{alias.name}"
+                found.add((full, "") if full in known else (node.module, alias.name))
+        elif isinstance(node, ast.Import):
+            found |= {(a.name, "") for a in node.names if a.name.startswith("mtkit")}
+    return found
+
+
+def cycles(edges: dict[str, set[str]]) -> list[list[str]]:
+    """The import cycles of ``edges`` (module -> modules it imports), one path each."""
+    found, state = [], {}
+
+    def visit(module: str, path: list[str]) -> None:
+        state[module] = "open"
+        for other in sorted(edges.get(module, ())):
+            if state.get(other) == "open":
+                found.append([*path[path.index(other) :], other])
+            elif other not in state:
+                visit(other, [*path, other])
+        state[module] = "done"
+
+    for module in sorted(edges):
+        if module not in state:
+            visit(module, [module])
+    return found
+
+
+def test_no_import_cycle_and_no_underscore_names() -> None:
+    """Issue 51: no module of mtkit imports itself back through others (lazy imports inside
+    functions count), and none imports another's underscore names (``__version__`` aside)."""
+    paths = {module_name(p): p for p in PACKAGE.rglob("*.py")}
+    edges, private = {}, []
+    for name, path in paths.items():
+        pairs = module_imports(path, set(paths))
+        edges[name] = {module for module, _ in pairs if module in paths and module != name}
+        private += [f"{name}: {m}.{x}" for m, x in pairs if x.startswith("_") and x[:2] != "__"]
+    assert cycles(edges) == [] and private == []
+    assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == [["a", "b", "c", "a"]]

@@ -14,7 +14,6 @@ import sys
 from abc import ABC, abstractmethod
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import Protocol
 
 from mtkit.config import SearchConfig, TranslateConfig
 from mtkit.cpu import Resolved
@@ -22,31 +21,9 @@ from mtkit.data.batching import token_batches
 from mtkit.data.lines import Numbers, line_numbers
 from mtkit.data.tags import tag_lines
 from mtkit.data.tokenizer import Tokenizer
-from mtkit.engines.alignment import Alignment
-from mtkit.engines.confidence import Confidence
+from mtkit.engines.results import Progress, Translation, warn
 from mtkit.errors import MtkitError
 from mtkit.languages import Languages
-
-
-@dataclass(frozen=True)
-class Translation:
-    """One hypothesis: detokenized ``text`` (one line), its ranking ``score`` (length-penalised),
-    ``logprob`` (summed log-probabilities incl. EOS; NaN where an engine cannot tell) and
-    ``tokens``, the target pieces generated (EOS not counted); ``alignment`` (when asked for)
-    the Moses word pairs between the line and ``text`` (:mod:`mtkit.engines.alignment`);
-    ``confidence`` (when asked for) its piece and word log-probabilities
-    (:mod:`mtkit.engines.confidence`); ``guard``, how the decoding guard translated the line
-    when its translation degenerated (:mod:`mtkit.engines.guard`)."""
-
-    text: str
-    score: float
-    logprob: float
-    tokens: int = 0
-    alignment: Alignment | None = None  # asked for (SearchConfig.alignment): word pairs
-    confidence: Confidence | None = None  # asked for (SearchConfig.scores)
-    # the decoding guard (mtkit.engines.guard) replaced the line's degenerate translation:
-    # "lowercased", "split" or "squeezed"; None where it did not
-    guard: str | None = None
 
 
 @dataclass(frozen=True)
@@ -62,10 +39,6 @@ class ModelInfo:
 
 # a line's constraints: target phrases, each the piece ids its translation must contain
 Phrases = list[list[int]]
-
-
-class Progress(Protocol):
-    def update(self, n: int) -> object: ...
 
 
 class Engine(ABC):
@@ -275,10 +248,6 @@ class Engine(ABC):
             placed(len(group), index, hyps)
             for group, index, hyps in zip(groups, kept, found, strict=True)
         ]
-
-
-def warn(message: str) -> None:
-    print(f"mtkit translate: warning: {message}", file=sys.stderr, flush=True)
 
 
 def announce_dtype(asked: str, resolved: Resolved) -> None:

@@ -27,7 +27,7 @@ these that is not:
 
 So no translation holds a run of 10 identical characters that its source does not have. The
 line's translations (all of an n-best list) are replaced and carry how
-(:attr:`Translation.guard <mtkit.engines.base.Translation.guard>`), and one warning names
+(:attr:`Translation.guard <mtkit.engines.results.Translation.guard>`), and one warning names
 the line, why and what was done. A clean translation is never touched, so the guard changes
 no output that is not degenerate. The retries run without the guard, each step one batch of
 all the lines it takes.
@@ -37,10 +37,12 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
+from typing import Protocol
 
 from mtkit.config import SearchConfig
 from mtkit.data.lines import Numbers, line_numbers
 from mtkit.data.tags import split_tag
+from mtkit.data.tokenizer import Tokenizer
 from mtkit.decoding.guard import (
     CUT_SHORT,
     SPLIT_PIECES,
@@ -52,14 +54,35 @@ from mtkit.decoding.guard import (
     squeezed,
     with_case,
 )
-from mtkit.engines.base import Engine, Progress, Translation, warn
 from mtkit.engines.confidence import Confidence
+from mtkit.engines.results import Progress, Translation, warn
 from mtkit.errors import MtkitError
 
 LOWERCASED, SPLIT, NO_REPEATS, SQUEEZED = "lowercased", "split", "norepeat", "squeezed"
 RECASED = "recased"  # an ALL CAPS or Title Case line, translated lowercased from the start
 RECASE_WORDS = 3  # a Title Case line of fewer words is translated as it is
 NO_REPEAT = 3  # the n-gram size step 3 bans repeats of
+
+
+class Engine(Protocol):
+    """What the guard asks of an engine (:class:`mtkit.engines.base.Engine` has it): its
+    tokenizers, its source limit and its search without the guard."""
+
+    src_tokenizer: Tokenizer
+    tgt_tokenizer: Tokenizer
+
+    @property
+    def max_source_pieces(self) -> int: ...
+
+    def search_lines(
+        self,
+        lines: Sequence[str],
+        search: SearchConfig,
+        first_number: Numbers = 1,
+        progress: Progress | None = None,
+        constraints: Sequence[Sequence[str]] | None = None,
+        quiet: bool = False,
+    ) -> tuple[list[list[int]], list[list[Translation]]]: ...
 
 
 @dataclass
