@@ -2,31 +2,24 @@
 
 Each row names a preset and ModelConfig overrides, exactly as `mtkit train --preset P --set
 model.KEY=VALUE` takes them. ``baseline`` is today's default (post-LN, sinusoidal, LayerNorm,
-ReLU, full multi-head attention). Stdlib only: imported by scripts that run in other
-environments too.
+ReLU, full multi-head attention); each switch alone comes from tests/variant_switches.py, the
+one list the tests are built from too; then presets and tuned rows. Stdlib only.
 """
 
 from __future__ import annotations
 
+import sys
+from pathlib import Path
 from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+
+from variant_switches import SWITCHES  # noqa: E402
 
 BASELINE = "baseline"
 VARIANTS: dict[str, tuple[str, dict[str, Any]]] = {
     BASELINE: ("transformer-small", {}),
-    "pre_norm": ("transformer-small", {"pre_norm": True}),
-    "rmsnorm": ("transformer-small", {"norm": "rmsnorm"}),
-    "learned": ("transformer-small", {"positions": "learned"}),
-    "relative": ("transformer-small", {"positions": "relative"}),
-    "rope": ("transformer-small", {"positions": "rope"}),
-    "alibi": ("transformer-small", {"positions": "alibi"}),
-    "multi_query": ("transformer-small", {"kv_heads": 1}),
-    "grouped_query": ("transformer-small", {"kv_heads": 2}),
-    "gelu": ("transformer-small", {"ffn_activation": "gelu"}),
-    "swiglu": ("transformer-small", {"ffn_activation": "swiglu"}),
-    "geglu": ("transformer-small", {"ffn_activation": "geglu"}),
-    "no_bias": ("transformer-small", {"bias": False}),
-    "average": ("transformer-small", {"decoder_self_attention": "average"}),
-    "shared_layers": ("transformer-small", {"share_layers": True}),
+    **{name: ("transformer-small", overrides) for name, overrides in SWITCHES.items()},
     "deep_shallow": ("transformer-deep-shallow", {}),
     # the tuned row: a post-LN 6-layer encoder does not train at the shared learning rate
     "deep_shallow_pre_norm": ("transformer-deep-shallow", {"pre_norm": True}),

@@ -1,6 +1,7 @@
 """The model variants every model, decoding, training and export test runs over (issue 12).
 
-``VARIANTS`` maps a name to ModelConfig overrides: each switch alone at a non-default value,
+``VARIANTS`` maps a name to ModelConfig overrides: each switch alone at a non-default value
+(tests/variant_switches.py, the one list the benchmarks use too; at tiny sizes, :data:`TINY`),
 then a few combinations. A variant added here gets the tests of tests/model/test_transformer.py
 (cached decoding equals the full pass, with beam moves, sentences leaving and beams sharing their
 source; padding invariance; causality), tests/model/test_packed.py and test_inference.py (packed
@@ -13,6 +14,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from variant_switches import SWITCHES
+
 from mtkit.config import MODEL_PRESETS
 
 SHAPE = ("d_model", "ffn_dim", "heads", "encoder_layers", "decoder_layers", "dropout")
@@ -23,22 +26,15 @@ def switches(preset: str) -> dict[str, Any]:
     return {k: v for k, v in MODEL_PRESETS[preset].items() if k not in SHAPE}
 
 
+# a switch's own settings on the tests' tiny models (a relative window shorter than their
+# sentences, so that clipping is reached)
+TINY: dict[str, dict[str, Any]] = {
+    "rmsnorm": dict(norm_eps=1e-6),
+    "relative": dict(max_relative_position=3),
+}
 VARIANTS: dict[str, dict[str, Any]] = {
     "default": {},
-    "pre_norm": dict(pre_norm=True),
-    "rmsnorm": dict(norm="rmsnorm", norm_eps=1e-6),
-    "learned": dict(positions="learned"),
-    "relative": dict(positions="relative", max_relative_position=3),
-    "rope": dict(positions="rope"),
-    "alibi": dict(positions="alibi"),
-    "multi_query": dict(kv_heads=1),
-    "grouped_query": dict(kv_heads=2),
-    "gelu": dict(ffn_activation="gelu"),
-    "swiglu": dict(ffn_activation="swiglu"),
-    "geglu": dict(ffn_activation="geglu"),
-    "no_bias": dict(bias=False),
-    "average": dict(decoder_self_attention="average"),
-    "shared_layers": dict(share_layers=True),
+    **{name: {**overrides, **TINY.get(name, {})} for name, overrides in SWITCHES.items()},
     # combinations
     "llama_like": dict(
         pre_norm=True,

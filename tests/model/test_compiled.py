@@ -3,10 +3,11 @@
 Each compiled model is searched over batches with padding and without, of one sentence and
 several, beam and greedy, and must give the eager model's hypotheses. AOTInductor compiles for
 half a minute on CI's CPUs, so it compiles one architecture, the demo's (pre-norm, rotary) with
-one layer a side, in fp32 and int8, into this module's own cache; the other variants (the
-paper's model, relative positions and ALiBi, whose biases come from the step, grouped-query
-keys/values), two-layer models and ensembles are exported into the same graph, which torch runs
-(``build="export"``): what they test is the capture, the dynamic shapes and the state handling.
+one layer a side, in fp32 and int8, into this module's own cache; the other variants (relative
+positions and ALiBi, whose biases come from the step, grouped-query keys/values, shared layers,
+the paper's model), two-layer models and ensembles are exported into the same graph, which
+torch runs (``build="export"``): what they test is the capture, the dynamic shapes and the
+state handling.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ import pytest
 import torch
 from model_helpers import BEAM, GREEDY, MODERN, SOURCES, batch, hypotheses, tiny
 from torch import nn
+from variants import VARIANTS as ALL
 
 from mtkit.config import SearchConfig, TranslateConfig
 from mtkit.decoding.search import generate
@@ -31,11 +33,9 @@ from mtkit.model.packed import replace_modules
 
 pytestmark = pytest.mark.usefixtures("one_thread", "compiled_dir")
 CPU = torch.device("cpu")
-VARIANTS = {
-    "post_norm_sinusoidal": dict(share_layers=True, ffn_activation="swiglu"),
-    "relative": dict(positions="relative", max_relative_position=3),
-    "alibi": dict(positions="alibi", kv_heads=2),
-}
+# the variants exported here (tests/variants.py's): biases from the step (relative positions,
+# ALiBi), one or two key/value heads, a gated feed-forward network, shared layers
+VARIANTS = {name: ALL[name] for name in ("relative", "alibi_mqa_geglu", "relative_gqa_shared")}
 # what AOTInductor compiles: the demo's architecture with one layer a side (a library builds in
 # ~30 s on CI's CPUs instead of ~45 s with two); the traced tests capture two-layer models
 AOT = dict(MODERN, layers=1)
