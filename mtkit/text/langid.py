@@ -1,30 +1,13 @@
 """Language identification: which language a text is in, and whether a model translates it.
 
 The identifier is py3langid (a maintained fork of langid.py: Lui and Baldwin, 2012, a naive
-Bayes classifier over byte n-grams), whose model ships inside the package (a 4.4 MiB file; no
-download at run time) and knows 139 languages. It was measured against lingua-language-detector
-2.1.1 on Multi30k test_2016_flickr (1,000 captions per language; ``benchmarks/bench_langid.py``
-prints the table; one run on a shared 2-core AMD EPYC, where timings vary by up to 2x from run
-to run; "memory" is what loading and running it added to the process):
-
-=================================  =====  =====  =====  =====  =======  =====  =======  =====
-identifier, languages              en %   de %   fr %   cs %   µs/line  load   memory   disk
-=================================  =====  =====  =====  =====  =======  =====  =======  =====
-mtkit (py3langid 0.4.0), all 139   99.9   100.0  100.0  99.0   446      0.8 s  74 MiB   4 MiB
-mtkit, among en de fr cs           100.0  100.0  100.0  100.0  245
-py3langid alone, all 139           99.9   100.0  100.0  99.0   144      0.7 s  83 MiB
-lingua 2.1.1, all 75               99.9   100.0  100.0  99.0   2,260    12 s   804 MiB  95 MiB
-lingua, among en de fr cs          100.0  100.0  100.0  100.0  156
-=================================  =====  =====  =====  =====  =======  =====  =======  =====
-
-Both reach the goal of 99 % on each language, over all their languages and among the four.
-py3langid is chosen: over all its languages it is 16 times faster than lingua (5 times through
-this module, which also removes spans and ranks every language), loads 15 times sooner, holds a
-tenth of the memory, takes a twentieth of the disk, and needs nothing but numpy, already a
-dependency. The ten Czech captions it misses are taken for Slovak. Candidates are chosen after
-scoring every language: the softmax is taken over the candidates' scores alone (what py3langid's
-``set_languages`` computes, without changing shared state, and without the float32 underflow of
-renormalising probabilities taken over all languages).
+Bayes classifier over byte n-grams), whose model ships inside the package (no download at run
+time) and knows 139 languages; why it and not lingua-language-detector, with the measurements
+(99-100 % of Multi30k's captions in each of en, de, fr, cs; 16 times faster than lingua, a tenth
+of its memory): benchmarks/README.md, "Language identification". Candidates are chosen after
+scoring every language: the softmax is taken over the candidates' scores alone (what
+py3langid's ``set_languages`` computes, without changing shared state, and without the float32
+underflow of renormalising probabilities taken over all languages).
 
 What is identified. Spans that belong to no language (URLs, e-mail addresses, numbers,
 @mentions, #hashtags, emoji, inline code: :func:`mtkit.text.span_finding.find_spans`) are removed
