@@ -37,7 +37,9 @@ differs).
 
 Several positions at once (speculative decoding's check of a draft's proposals, one row a
 source) go through a second graph of the same step, ``decode_steps``, built on its first use
-(a draft's one new position a call goes through the first). Not compiled (eager, same
+(a draft's one new position a call goes through the first); a decode that rows joined
+(step-level batching: each row at its own position, reading no slot before its first) through
+a third, which takes each row's first slot too, built on its first use. Not compiled (eager, same
 output): the first step, steps that record cross-attention (``--alignment``), a shortlist's
 projection, more than :data:`~mtkit.model.layers.COMPILED_QUERIES` rows a source or
 positions at once. The average attention (``decoder_self_attention: average``) keeps a
@@ -194,6 +196,35 @@ class _Steps(_Step):
         return Transformer.decode_steps(self.model, tokens, state)
 
 
+class _Joined(_Step):
+    """The step of a decode that rows joined (step-level batching): :class:`_Step`'s inputs
+    and each row's first slot, ``first`` (R,): each row at its own position, reading no slot
+    before its first (:meth:`~mtkit.model.state.DecoderState.join`)."""
+
+    def forward(
+        self,
+        tokens: Tensor,
+        position: Tensor,
+        keys: list[Tensor],
+        values: list[Tensor],
+        origins: list[Tensor],
+        source_keys: list[Tensor],
+        source_values: list[Tensor],
+        src_keep: Tensor,
+        first: Tensor,
+    ) -> Tensor:
+        state = _state(
+            position, tokens.shape[1], keys, values, origins, source_keys, source_values, src_keep
+        )
+        state.first = first
+        return Transformer.decode_step(self.model, tokens.reshape(-1), state)
+
+
+# the graphs of one step, by kind: one position a row, several (speculative decoding's check),
+# one position a row of a decode that rows joined
+GRAPHS: dict[str, type[_Step]] = {"step": _Step, "steps": _Steps, "joined": _Joined}
+
+
 def _state(
     position: Tensor,
     group: int,
@@ -235,17 +266,19 @@ def _key(model: nn.Module, linears: list[OpaqueLinear]) -> str:
     return digest.hexdigest()[:20]
 
 
-def _example(model: nn.Module, queries: int = 0) -> tuple:
+def _example(model: nn.Module, queries: int = 0, joined: bool = False) -> tuple:
     """Inputs of :class:`_Step` from the model itself: 3 sources of 5 tokens, 2 rows each, in
     buffers of 8 rows (4 sources before one left), position 4 in caches of 7 (sizes all
     different, none 0 or 1). ``queries``: :class:`_Steps`'s instead, that many positions (one
-    row a source, caches of 7 + ``queries``)."""
+    row a source, caches of 7 + ``queries``); ``joined``: :class:`_Joined`'s, the rows of the
+    last source joined at slot 3."""
     n, g, s, t, length = 3, 2 if not queries else 1, 5, 4, 7 + queries
     src = torch.full((n + 1, s), model.special_ids.pad + 1)  # no padding
     state = _start_state(model, model.encode(src), length - 1)
     state.reorder(torch.arange(n + 1).repeat_interleave(g), torch.arange(n + 1))
     state.reorder(torch.arange(n * g), torch.arange(n))
     keep = torch.ones((n, 1, 1, s), dtype=torch.bool)
+    first = (torch.tensor([0, 0, 3]).repeat_interleave(g),) if joined else ()
     return (
         torch.zeros((n, queries or g), dtype=torch.long),
         torch.empty(t + 1, 0),
@@ -255,19 +288,21 @@ def _example(model: nn.Module, queries: int = 0) -> tuple:
         [_dense(layer.source.k) for layer in state.layers],
         [_dense(layer.source.v) for layer in state.layers],
         keep,
+        *first,
     )
 
 
 def _export(
-    model: nn.Module, linears: list[OpaqueLinear], steps: bool = False
+    model: nn.Module, linears: list[OpaqueLinear], kind: str = "step"
 ) -> torch.export.ExportedProgram:
-    """The step as one exported graph, dynamic in every size: N, G (1 to
-    :data:`~mtkit.model.layers.COMPILED_QUERIES`), S, L and t (1 to max_positions - 1; at 0
-    the cache's one position makes its strides another case). ``steps``: :class:`_Steps`,
-    Q positions (2 to COMPILED_QUERIES) in G's place."""
+    """The step (a :data:`GRAPHS` kind) as one exported graph, dynamic in every size: N, G (1
+    to :data:`~mtkit.model.layers.COMPILED_QUERIES`), S, L and t (1 to max_positions - 1; at 0
+    the cache's one position makes its strides another case). ``steps``: :class:`_Steps`, Q
+    positions (2 to COMPILED_QUERIES) in G's place; ``joined``: each row's first slot too."""
+    steps = kind == "steps"
     n, g, s, length = Dim("N", min=1), Dim("G", min=1, max=COMPILED_QUERIES), Dim("S"), Dim("L")
     position = Dim("T", min=2, max=model.cfg.max_positions)
-    example = _example(model, 3 if steps else 0)
+    example = _example(model, 3 if steps else 0, kind == "joined")
     rows, layers = Dim("R", min=1), len(example[2])  # state layers (shared layers: several)
     if steps:  # one row a source; at least 2 positions after the one cached, within the model's
         g, rows = Dim("Q", min=2, max=COMPILED_QUERIES), n
@@ -282,10 +317,11 @@ def _export(
         [{0: n, 2: s}] * layers,
         [{0: n, 2: s}] * layers,
         {0: n, 3: s},
+        *([{0: rows}] if kind == "joined" else []),
     )
     with running(linears), torch.inference_mode(False), torch.no_grad():
         program = torch.export.export(
-            (_Steps if steps else _Step)(model), example, dynamic_shapes=shapes, strict=False
+            GRAPHS[kind](model), example, dynamic_shapes=shapes, strict=False
         )
     lifted = program.graph_signature.inputs_to_lifted_tensor_constants
     if lifted:
@@ -297,7 +333,7 @@ def _export(
     return program
 
 
-def _build(model: nn.Module, linears: list[OpaqueLinear], path: Path, steps: bool = False) -> None:
+def _build(model: nn.Module, linears: list[OpaqueLinear], path: Path, kind: str = "step") -> None:
     """AOTInductor's library of the step at ``path`` (written whole, then renamed), without
     the weights. A folder that cannot be written, or a compiler that fails (none installed,
     a full disk), is refused in one line."""
@@ -308,7 +344,7 @@ def _build(model: nn.Module, linears: list[OpaqueLinear], path: Path, steps: boo
             f"--compile: cannot keep compiled steps in {path.parent} ({e}); set "
             "MTKIT_COMPILED_DIR to a writable folder"
         ) from None
-    program = _export(model, linears, steps)
+    program = _export(model, linears, kind)
     partial = path.with_name(f"{path.stem}.{os.getpid()}.partial.pt2")
     try:
         with running(linears), warnings.catch_warnings():
@@ -346,8 +382,9 @@ def _load(step: _Step, path: Path) -> Callable[..., Tensor]:
     loader.load_constants(weights, False, True, True)  # not buffers; check all; user's
 
     def run(tokens: Tensor, position: Tensor, *rest: list[Tensor] | Tensor) -> Tensor:
-        *caches, src_keep = rest  # keys, values, origins, source keys and values; the mask
-        (logits,) = loader.run([tokens, position, *(x for c in caches for x in c), src_keep])
+        # keys, values, origins, source keys and values (lists); the mask (and first slots)
+        flat = [x for part in rest for x in (part if isinstance(part, list) else [part])]
+        (logits,) = loader.run([tokens, position, *flat])
         return logits
 
     return run
@@ -369,31 +406,39 @@ class CompiledStep:
         if self.handle >= 0:
             weakref.finalize(self, linear_kernel.release, self.handle)
         self.path = cache_dir() / f"step-{_key(model, self.linears)}.pt2"
-        self.graph = self._graph(self.path, steps=False)
+        self.graph = self._graph("step")
         self.multi: Callable[..., Tensor] | None = None  # :meth:`steps`' graph, when first used
+        self.joined: Callable[..., Tensor] | None = None  # a joined decode's, when first used
 
-    def _graph(self, path: Path, steps: bool) -> Callable[..., Tensor]:
+    def _graph(self, kind: str) -> Callable[..., Tensor]:
+        """The graph of ``kind`` (a :data:`GRAPHS` key), from the cache or built into it."""
         if self.build == "export":
-            return _export(self.model, self.linears, steps).module()
+            return _export(self.model, self.linears, kind).module()
+        path = self.path if kind == "step" else self.path.with_name(f"{kind}-{self.path.name[5:]}")
         if not path.exists():
-            _build(self.model, self.linears, path, steps)
-        return _load((_Steps if steps else _Step)(self.model), path)
+            _build(self.model, self.linears, path, kind)
+        return _load(GRAPHS[kind](self.model), path)
 
     def __call__(self, tokens: Tensor, state: DecoderState) -> Tensor:
         if not self._compiled(state, 1) or state.group > COMPILED_QUERIES:
             # alignments, the first step, wide beams, past the positions (its error)
             return Transformer.decode_step(self.model, tokens, state)
         # the tokens: the search's last column of its history, a strided view
-        return self._run(self.graph, _dense(tokens), state, 1)
+        if state.first is None:
+            return self._run(self.graph, _dense(tokens), state, 1)
+        if self.joined is None:
+            self.joined = self._graph("joined")
+        return self._run(self.joined, _dense(tokens), state, 1, (_dense(state.first),))
 
     def steps(self, tokens: Tensor, state: DecoderState) -> Tensor:
         """``decode_steps``: tokens (R, n), n > 1, one row per source (a greedy search's
         rows, speculative decoding's check of a draft's proposals); logits (R, n, V)."""
         n = tokens.shape[1]
-        if not self._compiled(state, n) or state.group != 1 or n > COMPILED_QUERIES:
+        eager = state.group != 1 or n > COMPILED_QUERIES or state.first is not None
+        if eager or not self._compiled(state, n):
             return Transformer.decode_steps(self.model, tokens, state)
         if self.multi is None:
-            self.multi = self._graph(self.path.with_name(f"steps-{self.path.name[5:]}"), True)
+            self.multi = self._graph("steps")
         return self._run(self.multi, _dense(tokens), state, n)
 
     def _compiled(self, state: DecoderState, n: int) -> bool:
@@ -411,7 +456,12 @@ class CompiledStep:
         )
 
     def _run(
-        self, graph: Callable[..., Tensor], tokens: Tensor, state: DecoderState, n: int
+        self,
+        graph: Callable[..., Tensor],
+        tokens: Tensor,
+        state: DecoderState,
+        n: int,
+        extra: tuple[Tensor, ...] = (),
     ) -> Tensor:
         """``graph`` on the state's tensors, every input in the standard strides (the source
         keys/values and mask made so once per batch, in the state); the lengths advance."""
@@ -433,6 +483,7 @@ class CompiledStep:
                 [layer.source.k for layer in state.layers],
                 [layer.source.v for layer in state.layers],
                 keep,
+                *extra,
             )
         for cache in caches:
             cache.length = t + n

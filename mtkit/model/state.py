@@ -165,6 +165,36 @@ class PointerCache(KeyValueCache):
             self.k, self.v = k, v
         self.origin = self.origin.index_select(0, rows)
 
+    def join(self, other: KeyValueCache) -> None:
+        """Add ``other``'s rows (a new pointer cache: rows joining a running decode) after
+        these. Their slots before ``length`` point at buffer row 0, which every step writes
+        (finite keys that :class:`DecoderState`'s key mask hides); their own positions go to
+        the buffer rows after the live ones, as :meth:`append` writes them. The buffers grow
+        (by half again: joins are many) where they must; a buffer row that a live row points
+        into before ``length`` is never written again."""
+        if not isinstance(other, PointerCache) or other.length or other.origin is None:
+            raise ValueError("rows joining a compiled decode must be a new pointer cache")
+        assert self.origin is not None
+        n, (rows, more) = self.length, (self.origin.shape[0], other.origin.shape[0])
+        held, heads, steps, dim = self.k.shape
+        want = (max(held, (rows + more) * 3 // 2), max(steps, n + other.k.shape[2]))
+        if want != (held, steps):
+            k, v = (x.new_zeros((want[0], heads, want[1], dim)) for x in (self.k, self.v))
+            k[:held, :, :n], v[:held, :, :n] = self.k[:, :, :n], self.v[:, :, :n]
+            self.k, self.v = k, v
+        origin = self.origin.new_zeros((rows + more, want[1]))
+        origin[:rows, : self.origin.shape[1]] = self.origin
+        origin[rows:, n:] = torch.arange(rows, rows + more, device=origin.device)[:, None]
+        self.origin = origin
+
+    def compact(self, steps: int) -> None:
+        """Forget the first ``steps`` slots: every buffer row's positions and every row's
+        pointers move ``steps`` slots back."""
+        assert self.origin is not None
+        n = self.length
+        super().compact(steps)
+        self.origin[:, : n - steps] = self.origin[:, steps:n].clone()
+
     def nbytes(self) -> int:
         return super().nbytes() + (0 if self.origin is None else self.origin.nbytes)
 
@@ -284,7 +314,9 @@ class LayerState:
 
     def join(self, other: LayerState) -> None:
         """Add ``other``'s rows and sources after these (see :meth:`DecoderState.join`)."""
-        if type(self.own) is not KeyValueCache or type(other.own) is not KeyValueCache:
+        if type(self.own) not in (KeyValueCache, PointerCache) or type(other.own) is not type(
+            self.own
+        ):
             raise ValueError(f"a {type(self.own).__name__} cannot take rows joining a decode")
         self.own.join(other.own)
         self.source.join(other.source)

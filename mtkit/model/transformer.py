@@ -350,10 +350,8 @@ class Transformer(nn.Module):
     @property
     def joinable(self) -> bool:
         """Whether rows may join its running decode (:meth:`DecoderState.join`): every
-        decoder layer keeps a key/value cache (the average attention's running sum does not),
-        and its states are its own (a compiled step's pointer caches take no joining rows)."""
-        if "start_state" in vars(self):  # patched on the instance: mtkit.model.compiled
-            return False
+        decoder layer keeps a key/value cache (the average attention's running sum does not);
+        a compiled step's pointer caches take them too."""
         return all(isinstance(layer.self_attn, SelfAttention) for layer in self.decoder_stack())
 
     def decode_steps(self, tokens: Tensor, state: DecoderState) -> Tensor:

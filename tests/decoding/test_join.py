@@ -136,3 +136,30 @@ def test_handed_out_hypotheses_are_not_kept() -> None:
             search.step()
     assert {i for i, _ in search.finished()} == {0, 1}
     assert search.found == [[], []]
+
+
+@pytest.fixture
+def compiled_dir(tmp_path, monkeypatch) -> None:
+    monkeypatch.setenv("MTKIT_COMPILED_DIR", str(tmp_path))
+
+
+@pytest.mark.usefixtures("compiled_dir")
+@pytest.mark.parametrize("variant", ["rope", "relative_gqa"])
+def test_a_compiled_step_takes_joining_inputs(variant: str) -> None:
+    """``--compile``'s step (its graph exported and run by torch; the library AOTInductor
+    builds from it: tests/model/test_compiled.py) with inputs joining and a drained search
+    compacted: pointer caches joined, each row at its own position through a third graph."""
+    from mtkit.model.compiled import compile_step
+    from mtkit.model.inference import prepare_for_inference
+
+    cpu = torch.device("cpu")
+    eager = prepare_for_inference(tiny(**MODELS[variant]), cpu, cpu_matmul="default")
+    model = prepare_for_inference(tiny(**MODELS[variant]), cpu, cpu_matmul="default")
+    model = compile_step(model, cpu, build="export")
+    assert model.joinable
+    for cfg in (SEARCHES["greedy"], SEARCHES["beam"]):
+        expected = alone(eager, cfg)
+        assert same(joined(model, cfg, JOINS), dict(enumerate(expected)))
+    got = joined(model, cfg, {1: 1, 4: 9})
+    assert same(got, {0: expected[0], 1: expected[1], 4: expected[4]})
+    assert model.decode_step.joined is not None  # the joined steps went through its graph
