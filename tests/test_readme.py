@@ -293,9 +293,10 @@ def tour_commands() -> list[list[str]]:
 
 
 def serve_and_ask(args: list[str], curl: list[str], cwd: Path) -> dict:
-    """Start ``mtkit serve ARGS`` on a free port, send it the request of the ``curl`` command,
-    return the JSON answer, stop the server."""
-    cmd = [sys.executable, "-m", "mtkit", *args, "--port", "0"]
+    """Start ``mtkit serve ARGS`` on a free port, eager (a compiled step takes minutes to build
+    on its first start: tests/model/test_compiled.py), send it the request of the ``curl``
+    command, return the JSON answer, stop the server."""
+    cmd = [sys.executable, "-m", "mtkit", *args, "--port", "0", "--compile", "off"]
     env = dict(os.environ, OMP_NUM_THREADS="1")
     log = cwd / "serve.log"
     with log.open("w") as stderr:

@@ -20,14 +20,17 @@ class ServedPath:
     """How `mtkit serve` runs its model where `mtkit translate` would take its own defaults:
     the fast path (issue 52). ``--dtype fast``: bf16 where this CPU's bf16 hardware has a
     recorded verdict, int8 linear layers elsewhere (:func:`mtkit.precision.resolve_dtype`);
-    ``--dtype fp32`` keeps the path of `mtkit translate`'s defaults. The compiled step stays
-    off: step-level batching adds rows to a running search, which its graph does not take."""
+    ``--compile auto``: the decoder's step compiled where it can be (a CPU, mtkit's engine),
+    its graphs built at start-up (the first start of an architecture and precision compiles
+    for minutes; later ones load them from the cache). ``--dtype fp32 --compile off`` keep the
+    path of `mtkit translate`'s defaults."""
 
     dtype: str = "fast"
+    compile: str = "auto"
 
     def defaults(self) -> dict[str, str]:
         """The fields, as `mtkit serve`'s options give them."""
-        return {"dtype": self.dtype}
+        return {"dtype": self.dtype, "compile": self.compile}
 
 
 @dataclass

@@ -42,6 +42,7 @@ from mtkit.engines.confidence import piece_confidence
 from mtkit.engines.draft import describe_draft, load_draft
 from mtkit.errors import MtkitError
 from mtkit.languages import Languages
+from mtkit.model.compiled import CompiledStep
 from mtkit.model.inference import check_precision, compiles, prepare_for_inference
 from mtkit.model.shortlisted import ROWS, Shortlisted, group_plan, projection_weight
 from mtkit.model.transformer import EncoderOut
@@ -67,6 +68,11 @@ class NativeEngine(Engine):
     projection_weights: list[Tensor | None] | None = None
     shortlist_rows: int = ROWS  # decoder rows whose sentences share one shortlist union
     scheduler: Scheduler | None = None  # :meth:`schedule`: searches step with other callers'
+
+    @property
+    def compiled(self) -> bool:
+        """Whether the models' decoding steps run as compiled graphs (``--compile``)."""
+        return any(isinstance(model.decode_step, CompiledStep) for model in self.models)
 
     def check(self, search: SearchConfig) -> None:
         """The search's own check of ``search`` (a server request's options included)."""
@@ -152,10 +158,14 @@ class NativeEngine(Engine):
         """From now on every search runs on one decoding thread, step by step, with those of
         other callers (threads): rows of greedy and beam searches join a running one
         (:mod:`mtkit.decoding.scheduler`: ``max_tokens`` source tokens at a time, at most
-        ``share_tokens`` of one caller's while others decode)."""
+        ``share_tokens`` of one caller's while others decode); a compiled step builds the
+        graph that joined rows need at once."""
         if self.scheduler is None:
             pad = self.src_tokenizer.specials.pad
             self.scheduler = Scheduler(max_tokens, self.device, pad, share_tokens)
+            for model in self.models:  # rows will join: a compiled step's graph for it, now
+                if isinstance(model.decode_step, CompiledStep):
+                    model.decode_step.prepare_joins()
         return self.scheduler
 
     def _joins(self, models: list[Any], search: SearchConfig) -> bool:

@@ -419,6 +419,12 @@ class CompiledStep:
             _build(self.model, self.linears, path, kind)
         return _load(GRAPHS[kind](self.model), path)
 
+    def prepare_joins(self) -> None:
+        """Build (or load) the joined decode's graph now, not on its first use: a server's
+        first request whose rows join another's would wait for it."""
+        if self.joined is None:
+            self.joined = self._graph("joined")
+
     def __call__(self, tokens: Tensor, state: DecoderState) -> Tensor:
         if not self._compiled(state, 1) or state.group > COMPILED_QUERIES:
             # alignments, the first step, wide beams, past the positions (its error)

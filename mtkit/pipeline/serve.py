@@ -43,6 +43,9 @@ def load_model(models: list[str], config: TranslateConfig, serve: ServeConfig) -
     engine = load_engine(models, config)
     pair = resolve_languages(given, engine, models[0])
     engine.translate(["warm up"], config.search)  # first-call costs (weight packing) go here
+    if isinstance(engine, NativeEngine):
+        step = "compiled" if engine.compiled else "eager"
+        log.info("decoding step: %s (--compile %s)", step, config.compile)
     return Model(
         engine,
         pair,

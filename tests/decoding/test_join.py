@@ -156,10 +156,12 @@ def test_a_compiled_step_takes_joining_inputs(variant: str) -> None:
     eager = prepare_for_inference(tiny(**MODELS[variant]), cpu, cpu_matmul="default")
     model = prepare_for_inference(tiny(**MODELS[variant]), cpu, cpu_matmul="default")
     model = compile_step(model, cpu, build="export")
-    assert model.joinable
+    assert model.joinable and model.decode_step.joined is None
+    model.decode_step.prepare_joins()  # what a scheduling engine does at once
+    graph = model.decode_step.joined
     for cfg in (SEARCHES["greedy"], SEARCHES["beam"]):
         expected = alone(eager, cfg)
         assert same(joined(model, cfg, JOINS), dict(enumerate(expected)))
     got = joined(model, cfg, {1: 1, 4: 9})
     assert same(got, {0: expected[0], 1: expected[1], 4: expected[4]})
-    assert model.decode_step.joined is not None  # the joined steps went through its graph
+    assert graph is not None and model.decode_step.joined is graph  # built once, beforehand

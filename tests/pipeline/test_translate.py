@@ -279,7 +279,7 @@ def test_serve_runs_the_fast_path_unless_told(monkeypatch, tmp_path: Path) -> No
         result = CliRunner().invoke(cli, ["serve", "-m", str(tmp_path / "m.pt"), *extra])
         assert result.exit_code == 0, result.output
     assert [c.dtype for c in seen] == ["fast", "fp32"]
-    assert [c.compile for c in seen] == ["off", "off"]  # rows join a running search
+    assert [c.compile for c in seen] == ["auto", "auto"]
 
 
 def test_ensemble_of_a_checkpoint_with_itself_equals_it_alone(ckpt: str) -> None:

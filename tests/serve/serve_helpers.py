@@ -27,7 +27,9 @@ from mtkit.serve.batcher import Batcher
 
 WORDS = "a man woman dog cat runs sits on the red blue street house ball plays with".split()
 # the server's search options, given to `mtkit translate` as well for the expected outputs
-FAST = ["--beam", "2", "--max-len-a", "0", "--max-len-b", "4", "--threads", "1", "--dtype", "fp32"]
+# translate's path (fp32, eager), which the servers' answers are compared with
+FAST = ["--beam", "2", "--max-len-a", "0", "--max-len-b", "4", "--threads", "1"]
+FAST += ["--dtype", "fp32", "--compile", "off"]
 
 
 def sentences(n: int, seed: int = 1) -> list[str]:
