@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 
 from mtkit.errors import MtkitError
 
@@ -30,7 +30,7 @@ class ServedPath:
 
     def defaults(self) -> dict[str, str]:
         """The fields, as `mtkit serve`'s options give them."""
-        return {"dtype": self.dtype, "compile": self.compile}
+        return asdict(self)
 
 
 @dataclass
