@@ -14,6 +14,10 @@ way (``sentence by sentence``), with the share of words the run-on outputs keep 
     .venv/bin/python benchmarks/bench_robustness.py work/demo/en-de/demo-run/checkpoint_last.pt
     .venv/bin/python benchmarks/bench_robustness.py CKPT --no-guard      # the model alone
 
+By default as `mtkit translate` reads input (the decoding guard, sentence ends the input leaves
+out: mtkit.text.sentence_ends), the run-on lines as paragraphs (``--split-sentences``);
+``--no-guard``: the model alone, every line one sentence as it is.
+
 The ablation (``--ablation``) trains the `make demo` configuration (recipes/multi30k/demo.yaml,
 fp32) for a fixed number of updates (``--updates``, default 600: about what its 480 s buy on a
 2-core CPU, and the same weights whatever the machine's load) once per augmentation setting and
@@ -103,13 +107,24 @@ def groups(lines: list[str], strip: bool) -> list[str]:
 
 
 def evaluate(ckpt: str, guard: bool, beam: int, limit: int) -> dict[str, Any]:
-    """Every set and perturbation of one checkpoint: {set: {kind: figures}}."""
+    """Every set and perturbation of one checkpoint: {set: {kind: figures}}. With ``guard``
+    as `mtkit translate` reads input by default (the decoding guard, sentence ends the input
+    leaves out), a run-on line as a paragraph (``--split-sentences``); without, the model
+    alone, every line one sentence as it is."""
+    from dataclasses import replace
+
     from mtkit.config import SearchConfig, TranslateConfig
     from mtkit.engines import load_engine
     from mtkit.pipeline.translate import translate_with
 
-    config = TranslateConfig(search=SearchConfig(beam=beam, guard=guard), threads=0)
+    search = SearchConfig(beam=beam, guard=guard)
+    config = TranslateConfig(search=search, threads=0, sentence_ends=guard)
     engine = load_engine([ckpt], config)
+    paragraphs = engine
+    if guard:
+        paragraphs = load_engine([ckpt], replace(config, split_sentences=True))
+        if not engine.sentence_style:
+            recorded(engine, paragraphs)
     table: dict[str, Any] = {}
     for name in SETS:
         sources, refs = read_text(name, "en"), read_text(name, "de")
@@ -123,7 +138,7 @@ def evaluate(ckpt: str, guard: bool, beam: int, limit: int) -> dict[str, Any]:
                 inputs, kind_refs = groups(sources, strip=True), groups(refs, strip=False)
             else:
                 inputs, kind_refs = perturbed(kind, sources), refs
-            outputs = translate_with(engine, inputs)
+            outputs = translate_with(paragraphs if kind == "run-on" else engine, inputs)
             row = {
                 "bleu": bleu(outputs, kind_refs, lowercase=True),
                 "degenerate": sum(map(degenerate, inputs, outputs)) / len(outputs),
@@ -144,6 +159,23 @@ def evaluate(ckpt: str, guard: bool, beam: int, limit: int) -> dict[str, Any]:
             print(f"  {name} {kind}: BLEU {row['bleu']:.1f}", file=sys.stderr, flush=True)
         table[name] = rows
     return table
+
+
+def recorded(*engines: Any) -> None:
+    """Engines of a checkpoint trained before checkpoints recorded their sentence style: the
+    style of the data it was trained on (the ablation's, prepared here), as training records
+    it now (a function of the data alone: the weights would be the same)."""
+    from mtkit.data.binarized import ParallelData
+    from mtkit.data.sentence_style import style_of_data
+
+    data = WORK / "data" / "en-de" / "data"
+    if not (data / "manifest.json").is_file():
+        print(f"no sentence style recorded, and no {data} to read it from", file=sys.stderr)
+        return
+    style = style_of_data(ParallelData(data, "train"), engines[0].src_tokenizer)
+    print(f"no sentence style recorded: the training data's, {data}", file=sys.stderr)
+    for engine in engines:
+        engine.sentence_style = style
 
 
 def print_table(table: dict[str, Any]) -> None:

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import torch
 
 from mtkit.checkpoint.schema import Checkpoint
 from mtkit.config import ModelConfig
+from mtkit.data.sentence_style import SentenceStyle
 from mtkit.data.tokenizer import Tokenizer
 from mtkit.languages import Languages
 from mtkit.model.transformer import Transformer
@@ -25,6 +26,7 @@ class LoadedModel:
     checkpoint_path: str
     languages: Languages | None = None  # None: the checkpoint names none (Checkpoint.languages)
     source_pieces: int | None = None  # the longest training source (Checkpoint.source_pieces)
+    sentence_style: SentenceStyle = field(default_factory=SentenceStyle)  # Checkpoint's
 
 
 def load_for_inference(path: str | Path, device: str | torch.device = "cpu") -> LoadedModel:
@@ -40,4 +42,5 @@ def load_for_inference(path: str | Path, device: str | torch.device = "cpu") -> 
         checkpoint_path=str(path),
         languages=ckpt.languages,
         source_pieces=ckpt.source_pieces,
+        sentence_style=ckpt.sentence_style,
     )

@@ -13,6 +13,8 @@ On disk (format_version 1, a dict of tensors and plain containers)::
     tag_ids           optional: ids of the source vocabulary's target-language tags
     source_pieces     optional: the longest source of the training data, in pieces (EOS not
                       counted): longer lines are cut to it before decoding
+    sentence_style    optional: {"openers": [...], "final": "."}, how the training sources'
+                      sentences start and end (:mod:`mtkit.data.sentence_style`)
     train_config      TrainConfig as a dict (the resolved config of the run); {} when none
     averaged_from     optional: the files `mtkit average` averaged
     imported_from     optional: {"format": "hf", "path": ...} of `mtkit import`
@@ -38,6 +40,7 @@ import torch
 
 from mtkit.checkpoint.storage import first_sentence, load_checkpoint, save_checkpoint
 from mtkit.config import ModelConfig, TrainConfig, from_dict
+from mtkit.data.sentence_style import SentenceStyle
 from mtkit.data.tokenizer import DEFAULT_SPECIAL_IDS, SpecialIds, Tokenizer
 from mtkit.errors import MtkitError
 from mtkit.languages import Languages
@@ -89,6 +92,7 @@ class Checkpoint:
     languages: Languages | None = None
     tag_ids: tuple[int, ...] = ()  # the target-language tags of a multilingual model
     source_pieces: int | None = None  # the longest training source (None: not recorded)
+    sentence_style: SentenceStyle = field(default_factory=SentenceStyle)  # empty: not recorded
     train_config: dict[str, Any] = field(default_factory=dict)  # TrainConfig as a dict
     averaged_from: list[str] | None = None
     imported_from: dict[str, Any] | None = None
@@ -125,6 +129,7 @@ class Checkpoint:
             **(self.languages.to_dict() if self.languages else {}),
             "tag_ids": list(self.tag_ids),
             "source_pieces": self.source_pieces,
+            "sentence_style": self.sentence_style.to_dict() if self.sentence_style else None,
             "averaged_from": self.averaged_from,
             "imported_from": self.imported_from,
             **(self.resume.to_payload() if self.resume else {}),
@@ -158,6 +163,9 @@ class Checkpoint:
             imported_from=payload.get("imported_from"),
             resume=_resume(payload),
             source_pieces=_source_pieces(payload, where),
+            sentence_style=SentenceStyle.from_dict(
+                payload.get("sentence_style", {}), f"{where}: sentence_style"
+            ),
             where=where,
         )
         ckpt.languages = Languages.from_dict(payload) or _trained_languages(train_config)

@@ -116,6 +116,15 @@ SEARCH_OPTIONS: list[tuple[tuple[str, ...], str, Any, str]] = [
         "line's spacing (default: each line is one sentence).",
     ),
     (
+        ("--sentence-ends/--no-sentence-ends",),
+        "sentence_ends",
+        None,
+        "Read the sentence ends the input leaves out as the model's training data had them: a "
+        "sentence without a final mark gets the data's (a full stop), and with "
+        "--split-sentences sentences run on into one line are cut where a word that opens the "
+        "data's sentences follows a lowercase word (checkpoints that record the style).",
+    ),
+    (
         ("--format",),
         "format",
         click.Choice(["text", "html", "xml"]),

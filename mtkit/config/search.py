@@ -138,6 +138,9 @@ class TranslateConfig:
     chunk_lines: int = 10000  # lines read, sorted by length and translated at a time (streaming)
     tgt_lang: str = ""  # multilingual models: lines without a >>xx<< tag get this one
     split_sentences: bool = False  # each line a text: cut into sentences, translated, rebuilt
+    # sentence ends the input leaves out read as the training data had them: run-ons cut at
+    # its opening words (with split_sentences), final marks added (mtkit.text.sentence_ends)
+    sentence_ends: bool = True
     alignment_layer: int = DEFAULT_LAYER  # decoder layer that aligns words (-1: the last)
     spans: bool = True  # URLs, e-mails, numbers, @mentions, #hashtags, emoji, code kept verbatim
     format: str = "text"  # text (lines) | html | xml (the whole input one document)

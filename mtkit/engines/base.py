@@ -19,6 +19,7 @@ from mtkit.config import SearchConfig, TranslateConfig
 from mtkit.cpu import Resolved
 from mtkit.data.batching import token_batches
 from mtkit.data.lines import Numbers, line_numbers
+from mtkit.data.sentence_style import SentenceStyle
 from mtkit.data.tags import tag_lines
 from mtkit.data.tokenizer import Tokenizer
 from mtkit.engines.results import Progress, Translation, warn
@@ -35,6 +36,7 @@ class ModelInfo:
     max_positions: int
     languages: Languages | None
     trained_pieces: int | None = None  # the longest training source (Engine.trained_pieces)
+    sentence_style: SentenceStyle = SentenceStyle()  # Engine.sentence_style
 
 
 # a line's constraints: target phrases, each the piece ids its translation must contain
@@ -59,6 +61,8 @@ class Engine(ABC):
     # the longest source the model was trained on (pieces; the checkpoint's source_pieces),
     # None where not recorded
     trained_pieces: int | None = None
+    # how the training sources' sentences start and end (empty where not recorded)
+    sentence_style: SentenceStyle = SentenceStyle()
 
     @property
     def max_source_pieces(self) -> int:

@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from mtkit.config import SearchConfig, TranslateConfig, alignment_layer
+from mtkit.data.sentence_style import SentenceStyle
 from mtkit.data.tags import check_target
 from mtkit.data.tokenizer import Tokenizer
 from mtkit.devices import parse_device
@@ -319,4 +320,8 @@ def load(models: list[str], config: TranslateConfig, announce: bool = True) -> C
     )
     pieces = meta.get("source_pieces")  # the longest training source, where recorded
     engine.trained_pieces = pieces if isinstance(pieces, int) and pieces > 0 else None
+    if "sentence_style" in meta:
+        engine.sentence_style = SentenceStyle.from_dict(
+            meta["sentence_style"], f"{model_dir}: sentence_style"
+        )
     return engine

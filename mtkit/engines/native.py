@@ -366,7 +366,7 @@ def describe(checkpoints: list[str], config: TranslateConfig) -> ModelInfo:
     announce_dtype(config.dtype, resolved)
     positions = min(ckpt.model_config.max_positions for ckpt in ckpts)
     trained = trained_pieces(ckpt.source_pieces for ckpt in ckpts)
-    return ModelInfo(*pairs[0], positions, ckpts[0].languages, trained)
+    return ModelInfo(*pairs[0], positions, ckpts[0].languages, trained, ckpts[0].sentence_style)
 
 
 def load(checkpoints: list[str], config: TranslateConfig, announce: bool = True) -> NativeEngine:
@@ -414,6 +414,7 @@ def load(checkpoints: list[str], config: TranslateConfig, announce: bool = True)
         projection_weights=weights,
     )
     engine.trained_pieces = trained_pieces(item.source_pieces for item in loaded)
+    engine.sentence_style = first.sentence_style
     engine._generator(config.search)
     engine.draft = load_draft(
         config, checkpoints[0], (first.src_tokenizer, first.tgt_tokenizer), device, dtype

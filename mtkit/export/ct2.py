@@ -325,6 +325,7 @@ def export_ct2(
             decoder_layers=layers,
             alignment_layer=alignment_layer(DEFAULT_LAYER, layers),
             source_pieces=loaded.source_pieces,
+            sentence_style=loaded.sentence_style.to_dict(),
             **vmap,
         )
     return Path(out_dir)

@@ -54,6 +54,7 @@ from mtkit.text.glossary import (
     read_glossary,
     split_constraints,
 )
+from mtkit.text.translate import engine_style
 
 STDIO = "-"
 MAX_ENCODING_WARNINGS = 10
@@ -235,6 +236,7 @@ def text_options(engine: Engine) -> TextOptions:
         config.spans,
         config.format,
         engine.max_source_pieces,
+        engine_style(engine),
     )
 
 

@@ -52,7 +52,7 @@ from mtkit.serve.texts import (
     translate_request,
 )
 from mtkit.text.glossary import constraining
-from mtkit.text.translate import source_limit
+from mtkit.text.translate import engine_style, source_limit
 
 log = logging.getLogger("mtkit.serve")
 CORS_MAX_AGE = 86_400  # seconds a browser may keep a preflight's answer (it may keep less)
@@ -247,6 +247,7 @@ async def _answered(
             engine.src_tokenizer,
             source_limit(engine),
             units,
+            engine_style(engine),
         )
     except MtkitError as err:  # a document the text layer cannot read (XML that does not parse)
         raise ApiError(400, "q", str(err)) from None

@@ -19,6 +19,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 from mtkit.config import SearchConfig
+from mtkit.data.sentence_style import SentenceStyle
 from mtkit.data.tokenizer import Tokenizer
 from mtkit.engines.base import Translation
 from mtkit.engines.confidence import Confidence
@@ -67,11 +68,16 @@ def batcher_units(
 
 
 def translate_request(
-    request: TranslateRequest, tokenizer: Tokenizer, limit: int, units: Units
+    request: TranslateRequest,
+    tokenizer: Tokenizer,
+    limit: int,
+    units: Units,
+    style: SentenceStyle = SentenceStyle(),
 ) -> Answer:
-    """The request's texts translated (``limit``: source pieces a unit may have)."""
+    """The request's texts translated (``limit``: source pieces a unit may have; ``style``:
+    the model's sentence style, :attr:`TextOptions.style`)."""
     counted = Counted(units)
-    options = TextOptions(request.source, request.split, True, request.format)
+    options = TextOptions(request.source, request.split, True, request.format, style=style)
     found = translate_documents(
         request.texts,
         options,

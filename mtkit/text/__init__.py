@@ -6,7 +6,8 @@ and put back, written once above the engines (the engines stay sentence in, sent
 their translations back: a text's leading tag, its sentences (:mod:`~mtkit.text.segment`,
 :class:`AnnotatedText`: ``gap sentence gap ... gap``), the spans that must come out verbatim
 (found: :mod:`~mtkit.text.span_finding`; masked: :mod:`~mtkit.text.span_masking`), sentences
-too long for the model or merged by the segmenter (:mod:`~mtkit.text.recut`), word alignments
+too long for the model or merged by the segmenter (:mod:`~mtkit.text.recut`), sentence ends
+the writer left out (:mod:`~mtkit.text.sentence_ends`), word alignments
 carried from units to texts (:mod:`~mtkit.text.aligned`), and HTML/XML
 (:mod:`~mtkit.text.markup`, whose inline tags ride on the alignments: :mod:`~mtkit.text.inline`,
 :mod:`~mtkit.text.carry`, :mod:`~mtkit.text.write`, the tag tables in :mod:`~mtkit.text.tags`).

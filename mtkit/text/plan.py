@@ -20,6 +20,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from mtkit.config import TEXT_FORMATS
+from mtkit.data.sentence_style import SentenceStyle
 from mtkit.data.tags import split_tag
 from mtkit.data.tokenizer import Tokenizer
 from mtkit.engines.alignment import Alignment
@@ -31,6 +32,7 @@ from mtkit.text.aligned import Part, joined, located
 from mtkit.text.annotated import AnnotatedText
 from mtkit.text.confidence import joined_confidence, regrouped
 from mtkit.text.segment import cut_long, segment
+from mtkit.text.sentence_ends import closed
 from mtkit.text.span_masking import mask
 
 
@@ -47,6 +49,10 @@ class TextOptions:
     # into parts at the limit (the model's trained length); longer ones, and all with 0, stay
     # whole (the engine truncates them, as --max-input-tokens says)
     cut: int = 0
+    # how the model's training sentences start and end: sentences run on into one are cut
+    # where one of its openers starts the next, and one without a final mark is translated
+    # with the data's (mtkit.text.sentence_ends); empty: texts are read as they are
+    style: SentenceStyle = SentenceStyle()
 
     def __post_init__(self) -> None:
         if self.format not in TEXT_FORMATS:
@@ -89,8 +95,10 @@ def plan(
     cut: what the model was trained on, or its positions) in parts, each translated.
     ``first_number`` numbers the texts in warnings (a text is a line of the input)."""
     tagged = [_tagged(text, tokenizer.tags) for text in texts]
+    openers = frozenset(options.style.openers)
     annotated = [
-        segment(body, options.lang) if options.split else _lines(body) for _, body in tagged
+        segment(body, options.lang, openers) if options.split else _lines(body)
+        for _, body in tagged
     ]
     plain = [s for text in annotated for s in text.all_sentences()]
     masks = [mask(s) if options.spans else None for s in plain]
@@ -106,7 +114,9 @@ def plan(
         for sentence in sentences[at : at + len(text)]:
             size = next(lengths)
             whole = not options.split and size > options.cut  # the engine truncates it
-            cut = [sentence] if size <= limit or whole else cut_long(sentence, count, limit)
+            cut = (
+                [sentence] if size <= limit or whole else cut_long(sentence, count, limit, openers)
+            )
             if len(cut) > 1:
                 warn(
                     f"line {number}: a sentence of {count([sentence])[0]} pieces, more than "
@@ -140,9 +150,15 @@ def _lines(text: str) -> AnnotatedText:
     return AnnotatedText(text, tuple(sentences))
 
 
-def unit_lines(texts: Sequence[AnnotatedText]) -> list[str]:
-    """What an engine translates: every unit of every text, each with its text's tag."""
-    return [tagged(unit, text.tag) for text in texts for unit in text.all_units()]
+def unit_lines(texts: Sequence[AnnotatedText], final: str = "") -> list[str]:
+    """What an engine translates: every unit of every text, each with its text's tag, the last
+    unit of a sentence :func:`~mtkit.text.sentence_ends.closed` with ``final``."""
+    return [
+        tagged(closed(unit, final) if k == len(units) - 1 else unit, text.tag)
+        for text in texts
+        for units in text.units
+        for k, (unit, _) in enumerate(units)
+    ]
 
 
 def tagged(unit: str, tag: str) -> str:

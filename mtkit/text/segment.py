@@ -19,9 +19,10 @@ from __future__ import annotations
 
 import re
 from bisect import bisect_left
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterator, Sequence
 
 from mtkit.text.annotated import AnnotatedText
+from mtkit.text.sentence_ends import run_on_cuts
 
 # a line break of any kind (what str.splitlines breaks on): always between sentences
 LINES = re.compile(r"[^\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029]+")
@@ -35,14 +36,27 @@ def is_gap(char: str) -> bool:
     return char.isspace() or char in EDGES
 
 
-def segment(text: str, lang: str) -> AnnotatedText:
+def segment(text: str, lang: str, openers: Collection[str] = ()) -> AnnotatedText:
     """``text`` cut into sentences of language ``lang`` (a code sentencex knows, or any other:
-    it falls back), every line break and every run of edge whitespace in the gaps."""
+    it falls back), every line break and every run of edge whitespace in the gaps; a sentence
+    is cut again where it runs on into one that starts with a word of ``openers``
+    (:func:`~mtkit.text.sentence_ends.run_on_cuts`)."""
     ranges: list[tuple[int, int]] = []
     for line in LINES.finditer(text):
         for start, end in _line_cuts(line.group(), lang):
-            ranges.extend(_trimmed(text, line.start() + start, line.start() + end))
+            at = line.start() + start
+            for a, b in _run_ons(text[at : line.start() + end], openers):
+                ranges.extend(_trimmed(text, at + a, at + b))
     return AnnotatedText(text, tuple(ranges))
+
+
+def _run_ons(sentence: str, openers: Collection[str]) -> list[tuple[int, int]]:
+    """``sentence`` as ranges cut at its run-on cuts (the whitespace between them left out)."""
+    ranges, last = [], 0
+    for start, end in run_on_cuts(sentence, openers):
+        ranges.append((last, start))
+        last = end
+    return [*ranges, (last, len(sentence))]
 
 
 def _line_cuts(line: str, lang: str) -> list[tuple[int, int]]:
@@ -81,12 +95,14 @@ def _trimmed(text: str, start: int, end: int) -> Iterator[tuple[int, int]]:
 # Sentences too long for a model
 
 
-def cut_long(sentence: str, count: Counter, limit: int) -> list[str]:
+def cut_long(sentence: str, count: Counter, limit: int, openers: Collection[str] = ()) -> list[str]:
     """``sentence`` in parts of at most ``limit`` pieces each (``count`` gives the pieces of
-    each of some texts), in order, cut at a safe point: after the last ``;`` or else ``,`` of
-    the stretch that fits (when it lies in its second half), else at the whitespace nearest the
-    limit, else (a run of text with no space, such as a URL or CJK text) where the limit falls.
-    Only the whitespace at the cuts is lost; a sentence that fits is one part.
+    each of some texts), in order, cut at a safe point: before the last sentence that the
+    stretch that fits runs on into (a word of ``openers``:
+    :func:`~mtkit.text.sentence_ends.run_on_cuts`), else after its last ``;`` or else ``,``
+    (when it lies in its second half), else at the whitespace nearest the limit, else (a run of
+    text with no space, such as a URL or CJK text) where the limit falls. Only the whitespace
+    at the cuts is lost; a sentence that fits is one part.
 
     Linear in the sentence's length: its words are counted once (sentencepiece never lets a
     piece span whitespace, so a text's pieces are its words' pieces), a word's pieces taken to
@@ -98,7 +114,7 @@ def cut_long(sentence: str, count: Counter, limit: int) -> list[str]:
     parts, begin, k = [], 0, 0
     while len(offsets) - k > limit:
         end = offsets[k + limit]  # where the first piece that does not fit starts
-        cut = begin + _safe_cut(sentence[begin : end + 1], end - begin)
+        cut = begin + _safe_cut(sentence[begin : end + 1], end - begin, openers)
         if head := sentence[begin:cut].rstrip():
             parts.append(head)
         begin = cut
@@ -140,9 +156,11 @@ def _halves(part: str, count: Counter, limit: int) -> list[str]:
     ]
 
 
-def _safe_cut(text: str, size: int) -> int:
+def _safe_cut(text: str, size: int, openers: Collection[str] = ()) -> int:
     """Where to cut ``text`` so that its head has at most ``size`` characters (at least 1)."""
     stretch = text[: size + 1]  # a space just past the limit is still a cut within it
+    if runs := [start for start, _ in run_on_cuts(stretch, openers) if 0 < start <= size]:
+        return runs[-1]
     for mark in (";", ","):
         at = stretch.rfind(mark, 0, size)
         if at >= size // 2:

@@ -19,6 +19,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
 from mtkit.config import SearchConfig
+from mtkit.data.sentence_style import SentenceStyle
 from mtkit.data.tokenizer import Tokenizer
 from mtkit.engines.base import Engine, Progress, Translation
 from mtkit.errors import MtkitError
@@ -35,6 +36,7 @@ from mtkit.text.plan import (
     unit_lines,
 )
 from mtkit.text.recut import merged, short_units
+from mtkit.text.sentence_ends import closed
 
 # lines and each line's number in warnings (its text's) -> hypotheses (an engine, the batcher)
 Units = Callable[[list[str], list[int]], list[list[Translation]]]
@@ -44,6 +46,7 @@ __all__ = [
     "TextOptions",
     "TextTranslation",
     "Units",
+    "engine_style",
     "engine_units",
     "source_limit",
     "translate_documents",
@@ -125,7 +128,8 @@ def translate_units(
     sentences cut again, :mod:`mtkit.text.recut`): :func:`~mtkit.text.plan.put_back` gives
     the texts."""
     planned = plan(texts, options, tokenizer, limit, first_number)
-    lines = unit_lines(planned)
+    final = options.style.final
+    lines = unit_lines(planned, final)
     if not lines:
         return planned, []
     own = owners(planned)
@@ -134,7 +138,9 @@ def translate_units(
     sizes = [len(text.all_units()) for text in planned]
     if options.split and (parts := short_units(every, results, sizes)):  # merged: cut again
         texts_again = [own[i] for i, pair in parts.items() for _ in pair]
-        again = [tagged(p, planned[own[i]].tag) for i, pair in parts.items() for p in pair]
+        again = [
+            tagged(closed(p, final), planned[own[i]].tag) for i, pair in parts.items() for p in pair
+        ]
         numbers = [first_number + t for t in texts_again]
         results = merged(every, results, parts, units(again, numbers))
     return planned, results
@@ -193,6 +199,12 @@ def translate_texts(
     return found
 
 
+def engine_style(engine: Engine) -> SentenceStyle:
+    """How ``engine``'s training sentences start and end, where its config reads texts with
+    them (``sentence_ends``); else none (texts read as they are)."""
+    return engine.sentence_style if engine.config.sentence_ends else SentenceStyle()
+
+
 def translate_text(
     engine: Engine,
     texts: Sequence[str],
@@ -201,5 +213,6 @@ def translate_text(
     first_number: int = 1,
 ) -> list[str]:
     """Each plain text translated sentence by sentence, its layout kept."""
-    found = translate_texts(engine, texts, TextOptions(lang), search, first_number)
+    options = TextOptions(lang, style=engine_style(engine))
+    found = translate_texts(engine, texts, options, search, first_number)
     return [t.text for t in found]

@@ -34,6 +34,7 @@ import torch
 from mtkit.checkpoint import Checkpoint
 from mtkit.config import ModelConfig, TrainConfig
 from mtkit.data.binarized import ParallelData
+from mtkit.data.sentence_style import style_of_data
 from mtkit.data.tokenizer import Tokenizer
 from mtkit.errors import MtkitError
 from mtkit.languages import Languages
@@ -95,6 +96,7 @@ class Trainer:
             tokenizers = (data.src_tokenizer, data.tgt_tokenizer)
             self.augmenter = Augmenter(data.train, tokenizers, cfg.augment, cfg.seed, longest)
         self.ckpts = CheckpointDir(cfg.run_dir, cfg.keep_last)
+        self.sentence_style = style_of_data(data.train, data.src_tokenizer)  # for checkpoints
         if self.where.is_main:
             self.ckpts.remove_temporaries()
         self.last_saved: int | None = None
@@ -126,6 +128,7 @@ class Trainer:
             train_config=asdict(self.cfg),
             resume=resume,
             source_pieces=data.train.longest_source(),
+            sentence_style=self.sentence_style,
         )
 
     def save(self, numbered: bool, best: bool) -> None:

@@ -11,7 +11,8 @@ from engine_helpers import LINES
 
 from mtkit.checkpoint import Checkpoint
 from mtkit.config import TranslateConfig
-from mtkit.data.binarized import ParallelData
+from mtkit.data.binarized import ParallelData, load_tokenizers
+from mtkit.data.sentence_style import SentenceStyle, style_of
 from mtkit.engines import load_engine
 from mtkit.errors import MtkitError
 from mtkit.pipeline.translate import translate_with
@@ -65,3 +66,22 @@ def test_a_bad_recorded_length_is_refused_in_one_line(engine_ckpt, tmp_path, bad
     payload["source_pieces"] = bad
     with pytest.raises(MtkitError, match=r"^x.pt: source_pieces must be a positive integer"):
         Checkpoint.from_payload(payload, "x.pt")
+
+
+def test_training_records_its_sources_sentence_style(
+    multi_run: Path, multi_dataset: Path, engine_ckpt: Path, tmp_path: Path
+) -> None:
+    ckpt = Checkpoint.load(multi_run / "checkpoint_last.pt")
+    data = ParallelData(multi_dataset, "train")
+    src, _ = load_tokenizers(multi_dataset)
+    texts = src.decode(data.side("src", i) for i in range(len(data)))
+    assert texts[0].startswith(">>") and ckpt.sentence_style == style_of(texts)
+    assert not any(w.startswith(">>") for w in ckpt.sentence_style.openers)
+    engine = load_engine([str(multi_run / "checkpoint_last.pt")], TranslateConfig())
+    assert engine.sentence_style == ckpt.sentence_style
+    # a checkpoint without the record: none, and none written back
+    old = Checkpoint.load(engine_ckpt)
+    assert old.sentence_style == SentenceStyle() and "sentence_style" not in old.to_payload()
+    old.sentence_style = SentenceStyle(("A",), ".")
+    old.save(tmp_path / "styled.pt")
+    assert Checkpoint.load(tmp_path / "styled.pt").sentence_style == old.sentence_style

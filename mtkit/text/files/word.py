@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import io
 from collections.abc import Iterator
+from dataclasses import replace
 from typing import Any
 
 from mtkit.data.tokenizer import Tokenizer
@@ -52,7 +53,7 @@ def translate(
         Paragraph.read(p) for part in text_parts(document) for p in list(part.element.iter(w("p")))
     ]
     todo = [p for p in paragraphs if p.words]
-    markup = TextOptions(options.lang, True, options.spans, "html")
+    markup = replace(options, split=True, format="html")
     found = translate_documents([p.html for p in todo], markup, tokenizer, limit, units)
     for paragraph, translation in zip(todo, found, strict=True):
         paragraph.rebuild(translation.text)

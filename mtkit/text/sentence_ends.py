@@ -1,0 +1,56 @@
+"""Sentence ends the writer left out, put back as the model's training data had them.
+
+A model learns from sentences that nearly all end with a full stop and start with a capital;
+what people type often has neither: a headline, a hurried message, sentences run on into one
+line ("A man sleeps A dog barks"). Read with the training sources' style
+(:class:`~mtkit.data.sentence_style.SentenceStyle`, recorded in the checkpoint):
+
+- :func:`run_on_cuts`: where a line runs a new sentence on without a mark: a word ending in a
+  lowercase letter, whitespace, then one of the style's *openers* (a capitalized word that
+  opens training sentences and is almost never capitalized inside one). With
+  ``--split-sentences`` the segmenter cuts there too (:func:`mtkit.text.segment.segment`), and a
+  sentence too long for the model is cut there first (:func:`mtkit.text.segment.cut_long`).
+- :func:`closed`: a sentence that ends with a letter or digit is translated with the style's
+  *final* mark after it. The translation is the model's (it ends as the model ends it).
+
+Measured on the demo model (docs/robustness.md): test_2016_flickr captions without their full
+stop 34.4 BLEU, with it put back 35.9 (the captions as written: 35.9); four captions run on to
+a line, with ``--split-sentences``, 23.0 before, 35.3 cut at openers and closed.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Collection
+
+# a word that ends in a lowercase letter, the whitespace after it, the next word
+_AFTER_LOWER = re.compile(r"(?<=[^\W\d_])\s+(?=(\S+))")
+
+
+def run_on_cuts(sentence: str, openers: Collection[str]) -> list[tuple[int, int]]:
+    """The whitespace ``(start, end)`` before each sentence that ``sentence`` runs on into:
+    after a word that ends in a lowercase letter, before a word of ``openers`` (as written, or
+    with punctuation after it).
+
+    >>> run_on_cuts("A man sleeps A dog barks in New York", {"A"})
+    [(12, 13)]
+    """
+    if not openers:
+        return []
+    cuts = []
+    for m in _AFTER_LOWER.finditer(sentence):
+        if not sentence[m.start() - 1].islower():
+            continue
+        word = m.group(1)
+        if word in openers or word.rstrip(".,;:!?") in openers:
+            cuts.append((m.start(), m.end()))
+    return cuts
+
+
+def closed(unit: str, final: str) -> str:
+    """``unit`` with ``final`` after it where it ends with a letter or digit.
+
+    >>> closed("A dog runs", "."), closed("A dog runs!", "."), closed("A dog", "")
+    ('A dog runs.', 'A dog runs!', 'A dog')
+    """
+    return unit + final if final and unit[-1:].isalnum() else unit
