@@ -123,7 +123,7 @@ def evaluate(ckpt: str, guard: bool, beam: int, limit: int) -> dict[str, Any]:
     paragraphs = engine
     if guard:
         paragraphs = load_engine([ckpt], replace(config, split_sentences=True))
-        if not engine.sentence_style:
+        if not engine.sentence_style and not engine.source_words:
             recorded(engine, paragraphs)
     table: dict[str, Any] = {}
     for name in SETS:
@@ -162,20 +162,21 @@ def evaluate(ckpt: str, guard: bool, beam: int, limit: int) -> dict[str, Any]:
 
 
 def recorded(*engines: Any) -> None:
-    """Engines of a checkpoint trained before checkpoints recorded their sentence style: the
-    style of the data it was trained on (the ablation's, prepared here), as training records
-    it now (a function of the data alone: the weights would be the same)."""
+    """Engines of a checkpoint trained before checkpoints recorded their sources' sentence
+    style and words: those of the data it was trained on (the ablation's, prepared here), as
+    training records them now (a function of the data alone: the weights would be the same)."""
     from mtkit.data.binarized import ParallelData
-    from mtkit.data.sentence_style import style_of_data
+    from mtkit.data.sentence_style import SAMPLE, style_of
+    from mtkit.data.source_words import words_of
 
     data = WORK / "data" / "en-de" / "data"
     if not (data / "manifest.json").is_file():
         print(f"no sentence style recorded, and no {data} to read it from", file=sys.stderr)
         return
-    style = style_of_data(ParallelData(data, "train"), engines[0].src_tokenizer)
-    print(f"no sentence style recorded: the training data's, {data}", file=sys.stderr)
+    texts = ParallelData(data, "train").decoded_sources(engines[0].src_tokenizer, SAMPLE)
+    print(f"no sentence style or words recorded: the training data's, {data}", file=sys.stderr)
     for engine in engines:
-        engine.sentence_style = style
+        engine.sentence_style, engine.source_words = style_of(texts), words_of(texts)
 
 
 def print_table(table: dict[str, Any]) -> None:

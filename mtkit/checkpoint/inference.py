@@ -10,6 +10,7 @@ import torch
 from mtkit.checkpoint.schema import Checkpoint
 from mtkit.config import ModelConfig
 from mtkit.data.sentence_style import SentenceStyle
+from mtkit.data.source_words import SourceWords
 from mtkit.data.tokenizer import Tokenizer
 from mtkit.languages import Languages
 from mtkit.model.transformer import Transformer
@@ -27,6 +28,7 @@ class LoadedModel:
     languages: Languages | None = None  # None: the checkpoint names none (Checkpoint.languages)
     source_pieces: int | None = None  # the longest training source (Checkpoint.source_pieces)
     sentence_style: SentenceStyle = field(default_factory=SentenceStyle)  # Checkpoint's
+    source_words: SourceWords = field(default_factory=SourceWords)  # Checkpoint's
 
 
 def load_for_inference(path: str | Path, device: str | torch.device = "cpu") -> LoadedModel:
@@ -43,4 +45,5 @@ def load_for_inference(path: str | Path, device: str | torch.device = "cpu") -> 
         languages=ckpt.languages,
         source_pieces=ckpt.source_pieces,
         sentence_style=ckpt.sentence_style,
+        source_words=ckpt.source_words,
     )

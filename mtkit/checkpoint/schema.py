@@ -15,6 +15,8 @@ On disk (format_version 1, a dict of tensors and plain containers)::
                       counted): longer lines are cut to it before decoding
     sentence_style    optional: {"openers": [...], "final": "."}, how the training sources'
                       sentences start and end (:mod:`mtkit.data.sentence_style`)
+    source_words      optional: the training sources' words, most frequent first
+                      (:mod:`mtkit.data.source_words`)
     train_config      TrainConfig as a dict (the resolved config of the run); {} when none
     averaged_from     optional: the files `mtkit average` averaged
     imported_from     optional: {"format": "hf", "path": ...} of `mtkit import`
@@ -41,6 +43,7 @@ import torch
 from mtkit.checkpoint.storage import first_sentence, load_checkpoint, save_checkpoint
 from mtkit.config import ModelConfig, TrainConfig, from_dict
 from mtkit.data.sentence_style import SentenceStyle
+from mtkit.data.source_words import SourceWords
 from mtkit.data.tokenizer import DEFAULT_SPECIAL_IDS, SpecialIds, Tokenizer
 from mtkit.errors import MtkitError
 from mtkit.languages import Languages
@@ -93,6 +96,7 @@ class Checkpoint:
     tag_ids: tuple[int, ...] = ()  # the target-language tags of a multilingual model
     source_pieces: int | None = None  # the longest training source (None: not recorded)
     sentence_style: SentenceStyle = field(default_factory=SentenceStyle)  # empty: not recorded
+    source_words: SourceWords = field(default_factory=SourceWords)  # empty: not recorded
     train_config: dict[str, Any] = field(default_factory=dict)  # TrainConfig as a dict
     averaged_from: list[str] | None = None
     imported_from: dict[str, Any] | None = None
@@ -130,6 +134,7 @@ class Checkpoint:
             "tag_ids": list(self.tag_ids),
             "source_pieces": self.source_pieces,
             "sentence_style": self.sentence_style.to_dict() if self.sentence_style else None,
+            "source_words": self.source_words.to_list() if self.source_words else None,
             "averaged_from": self.averaged_from,
             "imported_from": self.imported_from,
             **(self.resume.to_payload() if self.resume else {}),
@@ -165,6 +170,9 @@ class Checkpoint:
             source_pieces=_source_pieces(payload, where),
             sentence_style=SentenceStyle.from_dict(
                 payload.get("sentence_style", {}), f"{where}: sentence_style"
+            ),
+            source_words=SourceWords.from_list(
+                payload.get("source_words", []), f"{where}: source_words"
             ),
             where=where,
         )

@@ -125,6 +125,14 @@ SEARCH_OPTIONS: list[tuple[tuple[str, ...], str, Any, str]] = [
         "data's sentences follows a lowercase word (checkpoints that record the style).",
     ),
     (
+        ("--spelling/--no-spelling",),
+        "spelling",
+        None,
+        "Correct typos: a word the training sources never had, one edit (a letter dropped, "
+        "added, replaced, or two swapped) from words they had, becomes the most frequent of "
+        "them, its case kept (checkpoints that record their words; a glossary's terms kept).",
+    ),
+    (
         ("--format",),
         "format",
         click.Choice(["text", "html", "xml"]),

@@ -141,6 +141,9 @@ class TranslateConfig:
     # sentence ends the input leaves out read as the training data had them: run-ons cut at
     # its opening words (with split_sentences), final marks added (mtkit.text.sentence_ends)
     sentence_ends: bool = True
+    # a word one edit from the training sources' words, which it is not, corrected to the most
+    # frequent of them (mtkit.text.spelling)
+    spelling: bool = True
     alignment_layer: int = DEFAULT_LAYER  # decoder layer that aligns words (-1: the last)
     spans: bool = True  # URLs, e-mails, numbers, @mentions, #hashtags, emoji, code kept verbatim
     format: str = "text"  # text (lines) | html | xml (the whole input one document)

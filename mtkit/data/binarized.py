@@ -182,6 +182,11 @@ class ParallelData:
         """The most pieces a source of the split has (None for an empty split)."""
         return int(self.src_lengths.max()) if len(self) else None
 
+    def decoded_sources(self, tokenizer: Tokenizer, limit: int) -> list[str]:
+        """At most ``limit`` source sentences as text, spread evenly over the split."""
+        step = max(1, -(-len(self) // limit))
+        return tokenizer.decode(self.side("src", i) for i in range(0, len(self), step))
+
     def side(self, side: str, i: int) -> np.ndarray:
         offsets = self._offsets[side]
         return np.asarray(self._tokens[side][offsets[i] : offsets[i + 1]], dtype=np.int64)

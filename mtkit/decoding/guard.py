@@ -183,15 +183,18 @@ def case_pattern(text: str) -> str:
 def with_case(text: str, pattern: str) -> str:
     """``text`` (a translation of a lowercased source) cased as the source was: ALL CAPS,
     each word's first letter upper case (Title Case) or the first letter's (a sentence);
-    ``other``: as it is.
+    ``other``: as it is. In capitals ``ß`` is the capital ``ẞ`` (German orthography allows it
+    beside ``SS`` since 2017), which keeps the spelling: ``SS`` lower-cases to ``ss``.
 
     >>> with_case("ein mann fährt rad.", UPPER), with_case("„ein mann“ 3d", TITLE)
     ('EIN MANN FÄHRT RAD.', '„Ein Mann“ 3d')
+    >>> with_case("die weiße straße", UPPER), with_case("die weiße straße", UPPER).lower()
+    ('DIE WEIẞE STRAẞE', 'die weiße straße')
     >>> with_case("„ein mann“", SENTENCE), with_case("ein Mann", OTHER)
     ('„Ein mann“', 'ein Mann')
     """
     if pattern == UPPER:
-        return text.upper()
+        return text.replace("ß", "ẞ").upper()
     if pattern == TITLE:
         return _WORDS.sub(lambda word: _capitalized(word.group()), text)
     if pattern == SENTENCE:

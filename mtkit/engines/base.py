@@ -20,6 +20,7 @@ from mtkit.cpu import Resolved
 from mtkit.data.batching import token_batches
 from mtkit.data.lines import Numbers, line_numbers
 from mtkit.data.sentence_style import SentenceStyle
+from mtkit.data.source_words import SourceWords
 from mtkit.data.tags import tag_lines
 from mtkit.data.tokenizer import Tokenizer
 from mtkit.engines.results import Progress, Translation, warn
@@ -37,6 +38,7 @@ class ModelInfo:
     languages: Languages | None
     trained_pieces: int | None = None  # the longest training source (Engine.trained_pieces)
     sentence_style: SentenceStyle = SentenceStyle()  # Engine.sentence_style
+    source_words: SourceWords = SourceWords()  # Engine.source_words
 
 
 # a line's constraints: target phrases, each the piece ids its translation must contain
@@ -61,8 +63,10 @@ class Engine(ABC):
     # the longest source the model was trained on (pieces; the checkpoint's source_pieces),
     # None where not recorded
     trained_pieces: int | None = None
-    # how the training sources' sentences start and end (empty where not recorded)
+    # how the training sources' sentences start and end, and their words (empty where not
+    # recorded)
     sentence_style: SentenceStyle = SentenceStyle()
+    source_words: SourceWords = SourceWords()
 
     @property
     def max_source_pieces(self) -> int:

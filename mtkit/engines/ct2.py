@@ -32,6 +32,7 @@ from typing import Any
 
 from mtkit.config import SearchConfig, TranslateConfig, alignment_layer
 from mtkit.data.sentence_style import SentenceStyle
+from mtkit.data.source_words import SourceWords
 from mtkit.data.tags import check_target
 from mtkit.data.tokenizer import Tokenizer
 from mtkit.devices import parse_device
@@ -323,5 +324,9 @@ def load(models: list[str], config: TranslateConfig, announce: bool = True) -> C
     if "sentence_style" in meta:
         engine.sentence_style = SentenceStyle.from_dict(
             meta["sentence_style"], f"{model_dir}: sentence_style"
+        )
+    if "source_words" in meta:
+        engine.source_words = SourceWords.from_list(
+            meta["source_words"], f"{model_dir}: source_words"
         )
     return engine

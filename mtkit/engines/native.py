@@ -366,7 +366,10 @@ def describe(checkpoints: list[str], config: TranslateConfig) -> ModelInfo:
     announce_dtype(config.dtype, resolved)
     positions = min(ckpt.model_config.max_positions for ckpt in ckpts)
     trained = trained_pieces(ckpt.source_pieces for ckpt in ckpts)
-    return ModelInfo(*pairs[0], positions, ckpts[0].languages, trained, ckpts[0].sentence_style)
+    first = ckpts[0]
+    return ModelInfo(
+        *pairs[0], positions, first.languages, trained, first.sentence_style, first.source_words
+    )
 
 
 def load(checkpoints: list[str], config: TranslateConfig, announce: bool = True) -> NativeEngine:
@@ -414,7 +417,7 @@ def load(checkpoints: list[str], config: TranslateConfig, announce: bool = True)
         projection_weights=weights,
     )
     engine.trained_pieces = trained_pieces(item.source_pieces for item in loaded)
-    engine.sentence_style = first.sentence_style
+    engine.sentence_style, engine.source_words = first.sentence_style, first.source_words
     engine._generator(config.search)
     engine.draft = load_draft(
         config, checkpoints[0], (first.src_tokenizer, first.tgt_tokenizer), device, dtype

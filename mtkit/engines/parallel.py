@@ -141,7 +141,7 @@ def load(module_name: str, models: list[str], config: TranslateConfig) -> Parall
         config, info.src_tokenizer, info.tgt_tokenizer, info.max_positions, info.languages, executor
     )
     engine.trained_pieces = info.trained_pieces
-    engine.sentence_style = info.sentence_style
+    engine.sentence_style, engine.source_words = info.sentence_style, info.source_words
     weakref.finalize(engine, executor.shutdown, wait=False, cancel_futures=True)
     started = [executor.submit(_wait_for_the_others) for _ in range(config.workers)]
     try:

@@ -326,6 +326,7 @@ def export_ct2(
             alignment_layer=alignment_layer(DEFAULT_LAYER, layers),
             source_pieces=loaded.source_pieces,
             sentence_style=loaded.sentence_style.to_dict(),
+            source_words=loaded.source_words.to_list(),
             **vmap,
         )
     return Path(out_dir)

@@ -28,7 +28,7 @@ from __future__ import annotations
 import math
 import sys
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Collection, Iterable, Iterator
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 from itertools import islice
@@ -54,7 +54,7 @@ from mtkit.text.glossary import (
     read_glossary,
     split_constraints,
 )
-from mtkit.text.translate import engine_style
+from mtkit.text.translate import as_trained
 
 STDIO = "-"
 MAX_ENCODING_WARNINGS = 10
@@ -203,7 +203,8 @@ def translate_chunk(
             chunk, first_number=first_number, progress=progress, constraints=phrases
         )
         return format_results(results, first_number, search.nbest, search.alignment, word_scores)
-    found = translated(engine, chunk, first_number, progress, constrain)
+    keep = glossary.source_words() if glossary else ()
+    found = translated(engine, chunk, first_number, progress, constrain, keep)
     return format_texts(found, search.alignment, search.scores, word_scores)  # no "\n" in gaps
 
 
@@ -213,31 +214,33 @@ def translated(
     first_number: int = 1,
     progress: Progress | None = None,
     constrain: Constrain | None = None,
+    keep: Collection[str] = (),
 ) -> list[TextTranslation]:
     """Each line's best translation (with its alignment when the search asks for one) through
     the text layer: a line is a sentence, or with ``split_sentences`` a text; ``constrain``
-    gives each sentence its constraints."""
+    gives each sentence its constraints (``keep``: the source words of its glossary)."""
     return translate_texts(
         engine,
         lines,
-        text_options(engine),
+        text_options(engine, keep),
         first_number=first_number,
         progress=progress,
         constrain=constrain,
     )
 
 
-def text_options(engine: Engine) -> TextOptions:
-    """How ``engine``'s config reads lines (:class:`mtkit.text.TextOptions`)."""
+def text_options(engine: Engine, keep: Collection[str] = ()) -> TextOptions:
+    """How ``engine``'s config reads lines (:class:`mtkit.text.TextOptions`); ``keep``: words
+    spelling correction leaves alone (a glossary's)."""
     config = engine.config
-    return TextOptions(
+    options = TextOptions(
         source_language(engine),
         config.split_sentences,
         config.spans,
         config.format,
         engine.max_source_pieces,
-        engine_style(engine),
     )
+    return as_trained(engine, options, keep)
 
 
 def source_language(engine: Engine) -> str:
@@ -351,7 +354,10 @@ def translate_document(
     except FileError as err:
         raise MtkitError(f"{name}: {err}") from None
     (found,) = translate_texts(
-        engine, [text], text_options(engine), constrain=constraining(glossary)
+        engine,
+        [text],
+        text_options(engine, glossary.source_words() if glossary else ()),
+        constrain=constraining(glossary),
     )
     if output == STDIO:
         out = stdout or sys.stdout.buffer

@@ -52,7 +52,7 @@ from mtkit.serve.texts import (
     translate_request,
 )
 from mtkit.text.glossary import constraining
-from mtkit.text.translate import engine_style, source_limit
+from mtkit.text.translate import TextOptions, as_trained, source_limit
 
 log = logging.getLogger("mtkit.serve")
 CORS_MAX_AGE = 86_400  # seconds a browser may keep a preflight's answer (it may keep less)
@@ -236,9 +236,9 @@ async def _answered(
         return await batched(model.batcher, checked.tagged(lines), search, deadline, phrases)
 
     engine = model.engine
-    units = batcher_units(
-        submit, loop, constraining(request_glossary(model.glossary, checked.glossary))
-    )
+    terms = request_glossary(model.glossary, checked.glossary)
+    units = batcher_units(submit, loop, constraining(terms))
+    trained = as_trained(engine, TextOptions(), terms.source_words() if terms else ())
     try:
         return await loop.run_in_executor(
             TEXT_THREADS,
@@ -247,7 +247,7 @@ async def _answered(
             engine.src_tokenizer,
             source_limit(engine),
             units,
-            engine_style(engine),
+            trained,
         )
     except MtkitError as err:  # a document the text layer cannot read (XML that does not parse)
         raise ApiError(400, "q", str(err)) from None

@@ -60,7 +60,7 @@ from mtkit.serve.service import Model, Service, check_key, error_response, key_i
 from mtkit.serve.texts import TEXT_THREADS, Deadline, batched, batcher_units
 from mtkit.text.files import FORMATS, FileError, file_format, translate_file_bytes
 from mtkit.text.glossary import constraining
-from mtkit.text.translate import Counted, TextOptions, engine_style, source_limit
+from mtkit.text.translate import Counted, TextOptions, as_trained, source_limit
 
 log = logging.getLogger("mtkit.serve")
 
@@ -345,7 +345,7 @@ async def _translate_upload(
             translate_file_bytes,
             upload.data,
             upload.filename,
-            TextOptions(checked.source, style=engine_style(engine)),
+            as_trained(engine, TextOptions(checked.source), terms.source_words() if terms else ()),
             engine.src_tokenizer,
             source_limit(engine),
             counted,

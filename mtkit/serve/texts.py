@@ -16,10 +16,9 @@ import math
 import time
 from collections.abc import Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from mtkit.config import SearchConfig
-from mtkit.data.sentence_style import SentenceStyle
 from mtkit.data.tokenizer import Tokenizer
 from mtkit.engines.base import Translation
 from mtkit.engines.confidence import Confidence
@@ -72,12 +71,17 @@ def translate_request(
     tokenizer: Tokenizer,
     limit: int,
     units: Units,
-    style: SentenceStyle = SentenceStyle(),
+    trained: TextOptions | None = None,
 ) -> Answer:
-    """The request's texts translated (``limit``: source pieces a unit may have; ``style``:
-    the model's sentence style, :attr:`TextOptions.style`)."""
+    """The request's texts translated (``limit``: source pieces a unit may have; ``trained``:
+    how the model's training data reads texts, :func:`~mtkit.text.translate.as_trained`)."""
     counted = Counted(units)
-    options = TextOptions(request.source, request.split, True, request.format, style=style)
+    options = replace(
+        trained or TextOptions(),
+        lang=request.source,
+        split=request.split,
+        format=request.format,
+    )
     found = translate_documents(
         request.texts,
         options,

@@ -16,6 +16,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from mtkit.data.source_words import WORD
 from mtkit.errors import MtkitError
 
 # a unit (a sentence sent to the engine) and its text's line number -> its target phrases
@@ -49,6 +50,11 @@ class Glossary:
 
     def _key(self, term: str) -> str:
         return term.casefold() if self.ignore_case else term
+
+    def source_words(self) -> set[str]:
+        """The words of the source terms (runs of letters), lowercased: what spelling
+        correction leaves alone (:mod:`mtkit.text.spelling`)."""
+        return {w.lower() for source, _ in self.pairs for w in WORD.findall(source)}
 
     def __len__(self) -> int:
         return len(self._targets)

@@ -21,6 +21,7 @@ from dataclasses import dataclass, replace
 
 from mtkit.config import TEXT_FORMATS
 from mtkit.data.sentence_style import SentenceStyle
+from mtkit.data.source_words import SourceWords
 from mtkit.data.tags import split_tag
 from mtkit.data.tokenizer import Tokenizer
 from mtkit.engines.alignment import Alignment
@@ -34,6 +35,7 @@ from mtkit.text.confidence import joined_confidence, regrouped
 from mtkit.text.segment import cut_long, segment
 from mtkit.text.sentence_ends import closed
 from mtkit.text.span_masking import mask
+from mtkit.text.spelling import corrected
 
 
 @dataclass(frozen=True)
@@ -53,12 +55,22 @@ class TextOptions:
     # where one of its openers starts the next, and one without a final mark is translated
     # with the data's (mtkit.text.sentence_ends); empty: texts are read as they are
     style: SentenceStyle = SentenceStyle()
+    # the words the model was trained on: a word one edit from them is corrected
+    # (mtkit.text.spelling), but never one of ``keep`` (lowercased: a glossary's source words)
+    words: SourceWords = SourceWords()
+    keep: frozenset[str] = frozenset()
 
     def __post_init__(self) -> None:
         if self.format not in TEXT_FORMATS:
             raise MtkitError(
                 f"format must be one of {', '.join(TEXT_FORMATS)}, got {self.format!r}"
             )
+
+    def engine_line(self, unit: str, ends_sentence: bool) -> str:
+        """``unit`` as the engine reads it: its typos corrected, and where it ends its
+        sentence, closed with the style's final mark (:mod:`mtkit.text.sentence_ends`)."""
+        text = corrected(unit, self.words, self.keep)
+        return closed(text, self.style.final) if ends_sentence else text
 
     @property
     def needs_alignment(self) -> bool:
@@ -150,11 +162,11 @@ def _lines(text: str) -> AnnotatedText:
     return AnnotatedText(text, tuple(sentences))
 
 
-def unit_lines(texts: Sequence[AnnotatedText], final: str = "") -> list[str]:
-    """What an engine translates: every unit of every text, each with its text's tag, the last
-    unit of a sentence :func:`~mtkit.text.sentence_ends.closed` with ``final``."""
+def unit_lines(texts: Sequence[AnnotatedText], options: TextOptions) -> list[str]:
+    """What an engine translates: every unit of every text as the engine reads it
+    (:meth:`TextOptions.engine_line`), each with its text's tag."""
     return [
-        tagged(closed(unit, final) if k == len(units) - 1 else unit, text.tag)
+        tagged(options.engine_line(unit, k == len(units) - 1), text.tag)
         for text in texts
         for units in text.units
         for k, (unit, _) in enumerate(units)

@@ -15,11 +15,12 @@ function from lines to hypotheses.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, replace
 
 from mtkit.config import SearchConfig
 from mtkit.data.sentence_style import SentenceStyle
+from mtkit.data.source_words import SourceWords
 from mtkit.data.tokenizer import Tokenizer
 from mtkit.engines.base import Engine, Progress, Translation
 from mtkit.errors import MtkitError
@@ -36,17 +37,16 @@ from mtkit.text.plan import (
     unit_lines,
 )
 from mtkit.text.recut import merged, short_units
-from mtkit.text.sentence_ends import closed
 
 # lines and each line's number in warnings (its text's) -> hypotheses (an engine, the batcher)
 Units = Callable[[list[str], list[int]], list[list[Translation]]]
 
 __all__ = [
     "Counted",
+    "as_trained",
     "TextOptions",
     "TextTranslation",
     "Units",
-    "engine_style",
     "engine_units",
     "source_limit",
     "translate_documents",
@@ -128,8 +128,7 @@ def translate_units(
     sentences cut again, :mod:`mtkit.text.recut`): :func:`~mtkit.text.plan.put_back` gives
     the texts."""
     planned = plan(texts, options, tokenizer, limit, first_number)
-    final = options.style.final
-    lines = unit_lines(planned, final)
+    lines = unit_lines(planned, options)
     if not lines:
         return planned, []
     own = owners(planned)
@@ -139,7 +138,9 @@ def translate_units(
     if options.split and (parts := short_units(every, results, sizes)):  # merged: cut again
         texts_again = [own[i] for i, pair in parts.items() for _ in pair]
         again = [
-            tagged(closed(p, final), planned[own[i]].tag) for i, pair in parts.items() for p in pair
+            tagged(options.engine_line(p, True), planned[own[i]].tag)
+            for i, pair in parts.items()
+            for p in pair
         ]
         numbers = [first_number + t for t in texts_again]
         results = merged(every, results, parts, units(again, numbers))
@@ -199,10 +200,17 @@ def translate_texts(
     return found
 
 
-def engine_style(engine: Engine) -> SentenceStyle:
-    """How ``engine``'s training sentences start and end, where its config reads texts with
-    them (``sentence_ends``); else none (texts read as they are)."""
-    return engine.sentence_style if engine.config.sentence_ends else SentenceStyle()
+def as_trained(engine: Engine, options: TextOptions, keep: Collection[str] = ()) -> TextOptions:
+    """``options`` reading texts as ``engine``'s training data had them where its config says
+    so: the sentence ends they leave out (``sentence_ends``), their typos corrected
+    (``spelling``), never a word of ``keep`` (a glossary's source terms, any case)."""
+    config = engine.config
+    return replace(
+        options,
+        style=engine.sentence_style if config.sentence_ends else SentenceStyle(),
+        words=engine.source_words if config.spelling else SourceWords(),
+        keep=frozenset(word.lower() for word in keep),
+    )
 
 
 def translate_text(
@@ -213,6 +221,6 @@ def translate_text(
     first_number: int = 1,
 ) -> list[str]:
     """Each plain text translated sentence by sentence, its layout kept."""
-    options = TextOptions(lang, style=engine_style(engine))
+    options = as_trained(engine, TextOptions(lang))
     found = translate_texts(engine, texts, options, search, first_number)
     return [t.text for t in found]

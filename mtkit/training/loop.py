@@ -34,7 +34,8 @@ import torch
 from mtkit.checkpoint import Checkpoint
 from mtkit.config import ModelConfig, TrainConfig
 from mtkit.data.binarized import ParallelData
-from mtkit.data.sentence_style import style_of_data
+from mtkit.data.sentence_style import SAMPLE, style_of
+from mtkit.data.source_words import words_of
 from mtkit.data.tokenizer import Tokenizer
 from mtkit.errors import MtkitError
 from mtkit.languages import Languages
@@ -96,7 +97,8 @@ class Trainer:
             tokenizers = (data.src_tokenizer, data.tgt_tokenizer)
             self.augmenter = Augmenter(data.train, tokenizers, cfg.augment, cfg.seed, longest)
         self.ckpts = CheckpointDir(cfg.run_dir, cfg.keep_last)
-        self.sentence_style = style_of_data(data.train, data.src_tokenizer)  # for checkpoints
+        texts = data.train.decoded_sources(data.src_tokenizer, SAMPLE)  # for checkpoints
+        self.sentence_style, self.source_words = style_of(texts), words_of(texts)
         if self.where.is_main:
             self.ckpts.remove_temporaries()
         self.last_saved: int | None = None
@@ -129,6 +131,7 @@ class Trainer:
             resume=resume,
             source_pieces=data.train.longest_source(),
             sentence_style=self.sentence_style,
+            source_words=self.source_words,
         )
 
     def save(self, numbered: bool, best: bool) -> None:

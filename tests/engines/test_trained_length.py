@@ -13,6 +13,7 @@ from mtkit.checkpoint import Checkpoint
 from mtkit.config import TranslateConfig
 from mtkit.data.binarized import ParallelData, load_tokenizers
 from mtkit.data.sentence_style import SentenceStyle, style_of
+from mtkit.data.source_words import SourceWords, words_of
 from mtkit.engines import load_engine
 from mtkit.errors import MtkitError
 from mtkit.pipeline.translate import translate_with
@@ -76,12 +77,16 @@ def test_training_records_its_sources_sentence_style(
     src, _ = load_tokenizers(multi_dataset)
     texts = src.decode(data.side("src", i) for i in range(len(data)))
     assert texts[0].startswith(">>") and ckpt.sentence_style == style_of(texts)
+    assert ckpt.source_words == words_of(texts) and "dog" in ckpt.source_words.rank
     assert not any(w.startswith(">>") for w in ckpt.sentence_style.openers)
     engine = load_engine([str(multi_run / "checkpoint_last.pt")], TranslateConfig())
     assert engine.sentence_style == ckpt.sentence_style
+    assert engine.source_words == ckpt.source_words
     # a checkpoint without the record: none, and none written back
     old = Checkpoint.load(engine_ckpt)
     assert old.sentence_style == SentenceStyle() and "sentence_style" not in old.to_payload()
-    old.sentence_style = SentenceStyle(("A",), ".")
+    assert old.source_words == SourceWords() and "source_words" not in old.to_payload()
+    old.sentence_style, old.source_words = SentenceStyle(("A",), "."), SourceWords(("a",))
     old.save(tmp_path / "styled.pt")
-    assert Checkpoint.load(tmp_path / "styled.pt").sentence_style == old.sentence_style
+    again = Checkpoint.load(tmp_path / "styled.pt")
+    assert (again.sentence_style, again.source_words) == (old.sentence_style, old.source_words)

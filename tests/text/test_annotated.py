@@ -69,7 +69,7 @@ def test_a_plan_holds_each_texts_tag_and_each_sentences_mask_and_units() -> None
     assert first.rebuild(["1", "2"]) == "1\r\n\r\n2\r\n"  # each line's \r stays in its gap
     assert (
         second.all_sentences() == ["One two. Three four."]
-        and unit_lines(lines)[0] == ">>fr<< see 1 now"
+        and unit_lines(lines, TextOptions())[0] == ">>fr<< see 1 now"
     )
     split = plan(texts, TextOptions(), Tagged(), 3)
     assert split[1].all_units() == ["One two.", "Three four."] and split[0].units[1] == (

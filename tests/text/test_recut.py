@@ -71,7 +71,7 @@ class Stub:
         self.src_tokenizer, self.max_source_pieces = engine.src_tokenizer, 1000
         self.unit_pieces = 1000
         self.config = engine.config
-        self.sentence_style = engine.sentence_style
+        self.sentence_style, self.source_words = engine.sentence_style, engine.source_words
         self.calls: list[list[str]] = []
 
     def translate(self, lines, search=None, first_number=1, progress=None, constraints=None):  # noqa: ARG002

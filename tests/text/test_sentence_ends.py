@@ -9,6 +9,7 @@ import pytest
 from text_helpers import HOSTILE
 
 from mtkit.data.sentence_style import SentenceStyle
+from mtkit.data.source_words import SourceWords
 from mtkit.engines.base import Engine, Translation
 from mtkit.text import TextOptions, segment, translate_text, translate_texts
 from mtkit.text.segment import cut_long
@@ -94,7 +95,7 @@ class Recorder:
         self.src_tokenizer, self.max_source_pieces = engine.src_tokenizer, 1000
         self.unit_pieces, self.trained_pieces = 1000, None
         self.config = replace(engine.config, **config)
-        self.sentence_style = style
+        self.sentence_style, self.source_words = style, SourceWords()
         self.calls: list[list[str]] = []
 
     def languages(self):
