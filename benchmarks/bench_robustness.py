@@ -15,7 +15,8 @@ way (``sentence by sentence``), with the share of words the run-on outputs keep 
     .venv/bin/python benchmarks/bench_robustness.py CKPT --no-guard      # the model alone
 
 By default as `mtkit translate` reads input (the decoding guard, sentence ends the input leaves
-out: mtkit.text.sentence_ends), the run-on lines as paragraphs (``--split-sentences``);
+out: mtkit.text.sentence_ends, typos: mtkit.text.spelling), the run-on lines as paragraphs
+(``--split-sentences``);
 ``--no-guard``: the model alone, every line one sentence as it is.
 
 The ablation (``--ablation``) trains the `make demo` configuration (recipes/multi30k/demo.yaml,
@@ -109,8 +110,8 @@ def groups(lines: list[str], strip: bool) -> list[str]:
 def evaluate(ckpt: str, guard: bool, beam: int, limit: int) -> dict[str, Any]:
     """Every set and perturbation of one checkpoint: {set: {kind: figures}}. With ``guard``
     as `mtkit translate` reads input by default (the decoding guard, sentence ends the input
-    leaves out), a run-on line as a paragraph (``--split-sentences``); without, the model
-    alone, every line one sentence as it is."""
+    leaves out, typos corrected), a run-on line as a paragraph (``--split-sentences``);
+    without, the model alone, every line one sentence as it is."""
     from dataclasses import replace
 
     from mtkit.config import SearchConfig, TranslateConfig
@@ -118,7 +119,7 @@ def evaluate(ckpt: str, guard: bool, beam: int, limit: int) -> dict[str, Any]:
     from mtkit.pipeline.translate import translate_with
 
     search = SearchConfig(beam=beam, guard=guard)
-    config = TranslateConfig(search=search, threads=0, sentence_ends=guard)
+    config = TranslateConfig(search=search, threads=0, sentence_ends=guard, spelling=guard)
     engine = load_engine([ckpt], config)
     paragraphs = engine
     if guard:
