@@ -67,12 +67,11 @@ FORMATS = ("text", "html")  # as LibreTranslate's
 
 @dataclass
 class TranslateRequest:
-    """A checked request: its texts, the lines to translate and the search to use."""
+    """A checked request: its texts (the text layer cuts them into what the engine
+    translates, :mod:`mtkit.serve.texts`) and the search to use."""
 
     texts: list[str]
     many: bool  # q was a list
-    lines: list[str]  # every text's lines, in order
-    counts: list[int]  # lines per text
     alternatives: int
     search: SearchConfig
     detected: list[tuple[str, float]] | None  # source "auto": per text, language and confidence
@@ -117,10 +116,9 @@ def parse_request(
     chars = sum(len(text) for text in texts)
     if chars > config.max_chars:
         raise ApiError(400, "q", f"{chars} characters, more than the limit of {config.max_chars}")
-    per_text = [split_lines(text) for text in texts]
-    counts = [len(lines) for lines in per_text]
-    if sum(counts) > config.max_lines:
-        raise ApiError(400, "q", f"{sum(counts)} lines, more than the limit of {config.max_lines}")
+    lines = [line for text in texts for line in split_lines(text)]
+    if len(lines) > config.max_lines:
+        raise ApiError(400, "q", f"{len(lines)} lines, more than the limit of {config.max_lines}")
     source, target = text_field(data, "source"), text_field(data, "target")
     targets = pair[1].split(",")  # a multilingual model (issue 16): several, comma-separated
     if source not in (pair[0], "auto") or target not in targets:
@@ -150,20 +148,17 @@ def parse_request(
         search = search.replace(beam=beam, nbest=alternatives + 1, scores=scores, constraints=kind)
     except MtkitError as err:
         raise ApiError(400, "beam", str(err)) from None
-    lines = [line for lines in per_text for line in lines]
     split = bool_field(data, "split", True)
     tags = [tag(t) for t in targets] if len(targets) > 1 else None
-    if tags:  # each line gets the target's tag (or keeps its own); refused tags named here
+    if tags:  # each line gets the target's tag (or keeps its own): refused tags named here
         try:
-            lines = tag_lines(lines, target, tags)
+            tag_lines(lines, target, tags)
         except MtkitError as err:
             raise ApiError(400, "q", str(err)) from None
     detected = _detected(texts, many, pair, form) if source == "auto" else None
     return TranslateRequest(
         texts,
         many,
-        lines,
-        counts,
         alternatives,
         search,
         detected,

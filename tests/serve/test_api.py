@@ -107,7 +107,7 @@ def test_every_encoding_makes_the_same_request() -> None:
         ]
     ]
     assert checked[0] == checked[1] == checked[2]
-    assert checked[0].lines == ["a b", "c", "d"] and checked[0].search.beam == 3
+    assert checked[0].texts == ["a b", "c\r\nd"] and checked[0].search.beam == 3
 
 
 def test_a_multipart_forms_files_are_not_fields() -> None:
@@ -166,9 +166,9 @@ def test_a_valid_surrogate_pair_is_text() -> None:
     assert decode_request(b'{"q": "\\ud83d\\ude00"}', "application/json") == {"q": "\U0001f600"}
 
 
-def test_a_request_becomes_lines_and_a_search() -> None:
+def test_a_request_becomes_texts_and_a_search() -> None:
     checked = parse(q=["a b\nc", "d"], alternatives=2, beam=3)
-    assert (checked.lines, checked.counts, checked.many) == (["a b", "c", "d"], [2, 1], True)
+    assert (checked.texts, checked.many) == (["a b\nc", "d"], True)
     assert checked.search == SearchConfig(beam=3, nbest=3)
     assert parse(q="x", alternatives="1").search == SearchConfig(nbest=2)  # a form's text
 
@@ -268,7 +268,7 @@ def test_a_multilingual_server_tags_each_line_with_the_target() -> None:
     checked = parse_request(
         {"q": "a b\n\n>>cs<< c", "source": "en", "target": "fr"}, pair, SearchConfig(), cfg
     )
-    assert checked.lines == [">>fr<< a b", "", ">>cs<< c"]
+    assert checked.tagged(split_lines(checked.texts[0])) == [">>fr<< a b", "", ">>cs<< c"]
     for target, field, says in [
         ("es", "target", "translates en-de,fr,cs only, not en-es"),
         ("de", "q", "unknown target-language tag >>xx<<"),
