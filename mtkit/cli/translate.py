@@ -328,16 +328,35 @@ def search_options(
 )
 @search_options
 @click.option("-q", "--quiet", is_flag=True, help="No progress bar and no summary on stderr.")
+@click.option(
+    "--warm",
+    type=click.FloatRange(min=0, min_open=True),
+    help="Keep the model loaded in a resident process for this many seconds after each call, "
+    "and translate through it: the next call with the same checkpoints and options skips "
+    "loading (text input only; docs/translate.md).",
+)
 def translate(
-    models: tuple[str, ...], input_path: str, output_path: str, quiet: bool, **options: Any
+    models: tuple[str, ...],
+    input_path: str,
+    output_path: str,
+    quiet: bool,
+    warm: float | None,
+    **options: Any,
 ) -> None:
     """Translate text with one checkpoint or an ensemble: one output line per input line."""
-    from mtkit.pipeline.signals import Interrupted
-    from mtkit.pipeline.translate import translate_file
-
     with user_errors():
         given = {key: value for key, value in options.items() if value is not None}
         config = TranslateConfig.from_flat(given, where="mtkit translate")
+        if warm is not None:  # a thin client: no torch, no model in this process
+            from mtkit.pipeline.warm import translate_warm
+
+            stats = translate_warm(list(models), input_path, output_path, config, warm)
+            if not quiet:
+                click.echo(f"mtkit translate: {stats}", err=True)
+            return
+        from mtkit.pipeline.signals import Interrupted
+        from mtkit.pipeline.translate import translate_file
+
         try:
             stats = translate_file(
                 list(models),

@@ -30,9 +30,7 @@ import sys
 import time
 from collections.abc import Collection, Iterable, Iterator
 from contextlib import AbstractContextManager, nullcontext
-from dataclasses import dataclass
 from itertools import islice
-from pathlib import Path
 from typing import Any, BinaryIO
 
 from mtkit.config import TranslateConfig
@@ -43,6 +41,7 @@ from mtkit.engines.base import Engine, Progress, Translation, one_line, warn
 from mtkit.engines.confidence import Confidence
 from mtkit.errors import MtkitError, naming_output
 from mtkit.pipeline.signals import Interrupted, SignalGuard
+from mtkit.pipeline.translate_paths import STDIO, TranslateStats, check_paths
 from mtkit.staging import staged_file
 from mtkit.text import TextOptions, TextTranslation, translate_texts
 from mtkit.text.files import FileError
@@ -56,7 +55,6 @@ from mtkit.text.glossary import (
 )
 from mtkit.text.translate import as_trained
 
-STDIO = "-"
 MAX_ENCODING_WARNINGS = 10
 
 
@@ -250,26 +248,6 @@ def source_language(engine: Engine) -> str:
     return languages.sources[0] if languages is not None and languages.sources else "en"
 
 
-@dataclass
-class TranslateStats:
-    lines: int
-    seconds: float
-
-    def __str__(self) -> str:
-        rate = self.lines / self.seconds if self.seconds > 0 else 0.0
-        return f"translated {self.lines} lines in {self.seconds:.1f}s ({rate:.1f} lines/s)"
-
-
-def _check_paths(input: str, output: str) -> None:
-    """Fail before loading any model: input missing, output directory missing."""
-    if input != STDIO and not Path(input).exists():  # exists(): pipes like <(zcat f.gz) too
-        raise MtkitError(f"{input}: no such input file")
-    if input != STDIO and Path(input).is_dir():
-        raise MtkitError(f"{input}: is a directory, not a text file")
-    if output != STDIO and Path(output).is_dir():
-        raise MtkitError(f"{output}: is a directory")
-
-
 def translate_file(
     checkpoints: list[str],
     input: str,
@@ -286,7 +264,7 @@ def translate_file(
     :class:`Interrupted`: on stdout, the chunks written before it stay (whole and flushed); a
     file output is left as it was.
     """
-    _check_paths(input, output)
+    check_paths(input, output)
     glossary = (
         read_glossary(config.glossary, config.glossary_ignore_case) if config.glossary else None
     )

@@ -26,7 +26,7 @@ CONFIGURED: dict[tuple[str, ...], tuple[Any, set[str], bool]] = {
     ("train",): (TrainConfig, {"config_path", "sets", "quiet", "augment"}, True),  # None: not given
     ("plot",): (plot_runs, set(), False),  # no PlotConfig: plot_runs' keyword defaults
     # None: each option names its own config (SearchConfig or TranslateConfig)
-    ("translate",): (None, {"models", "input_path", "output_path", "quiet"}, True),
+    ("translate",): (None, {"models", "input_path", "output_path", "quiet", "warm"}, True),
     # DistillConfig's options, then a part of translate's
     ("distill",): (None, {"models", "input_path", "output_path", "quiet"}, True),
     # ServeConfig's options, then translate's (override: None unless given)
