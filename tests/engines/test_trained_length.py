@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from engine_helpers import LINES
+from engine_helpers import LINES, engine_config
 
 from mtkit.checkpoint import Checkpoint
 from mtkit.config import TranslateConfig
@@ -90,3 +90,19 @@ def test_training_records_its_sources_sentence_style(
     old.save(tmp_path / "styled.pt")
     again = Checkpoint.load(tmp_path / "styled.pt")
     assert (again.sentence_style, again.source_words) == (old.sentence_style, old.source_words)
+
+
+def test_the_records_reach_every_engine(engine_ckpt: Path, tmp_path: Path) -> None:
+    """The CTranslate2 export carries them in mtkit.json; --workers' engine has the model's."""
+    pytest.importorskip("ctranslate2")
+    from mtkit.export.ct2 import export_ct2
+
+    ckpt = Checkpoint.load(engine_ckpt)
+    ckpt.sentence_style, ckpt.source_words = SentenceStyle(("A",), "."), SourceWords(("a", "b"))
+    ckpt.save(tmp_path / "recorded.pt")
+    out = export_ct2(tmp_path / "recorded.pt", tmp_path / "ct2")
+    for kind in ("ctranslate2", "mtkit-2-workers"):
+        model = str(out if kind == "ctranslate2" else tmp_path / "recorded.pt")
+        engine = load_engine([model], engine_config(kind))
+        assert engine.sentence_style == ckpt.sentence_style, kind
+        assert engine.source_words == ckpt.source_words, kind
