@@ -201,7 +201,7 @@ def translate_chunk(
             chunk, first_number=first_number, progress=progress, constraints=phrases
         )
         return format_results(results, first_number, search.nbest, search.alignment, word_scores)
-    keep = glossary.source_words() if glossary else ()
+    keep = glossary.source_words if glossary else ()
     found = translated(engine, chunk, first_number, progress, constrain, keep)
     return format_texts(found, search.alignment, search.scores, word_scores)  # no "\n" in gaps
 
@@ -334,7 +334,7 @@ def translate_document(
     (found,) = translate_texts(
         engine,
         [text],
-        text_options(engine, glossary.source_words() if glossary else ()),
+        text_options(engine, glossary.source_words if glossary else ()),
         constrain=constraining(glossary),
     )
     if output == STDIO:

@@ -238,7 +238,7 @@ async def _answered(
     engine = model.engine
     terms = request_glossary(model.glossary, checked.glossary)
     units = batcher_units(submit, loop, constraining(terms))
-    trained = as_trained(engine, TextOptions(), terms.source_words() if terms else ())
+    trained = as_trained(engine, TextOptions(), terms.source_words if terms else ())
     try:
         return await loop.run_in_executor(
             TEXT_THREADS,

@@ -345,7 +345,7 @@ async def _translate_upload(
             translate_file_bytes,
             upload.data,
             upload.filename,
-            as_trained(engine, TextOptions(checked.source), terms.source_words() if terms else ()),
+            as_trained(engine, TextOptions(checked.source), terms.source_words if terms else ()),
             engine.src_tokenizer,
             source_limit(engine),
             counted,

@@ -14,6 +14,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 
 from mtkit.data.source_words import WORD
@@ -51,10 +52,12 @@ class Glossary:
     def _key(self, term: str) -> str:
         return term.casefold() if self.ignore_case else term
 
-    def source_words(self) -> set[str]:
+    @cached_property
+    def source_words(self) -> frozenset[str]:
         """The words of the source terms (runs of letters), lowercased: what spelling
-        correction leaves alone (:mod:`mtkit.text.spelling`)."""
-        return {w.lower() for source, _ in self.pairs for w in WORD.findall(source)}
+        correction leaves alone (:mod:`mtkit.text.spelling`); read once per glossary, not
+        per request."""
+        return frozenset(w.lower() for source, _ in self.pairs for w in WORD.findall(source))
 
     def __len__(self) -> int:
         return len(self._targets)
