@@ -167,17 +167,16 @@ def recorded(*engines: Any) -> None:
     style and words: those of the data it was trained on (the ablation's, prepared here), as
     training records them now (a function of the data alone: the weights would be the same)."""
     from mtkit.data.binarized import ParallelData
-    from mtkit.data.sentence_style import SAMPLE, style_of
-    from mtkit.data.source_words import words_of
+    from mtkit.data.sentence_style import source_records
 
     data = WORK / "data" / "en-de" / "data"
     if not (data / "manifest.json").is_file():
         print(f"no sentence style recorded, and no {data} to read it from", file=sys.stderr)
         return
-    texts = ParallelData(data, "train").decoded_sources(engines[0].src_tokenizer, SAMPLE)
+    style, words = source_records(ParallelData(data, "train"), engines[0].src_tokenizer)
     print(f"no sentence style or words recorded: the training data's, {data}", file=sys.stderr)
     for engine in engines:
-        engine.sentence_style, engine.source_words = style_of(texts), words_of(texts)
+        engine.sentence_style, engine.source_words = style, words
 
 
 def print_table(table: dict[str, Any]) -> None:

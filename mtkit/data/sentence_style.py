@@ -23,10 +23,15 @@ import unicodedata
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from mtkit.data.source_words import SourceWords, words_of
 from mtkit.data.tags import split_tag
 from mtkit.errors import MtkitError
+
+if TYPE_CHECKING:
+    from mtkit.data.binarized import ParallelData
+    from mtkit.data.tokenizer import Tokenizer
 
 MIN_OPENS = 5  # sentences a word must open to count as an opener
 INSIDE = 0.02  # capitalized inside sentences at most this share of the sentences it opens
@@ -93,3 +98,10 @@ def style_of(sentences: Sequence[str]) -> SentenceStyle:
 def is_mark(char: str) -> bool:
     """Whether ``char`` is punctuation (what ends a sentence that has its final mark)."""
     return unicodedata.category(char).startswith("P") if len(char) == 1 else False
+
+
+def source_records(data: ParallelData, tokenizer: Tokenizer) -> tuple[SentenceStyle, SourceWords]:
+    """What a checkpoint records of its training split's sources: their sentence style and
+    their words, both read from one decoding of at most :data:`SAMPLE` of them."""
+    texts = data.decoded_sources(tokenizer, SAMPLE)
+    return style_of(texts), words_of(texts)

@@ -23,6 +23,7 @@ carries every random state, so resuming from it continues exactly where the run 
 
 from __future__ import annotations
 
+import functools
 import math
 import sys
 import time
@@ -34,8 +35,7 @@ import torch
 from mtkit.checkpoint import Checkpoint
 from mtkit.config import ModelConfig, TrainConfig
 from mtkit.data.binarized import ParallelData
-from mtkit.data.sentence_style import SAMPLE, style_of
-from mtkit.data.source_words import words_of
+from mtkit.data.sentence_style import source_records
 from mtkit.data.tokenizer import Tokenizer
 from mtkit.errors import MtkitError
 from mtkit.languages import Languages
@@ -97,8 +97,6 @@ class Trainer:
             tokenizers = (data.src_tokenizer, data.tgt_tokenizer)
             self.augmenter = Augmenter(data.train, tokenizers, cfg.augment, cfg.seed, longest)
         self.ckpts = CheckpointDir(cfg.run_dir, cfg.keep_last)
-        texts = data.train.decoded_sources(data.src_tokenizer, SAMPLE)  # for checkpoints
-        self.sentence_style, self.source_words = style_of(texts), words_of(texts)
         if self.where.is_main:
             self.ckpts.remove_temporaries()
         self.last_saved: int | None = None
@@ -130,9 +128,15 @@ class Trainer:
             train_config=asdict(self.cfg),
             resume=resume,
             source_pieces=data.train.longest_source(),
-            sentence_style=self.sentence_style,
-            source_words=self.source_words,
+            **self.records,
         )
+
+    @functools.cached_property
+    def records(self) -> dict[str, Any]:
+        """What checkpoints record of the training sources (read once, by the rank that
+        saves, at its first save)."""
+        style, words = source_records(self.data.train, self.data.src_tokenizer)
+        return {"sentence_style": style, "source_words": words}
 
     def save(self, numbered: bool, best: bool) -> None:
         """checkpoint_last.pt (a numbered one too, or instead, see CheckpointDir.save).
