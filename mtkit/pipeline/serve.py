@@ -9,6 +9,7 @@ fails to load stops the server with that error (exit status 1).
 
 from __future__ import annotations
 
+import importlib.util
 import logging
 import signal
 import socket
@@ -109,9 +110,13 @@ def serve(models: list[str], config: TranslateConfig, serve_config: ServeConfig)
     setup_logging(serve_config.log_level)
     sock = bind(serve_config.host, serve_config.port)
     service = Service(serve_config)
+    http, loop = http_stack()
+    log.info("http: %s, event loop: %s", http, loop)
     server = uvicorn.Server(
         uvicorn.Config(
             create_app(service),
+            http=http,
+            loop=loop,
             log_config=None,
             access_log=False,
             lifespan="off",
@@ -152,6 +157,15 @@ def serve(models: list[str], config: TranslateConfig, serve_config: ServeConfig)
     if stopped_by:
         print(f"mtkit serve: stopped by {signal.Signals(stopped_by).name}", file=sys.stderr)
     return 0
+
+
+def http_stack() -> tuple[str, str]:
+    """uvicorn's HTTP parser and event loop: httptools and uvloop (C; the serve extra installs
+    them) where they import, else h11 and asyncio (pure Python: more of each request's time
+    on the event loop, which shares the CPU with the decoder)."""
+    http = "httptools" if importlib.util.find_spec("httptools") else "h11"
+    loop = "uvloop" if importlib.util.find_spec("uvloop") else "asyncio"
+    return http, loop
 
 
 def _run(server: Any, sock: socket.socket) -> int:

@@ -77,6 +77,22 @@ def test_concurrent_clients_get_what_translate_gives(server: Server, ckpt: str) 
     health = server.get("/health").body
     assert health["batches"] < len(cases)  # requests were batched together
     assert "POST /translate 200" in server.stderr() and "lines=" in server.stderr()
+    assert "http: httptools, event loop: uvloop" in server.stderr()  # the serve extra's
+
+
+def test_the_http_stack_falls_back_to_pure_python(monkeypatch: pytest.MonkeyPatch) -> None:
+    import importlib.util
+
+    from mtkit.pipeline import serve
+
+    assert serve.http_stack() == ("httptools", "uvloop")
+    found = importlib.util.find_spec
+    monkeypatch.setattr(
+        importlib.util, "find_spec", lambda name: None if name == "uvloop" else found(name)
+    )
+    assert serve.http_stack() == ("httptools", "asyncio")
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name: None)
+    assert serve.http_stack() == ("h11", "asyncio")
 
 
 BAD: list[tuple[bytes, dict[str, str], int, str]] = [
