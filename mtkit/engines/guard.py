@@ -30,12 +30,17 @@ line's translations (all of an n-best list) are replaced and carry how
 (:attr:`Translation.guard <mtkit.engines.results.Translation.guard>`), and one warning names
 the line, why and what was done. A clean translation is never touched, so the guard changes
 no output that is not degenerate. The retries run without the guard, each step one batch of
-all the lines it takes.
+all the lines it takes. On an engine that steps several callers' searches together (a
+server's, :func:`concurrent`), step 3 of a line that step 1 retries and step 2 leaves alone
+(a short line) is searched at once beside step 1, and used only where step 1 fails: the same
+translations, one search's wait instead of two.
 """
 
 from __future__ import annotations
 
+import contextvars
 from collections.abc import Iterable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from typing import Protocol
 
@@ -58,6 +63,8 @@ from mtkit.engines.confidence import Confidence
 from mtkit.engines.results import Progress, Translation, warn
 from mtkit.errors import MtkitError
 
+# a retry's search: each line's source piece ids and translations (none: nothing searched)
+Retry = tuple[list[list[int]], list[list[Translation]]]
 LOWERCASED, SPLIT, NO_REPEATS, SQUEEZED = "lowercased", "split", "norepeat", "squeezed"
 RECASED = "recased"  # an ALL CAPS or Title Case line, translated lowercased from the start
 RECASE_WORDS = 3  # a Title Case line of fewer words is translated as it is
@@ -172,14 +179,26 @@ def _retried(
     phrases = [[] for _ in lines] if constraints is None else [list(p) for p in constraints]
     given = None if constraints is None else phrases
     cased = [b for b in bad if any(c.isupper() for c in b.body)]
-    _again(
-        engine, [b for b in cased if not b.reason.startswith(CUT_SHORT)], plain, given, LOWERCASED
-    )
+    lowered = [b for b in cased if not b.reason.startswith(CUT_SHORT)]
+    banned = plain.replace(no_repeat_ngram=NO_REPEAT)
+    ahead: list[_Line] = []  # their step 3 searched beside step 1
+    early: Retry = ([], [])
+    if not plain.no_repeat_ngram and concurrent(engine):
+        ahead = [b for b in lowered if phrases[b.index] or _chunks(engine, b) is None]
+    if ahead:
+        with ThreadPoolExecutor(1) as pool:
+            context = contextvars.copy_context()  # the request's (a server's cancellation)
+            step3 = pool.submit(context.run, _searched, engine, ahead, banned, given)
+            _again(engine, lowered, plain, given, LOWERCASED)
+            early = step3.result()
+    else:
+        _again(engine, lowered, plain, given, LOWERCASED)
     _split(engine, [b for b in bad if not b.done and not phrases[b.index]], plain, SPLIT)
     if not plain.no_repeat_ngram:
-        banned = plain.replace(no_repeat_ngram=NO_REPEAT)
         _split(engine, [b for b in bad if not b.done and not phrases[b.index]], banned, NO_REPEATS)
-        _again(engine, [b for b in bad if not b.done], banned, given, NO_REPEATS)
+        _apply(engine, ahead, early, NO_REPEATS)
+        todo = [b for b in bad if not b.done and b not in ahead]
+        _again(engine, todo, banned, given, NO_REPEATS)
     out = list(results)
     for b in bad:
         if not b.done:
@@ -217,45 +236,66 @@ def _again(
     """Steps 1 and 3: each line translated again with ``search``, lowercased where it has an
     upper case letter, its case put back. A retry whose constraints no longer fit the length
     limit is left to the next step."""
+    _apply(engine, todo, _searched(engine, todo, search, phrases), how)
+
+
+def _searched(
+    engine: Engine, todo: list[_Line], search: SearchConfig, phrases: list[list[str]] | None
+) -> Retry:
+    """:func:`_again`'s search: each line's source pieces and translations, lowercased; none
+    where its constraints no longer fit the length limit (or nothing to do)."""
     if not todo:
-        return
-    lowered = [b.tag + b.body.lower() for b in todo]
+        return [], []
     try:
-        sources, found = engine.search_lines(
-            lowered,
+        return engine.search_lines(
+            [_lowered(b) for b in todo],
             search,
             [b.number for b in todo],
             quiet=True,
             constraints=None if phrases is None else [phrases[b.index] for b in todo],
         )
     except MtkitError:
+        return [], []
+
+
+def _apply(engine: Engine, todo: list[_Line], retry: Retry, how: str) -> None:
+    """The translations of :func:`_searched` (for ``todo``, or none) given to their lines not
+    done yet, their case put back: done where clean."""
+    sources, found = retry
+    if not found:
         return
+    lowered = [_lowered(b) for b in todo]
     reasons = _reasons(engine, lowered, sources, [h[0] if h else None for h in found])
     for b, hyps, why in zip(todo, found, reasons, strict=True):
-        if not hyps:
+        if not hyps or b.done:
             continue
         pattern = case_pattern(b.body)
         b.hyps = [replace(h, text=with_case(h.text, pattern)) for h in hyps]
         b.how, b.done = how, why is None
 
 
+def _lowered(b: _Line) -> str:
+    """The line with its text (not its tag) lowercased."""
+    return b.tag + b.body.lower()
+
+
+def concurrent(engine: Engine) -> bool:
+    """Whether ``engine`` decodes several callers' searches together (a server's scheduler,
+    :meth:`~mtkit.engines.native.NativeEngine.schedule`): then a line that step 1 may not
+    mend has its step 3 searched beside it, which costs its latency one search instead of
+    two (the same translations: each line is searched as if alone, and step 3's is used
+    only where step 1's is degenerate)."""
+    return getattr(engine, "scheduler", None) is not None
+
+
 def _split(engine: Engine, todo: list[_Line], search: SearchConfig, how: str) -> None:
     """Steps 2 and 3: each long line in chunks, each chunk translated with ``search``, the
     chunks' best joined (a chunk leaves room for a multilingual model's tag within the
     engine's limit)."""
-    limit = max(1, min(SPLIT_PIECES, engine.max_source_pieces - 1))
     plans = []  # (line, its chunks, its case pattern)
     for b in todo:
-        pattern = case_pattern(b.body)
-        body = b.body.lower() if pattern in (UPPER, TITLE) else b.body
-        words, counts = _covered(engine, body.split())
-        if sum(counts) <= limit:
-            continue
-        chunks, at = [], 0
-        for size in chunk_sizes(counts, limit):
-            chunks.append(" ".join(words[at : at + size]))
-            at += size
-        plans.append((b, chunks, pattern))
+        if (chunks := _chunks(engine, b)) is not None:
+            plans.append((b, chunks, case_pattern(b.body)))
     if not plans:
         return
     lines = [f"{b.tag} {chunk}" if b.tag else chunk for b, chunks, _ in plans for chunk in chunks]
@@ -270,6 +310,21 @@ def _split(engine: Engine, todo: list[_Line], search: SearchConfig, how: str) ->
         joined = joined_translation(best, [len(chunk.split()) for chunk in chunks])
         b.hyps = [replace(joined, text=with_case(joined.text, pattern))]
         b.how, b.done = joined_ways([SPLIT, how]) or SPLIT, clean
+
+
+def _chunks(engine: Engine, b: _Line) -> list[str] | None:
+    """The chunks steps 2 and 3 cut the line into (ALL CAPS and Title Case lowercased); None
+    for a line within the chunk size, which they leave to the other steps."""
+    limit = max(1, min(SPLIT_PIECES, engine.max_source_pieces - 1))
+    body = b.body.lower() if case_pattern(b.body) in (UPPER, TITLE) else b.body
+    words, counts = _covered(engine, body.split())
+    if sum(counts) <= limit:
+        return None
+    chunks, at = [], 0
+    for size in chunk_sizes(counts, limit):
+        chunks.append(" ".join(words[at : at + size]))
+        at += size
+    return chunks
 
 
 def _covered(engine: Engine, words: list[str]) -> tuple[list[str], list[int]]:

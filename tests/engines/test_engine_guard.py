@@ -5,6 +5,7 @@ line, or one whose source holds the run itself, is never touched."""
 from __future__ import annotations
 
 import re
+import threading
 from dataclasses import replace
 
 import pytest
@@ -256,3 +257,42 @@ def test_a_loop_no_retry_ends_is_translated_with_repeats_banned(capsys) -> None:
     loops = Scripted(lambda s: "ein Hund" + " rennt" * 9)
     [[hyp]] = loops.translate(["a dog runs"], SearchConfig(no_repeat_ngram=4))
     assert hyp.guard == "squeezed" and len(loops.seen) == 1  # repeats banned already: no retry
+
+
+class Stepping(Looping):
+    """:class:`Looping` (or, not ``loops``, :class:`Scripted`) as an engine that steps several
+    callers' searches together (a server's scheduler): the first two retries (searches of
+    lowercase lines only) wait at ``meet`` for each other, which searches run one after the
+    other never do."""
+
+    scheduler = True
+
+    def __init__(self, script, meet: threading.Barrier, loops: bool = True) -> None:
+        super().__init__(script)
+        self.meet, self.waits, self.loops = meet, 2, loops
+
+    def decode_batch(self, rows, search, phrases=None):
+        if all(text.islower() for text in self.src_tokenizer.decode(rows)) and self.waits:
+            self.waits -= 1
+            self.meet.wait(timeout=10)
+        if not self.loops:
+            return Scripted.decode_batch(self, rows, search, phrases)
+        return super().decode_batch(rows, search, phrases)
+
+
+def test_a_scheduled_engine_searches_step_three_beside_step_one(capsys) -> None:
+    lines = ["A dog runs.", "a dog runs", "A cat sits.", LONG.capitalize()]
+    alone = Looping(copy)
+    expected, warned = alone.translate(lines), capsys.readouterr().err
+    engine = Stepping(copy, threading.Barrier(2))  # a broken barrier: searched in turn
+    assert engine.translate(lines) == expected
+    assert capsys.readouterr().err == warned
+    assert [h[0].guard for h in expected] == ["norepeat", "norepeat", "norepeat", "split,norepeat"]
+    # step 1 and step 3 of the cased short lines: one search each, in either order
+    retries = [s for s in engine.sources() if s in ("a dog runs.", "a cat sits.")]
+    assert len(retries) == 4
+    # where step 1 mends a line, step 3's translation (searched anyway) is not used
+    mended = Stepping(caps_garbage, threading.Barrier(2), loops=False)
+    [[hyp]] = mended.translate(["A man rides a bike."])
+    assert (hyp.text, hyp.guard) == ("De: a man rides a bike.", "lowercased")
+    assert mended.sources().count("a man rides a bike.") == 2
