@@ -102,6 +102,7 @@ class BeamSearch(Stepper):
             cand_logprobs.gather(1, pos).view(-1),
             cand_steps.gather(1, pos).view(-1),
         )
+        self._stop_loops()
 
 
 def finalize(

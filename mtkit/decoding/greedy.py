@@ -57,6 +57,7 @@ class GreedySearch(Stepper):
         ended = picked.eq(ids.eos) | rows.max_lens.le(step)  # (R,)
         if not bool(ended.any()):  # the one host sync of most steps
             self.rows = rows.extended(picked, scores, logprobs, model_step)
+            self._stop_loops()
             return
         for r in ended.nonzero()[:, 0].tolist():
             steps = [*rows.terms(r), float(model_step[r])]
@@ -75,6 +76,7 @@ class GreedySearch(Stepper):
             return
         self.ens.reorder(keep, keep)
         self.rows = rows.select(keep, picked[keep], scores[keep], logprobs[keep], model_step[keep])
+        self._stop_loops()
 
 
 class SamplingSearch(GreedySearch):

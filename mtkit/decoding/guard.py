@@ -117,11 +117,11 @@ def degeneration(
             return f"a run of {length} {char!r}"
     limit = piece_limit(source_pieces)
     for piece, run in piece_runs(pieces):
-        if run > limit and not _copied(piece, run, source):
+        if run > limit and not copied(piece, run, source):
             return f"a run of {run} pieces {piece!r}"
     words = piece_limit(source.casefold().split())
     for word, run in piece_runs(text.casefold().split()):
-        if run > words and not _copied(f"{WORD_START}{word}", run, source):
+        if run > words and not copied(f"{WORD_START}{word}", run, source):
             return f"a run of {run} words {word!r}"
     if len(pieces) > length_limit(len(source_pieces)):
         return f"{len(pieces)} pieces for {len(source_pieces)} source pieces"
@@ -130,7 +130,7 @@ def degeneration(
     return None
 
 
-def _copied(piece: str, run: int, source: str) -> bool:
+def copied(piece: str, run: int, source: str) -> bool:
     """Whether ``run`` pieces ``piece`` in a row spell text that ``source`` holds."""
     spelled = (piece * run).replace(WORD_START, " ").strip().casefold()
     return bool(spelled) and spelled in " ".join(source.split()).casefold()

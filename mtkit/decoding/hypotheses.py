@@ -34,6 +34,9 @@ class Hypothesis:
     # the first model's recorded cross-attention (len(tokens) + 1 steps, S), when its state
     # records one (Transformer.start_state's alignment_layer: word alignments)
     attention: Tensor | None = field(default=None, compare=False)
+    # the search stopped its input in a loop (Stepper.stop_loops): its longest run of one
+    # token (the token, how many in a row); None where the search went on to its end
+    looped: tuple[int, int] | None = None
 
 
 @dataclass

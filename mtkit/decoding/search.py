@@ -40,6 +40,9 @@ SEARCHES: dict[str, tuple[str, str]] = {
 }
 
 
+LOOP_STOPS = ("greedy", "beam")  # the searches that stop inputs caught in a loop, asked to
+
+
 def search_kind(config: SearchConfig, constrained: bool = False, draft: bool = False) -> str:
     """Which search the options ask for: ``constrained`` (lines with target phrases, at any
     width), ``sampling``, ``speculative`` (greedy decoding with a draft model: a draft is used
@@ -74,6 +77,7 @@ def generate(
     generator: torch.Generator | None = None,
     constraints: Sequence[Constraints] | None = None,
     draft: Draft | None = None,
+    stop_loops: bool = False,
 ) -> list[list[Hypothesis]]:
     """Translate src (B, S), rows = ids + EOS right-padded with PAD; per row, best first.
 
@@ -91,13 +95,19 @@ def generate(
     ``draft`` (a small model with the same vocabularies) makes greedy decoding speculative
     (:mod:`mtkit.decoding.speculative`): the same output, fewer passes of the models; searches
     other than plain greedy decoding do not use it.
+
+    ``stop_loops``: greedy decoding and beam search stop an input caught in a loop
+    (:meth:`~mtkit.decoding.stepper.Stepper.stop_loops`), for a caller that retries it.
     """
     training = [m.training for m in models]
     try:
         for m in models:
             m.eval()
         with torch.inference_mode():
-            return run(start_search(models, src, config, generator, constraints, draft))
+            search = start_search(
+                models, src, config, generator, constraints, draft, stop_loops=stop_loops
+            )
+            return run(search)
     finally:
         for m, mode in zip(models, training, strict=True):
             m.train(mode)
@@ -111,10 +121,27 @@ def start_search(
     constraints: Sequence[Constraints] | None = None,
     draft: Draft | None = None,
     joining: bool = False,
+    stop_loops: bool = False,
 ) -> Stepper:
     """The search :func:`generate` runs, started over src (models in eval mode, under
     ``torch.inference_mode``); ``joining``: a greedy or beam search built to take inputs
-    joining it (:func:`joinable`), as a scheduler runs them."""
+    joining it (:func:`joinable`), as a scheduler runs them; ``stop_loops``: see
+    :func:`generate`."""
+    stepper = _started(models, src, config, generator, constraints, draft, joining)
+    if stop_loops and stepper.kind in LOOP_STOPS:
+        stepper.stop_loops(src.to(stepper.device))
+    return stepper
+
+
+def _started(
+    models: list[StepDecoder],
+    src: Tensor,
+    config: SearchConfig,
+    generator: torch.Generator | None,
+    constraints: Sequence[Constraints] | None,
+    draft: Draft | None,
+    joining: bool,
+) -> Stepper:
     kind = search_kind(config, constraints is not None, draft is not None)
     search = stepper_class(kind)
     search.check(config)

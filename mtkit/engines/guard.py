@@ -30,10 +30,13 @@ line's translations (all of an n-best list) are replaced and carry how
 (:attr:`Translation.guard <mtkit.engines.results.Translation.guard>`), and one warning names
 the line, why and what was done. A clean translation is never touched, so the guard changes
 no output that is not degenerate. The retries run without the guard, each step one batch of
-all the lines it takes. On an engine that steps several callers' searches together (a
-server's, :func:`concurrent`), step 3 of a line that step 1 retries and step 2 leaves alone
-(a short line) is searched at once beside step 1, and used only where step 1 fails: the same
-translations, one search's wait instead of two.
+all the lines it takes. A translation the search stopped in a loop (:attr:`Translation.stopped
+<mtkit.engines.results.Translation.stopped>`: the engine asks greedy and beam searches to stop
+loops where the guard will retry them, steps 1 and 2 included) is degenerate whatever its text.
+On an engine that steps several callers' searches together (a server's, :func:`concurrent`),
+step 3 of a line that step 1 retries and step 2 leaves alone (a short line) is searched at once
+beside step 1, and used only where step 1 fails: the same translations, one search's wait
+instead of two.
 """
 
 from __future__ import annotations
@@ -175,12 +178,14 @@ def _retried(
     bad = [_Line(i, numbers[i], lines[i], why, results[i]) for i, why in enumerate(reasons) if why]
     if not bad:
         return results
-    plain = search.replace(guard=False)
+    # steps 1 and 2 search as the line's first search did, loops stopped where the search
+    # stops them (step 3 follows a degenerate result: repeats banned, no loop lasts)
+    plain = search
     phrases = [[] for _ in lines] if constraints is None else [list(p) for p in constraints]
     given = None if constraints is None else phrases
     cased = [b for b in bad if any(c.isupper() for c in b.body)]
     lowered = [b for b in cased if not b.reason.startswith(CUT_SHORT)]
-    banned = plain.replace(no_repeat_ngram=NO_REPEAT)
+    banned = plain.replace(guard=False, no_repeat_ngram=NO_REPEAT)
     ahead: list[_Line] = []  # their step 3 searched beside step 1
     early: Retry = ([], [])
     if not plain.no_repeat_ngram and concurrent(engine):
@@ -222,7 +227,8 @@ def _reasons(
             found.append(None)
             continue
         target = [tgt.id_to_piece(i) for i in next(pieces)]
-        found.append(degeneration(line, [src.id_to_piece(i) for i in row], hyp.text, target))
+        source = [src.id_to_piece(i) for i in row]
+        found.append(hyp.stopped or degeneration(line, source, hyp.text, target))
     return found
 
 
@@ -358,7 +364,7 @@ def joined_translation(parts: Sequence[Translation], words: Sequence[int]) -> Tr
     >>> b = Translation("rennt.", -0.5, -1.0, 2, ((0, 0),))
     >>> joined_translation([a, b], [2, 1])
     Translation(text='Ein Hund rennt.', score=-1.5, logprob=-3.0, tokens=5, \
-alignment=((0, 0), (1, 1), (2, 2)), confidence=None, guard=None)
+alignment=((0, 0), (1, 1), (2, 2)), confidence=None, guard=None, stopped=None)
     """
     texts = [p.text.strip() for p in parts]
     alignment: tuple[tuple[int, int], ...] | None = ()

@@ -23,6 +23,7 @@ from mtkit.data.tags import check_target
 from mtkit.data.tokenizer import Tokenizer
 from mtkit.decoding.batching import pad_batch
 from mtkit.decoding.constraints import Constraints
+from mtkit.decoding.guard import copied
 from mtkit.decoding.scheduler import Scheduler
 from mtkit.decoding.search import Hypothesis, generate, joinable, start_search
 from mtkit.decoding.search import check as check_search
@@ -101,27 +102,23 @@ class NativeEngine(Engine):
                 boundaries = frozenset(columns(sorted(self.boundaries)))
                 given = [[columns(phrase) for phrase in p] for p in given]
             constraints = [Constraints(p, ordered, boundaries) for p in given]
-        generator = self._generator(search)
-        if self.scheduler is None:
-            found = generate(models, src, search, generator, constraints, self.draft)
-        else:  # decoded on the scheduler's thread, beside (or joining) other requests' rows
-            joins = self._joins(models, search)
-            found = self.scheduler.decode(
-                [row + [ids.eos] for row in rows],
-                search if joins else None,
-                lambda part: start_search(
-                    models, part, search, generator, constraints, self.draft, joins
-                ),
-            )
-        if isinstance(models[0], Shortlisted):
-            to_vocab = models[0].vocabulary_ids
-            found = [
-                [replace(h, tokens=to_vocab(i, h.tokens)) for h in hyps]
-                for i, hyps in enumerate(found)
-            ]
+        # the guard retries a loop (repeats banned, where it may): the search stops it
+        stop = search.guard and not search.no_repeat_ngram and not search.alignment
+        found = self._searched(models, rows, src, search, constraints, stop)
+        if stop:
+            found = self._loops_of_the_source(models, rows, src, search, constraints, found)
         texts = iter(self.tgt_tokenizer.decode([h.tokens for hyps in found for h in hyps]))
         out = [
-            [Translation(one_line(next(texts)), h.score, h.logprob, len(h.tokens)) for h in hyps]
+            [
+                Translation(
+                    one_line(next(texts)),
+                    h.score,
+                    h.logprob,
+                    len(h.tokens),
+                    stopped=self._stopped(h),
+                )
+                for h in hyps
+            ]
             for hyps in found
         ]
         if search.scores:
@@ -132,6 +129,74 @@ class NativeEngine(Engine):
         if isinstance(first, Aligning):
             return self._aligned(rows, src, first.encoded, found, out)
         return out
+
+    def _searched(
+        self,
+        models: list[Any],
+        rows: list[list[int]],
+        src: Tensor,
+        search: SearchConfig,
+        constraints: list[Constraints] | None,
+        stop: bool,
+    ) -> list[list[Hypothesis]]:
+        """Each row's hypotheses (target vocabulary ids), searched here or on the scheduler's
+        thread, beside (or joining) other requests' rows; ``stop``: loops stopped."""
+        generator, ids = self._generator(search), self.src_tokenizer.specials
+        if self.scheduler is None:
+            found = generate(models, src, search, generator, constraints, self.draft, stop)
+        else:
+            joins = self._joins(models, search)
+            found = self.scheduler.decode(
+                [row + [ids.eos] for row in rows],
+                (search, stop) if joins else None,
+                lambda part: start_search(
+                    models, part, search, generator, constraints, self.draft, joins, stop
+                ),
+            )
+        if isinstance(models[0], Shortlisted):
+            to_vocab = models[0].vocabulary_ids
+            found = [
+                [replace(h, tokens=to_vocab(i, h.tokens)) for h in hyps]
+                for i, hyps in enumerate(found)
+            ]
+        return found
+
+    def _loops_of_the_source(
+        self,
+        models: list[Any],
+        rows: list[list[int]],
+        src: Tensor,
+        search: SearchConfig,
+        constraints: list[Constraints] | None,
+        found: list[list[Hypothesis]],
+    ) -> list[list[Hypothesis]]:
+        """``found`` with each input that the search stopped in a loop its source spells (a
+        run the guard allows: ``zzzzzzzzzzzz`` copied) searched again without stops."""
+        stopped = [i for i, hyps in enumerate(found) if any(h.looped for h in hyps)]
+        if not stopped:
+            return found
+        piece = self.tgt_tokenizer.id_to_piece
+        texts = self.src_tokenizer.decode([rows[i] for i in stopped])
+        again = [
+            i
+            for i, text in zip(stopped, texts, strict=True)
+            if any(h.looped and copied(piece(h.looped[0]), h.looped[1], text) for h in found[i])
+        ]
+        if not again:
+            return found
+        kept = None if constraints is None else [constraints[i] for i in again]
+        redone = self._searched(models, [rows[i] for i in again], src[again], search, kept, False)
+        found = list(found)
+        for i, hyps in zip(again, redone, strict=True):
+            found[i] = hyps
+        return found
+
+    def _stopped(self, hyp: Hypothesis) -> str | None:
+        """Why the search stopped ``hyp`` (the guard's words), None where it ended."""
+        if hyp.looped is None:
+            return None
+        token, run = hyp.looped
+        return f"a run of {run} pieces {self.tgt_tokenizer.id_to_piece(token)!r}"
 
     def decode_batches(
         self,

@@ -32,6 +32,9 @@ class Translation:
     # the decoding guard (mtkit.engines.guard) replaced the line's degenerate translation:
     # "lowercased", "split" or "squeezed"; None where it did not
     guard: str | None = None
+    # the search stopped it in a loop (why, in the guard's words): degenerate, whatever its
+    # text; the guard translates its line again (mtkit.decoding.stepper.Stepper.stop_loops)
+    stopped: str | None = None
 
 
 class Progress(Protocol):
