@@ -7,7 +7,7 @@ Lines are encoded with the checkpoint's source spm model, cut into batches of at
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -106,7 +106,13 @@ class NativeEngine(Engine):
         stop = search.guard and not search.no_repeat_ngram and not search.alignment
         found = self._searched(models, rows, src, search, constraints, stop)
         if stop:
-            found = self._loops_of_the_source(models, rows, src, search, constraints, found)
+
+            def again(index: list[int]) -> list[list[Hypothesis]]:
+                kept = None if constraints is None else [constraints[i] for i in index]
+                part = [rows[i] for i in index]
+                return self._searched(models, part, src[index], search, kept, False)
+
+            found = self._loops_of_the_source(rows, found, again)
         texts = iter(self.tgt_tokenizer.decode([h.tokens for hyps in found for h in hyps]))
         out = [
             [
@@ -163,31 +169,26 @@ class NativeEngine(Engine):
 
     def _loops_of_the_source(
         self,
-        models: list[Any],
         rows: list[list[int]],
-        src: Tensor,
-        search: SearchConfig,
-        constraints: list[Constraints] | None,
         found: list[list[Hypothesis]],
+        again: Callable[[list[int]], list[list[Hypothesis]]],
     ) -> list[list[Hypothesis]]:
         """``found`` with each input that the search stopped in a loop its source spells (a
-        run the guard allows: ``zzzzzzzzzzzz`` copied) searched again without stops."""
+        run the guard allows: ``zzzzzzzzzzzz`` copied) searched ``again`` without stops."""
         stopped = [i for i, hyps in enumerate(found) if any(h.looped for h in hyps)]
         if not stopped:
             return found
         piece = self.tgt_tokenizer.id_to_piece
         texts = self.src_tokenizer.decode([rows[i] for i in stopped])
-        again = [
+        redo = [
             i
             for i, text in zip(stopped, texts, strict=True)
             if any(h.looped and copied(piece(h.looped[0]), h.looped[1], text) for h in found[i])
         ]
-        if not again:
+        if not redo:
             return found
-        kept = None if constraints is None else [constraints[i] for i in again]
-        redone = self._searched(models, [rows[i] for i in again], src[again], search, kept, False)
         found = list(found)
-        for i, hyps in zip(again, redone, strict=True):
+        for i, hyps in zip(redo, again(redo), strict=True):
             found[i] = hyps
         return found
 
