@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import threading
 import time
 from importlib import resources
 from typing import Any
@@ -49,6 +50,8 @@ from mtkit.serve.texts import (
     Deadline,
     batched,
     batcher_units,
+    dispatched_units,
+    late,
     translate_request,
 )
 from mtkit.text.glossary import constraining
@@ -237,18 +240,29 @@ async def _answered(
 
     engine = model.engine
     terms = request_glossary(model.glossary, checked.glossary)
-    units = batcher_units(submit, loop, constraining(terms))
+    gone = threading.Event()  # the request needs no more of its units
+    if isinstance(model.batcher, Dispatcher):  # step-level: its searches from its text thread
+        units = dispatched_units(model.batcher, search, gone, checked.tagged, constraining(terms))
+    else:
+        units = batcher_units(submit, loop, constraining(terms))
     trained = as_trained(engine, TextOptions(), terms.source_words if terms else ())
+    translated = loop.run_in_executor(
+        TEXT_THREADS,
+        translate_request,
+        checked,
+        engine.src_tokenizer,
+        source_limit(engine),
+        units,
+        trained,
+    )
     try:
-        return await loop.run_in_executor(
-            TEXT_THREADS,
-            translate_request,
-            checked,
-            engine.src_tokenizer,
-            source_limit(engine),
-            units,
-            trained,
-        )
+        return await asyncio.wait_for(translated, deadline.left())
+    except asyncio.TimeoutError:
+        gone.set()  # its rows leave the running search: nothing of it after its answer
+        raise late(deadline) from None
+    except asyncio.CancelledError:  # the client went away: nothing more of it is decoded
+        gone.set()
+        raise
     except MtkitError as err:  # a document the text layer cannot read (XML that does not parse)
         raise ApiError(400, "q", str(err)) from None
 

@@ -1,6 +1,8 @@
 """Step-level batching's front (``--batching step``, the default where the engine can): each
-request is translated by ``engine.translate`` in a thread of its own, and the searches of all
-of them step together on the engine's one decoding thread (:mod:`mtkit.decoding.scheduler`):
+request is translated by ``engine.translate`` in a thread of its own (``POST /translate``: the
+request's text thread itself, :meth:`Dispatcher.translate_now`, with no hand-over to a job
+thread and back through the event loop; files: a job thread), and the searches of all of them
+step together on the engine's one decoding thread (:mod:`mtkit.decoding.scheduler`):
 a sentence that arrives while others decode joins them at the next step, and leaves (its
 request answered) the step it ends. Everything around the search (the text layer's units,
 the guard, detokenization) runs in the request's thread exactly as `mtkit translate` runs it,
@@ -48,14 +50,40 @@ class Dispatcher:
     ) -> Job:
         """Translate ``lines`` with ``search`` (each line with its constraint ``phrases``, for
         a search with a constraint kind); raises QueueFull or Closed."""
-        job = Job(lines, search, 0, phrases)
+        job = self._taken(Job(lines, search, 0, phrases))
+        self._pool.submit(self._translate, job)
+        return job
+
+    def translate_now(
+        self,
+        lines: list[str],
+        search: SearchConfig,
+        phrases: list[list[str]] | None,
+        gone: threading.Event,
+    ) -> list:
+        """:meth:`submit`'s translation in the calling thread (a request's text thread, which
+        would only wait for the job's): no hand-over to a job thread and back. Raises
+        QueueFull or Closed as :meth:`submit` does, and
+        :class:`~mtkit.decoding.scheduler.Cancelled` once ``gone`` is set (the request's
+        answer was given, or its client left: its rows leave at the next step)."""
+        job = self._taken(Job(lines, search, 0, phrases))
+        token = CANCELLED.set(gone.is_set)
+        try:
+            found = self.engine.translate(lines, search, constraints=phrases)
+        finally:
+            CANCELLED.reset(token)
+            self._leave(job)
+        self._record(job)
+        return found
+
+    def _taken(self, job: Job) -> Job:
+        """``job`` counted among those being translated; raises QueueFull or Closed."""
         with self._lock:
             if self._closed:
                 raise Closed("the server is shutting down")
             if len(self._jobs) >= self.queue_size:
                 raise QueueFull(f"{len(self._jobs)} requests are being translated (--queue-size)")
             self._jobs.add(job)
-        self._pool.submit(self._translate, job)
         return job
 
     @property

@@ -3,7 +3,9 @@
 The server reads texts as `mtkit translate` does, through :mod:`mtkit.text` (segmentation,
 untranslatable spans, markup, alignments): the text layer runs in a thread of
 :data:`TEXT_THREADS` and hands its units to the cross-request batcher on the event loop
-(:func:`batcher_units`), so that the units of concurrent requests are still decoded together.
+(:func:`batcher_units`), so that the units of concurrent requests are still decoded together;
+with step-level batching it decodes them itself (:func:`dispatched_units`), its searches
+stepped with every other request's on the engine's decoding thread.
 With ``"split": false`` each line of a text is one sentence, translated as it is, its line
 breaks kept as they were.
 """
@@ -13,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import math
+import threading
 import time
 from collections.abc import Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -20,6 +23,7 @@ from dataclasses import dataclass, replace
 
 from mtkit.config import SearchConfig
 from mtkit.data.tokenizer import Tokenizer
+from mtkit.decoding.scheduler import Cancelled
 from mtkit.engines.base import Translation
 from mtkit.engines.confidence import Confidence
 from mtkit.errors import MtkitError
@@ -62,6 +66,32 @@ def batcher_units(
         if constrain is not None:
             phrases = [constrain(line, n) for line, n in zip(lines, numbers, strict=True)]
         return asyncio.run_coroutine_threadsafe(submit(lines, phrases), loop).result()
+
+    return translate
+
+
+def dispatched_units(
+    dispatcher: Dispatcher,
+    search: SearchConfig,
+    gone: threading.Event,
+    tagged: Callable[[list[str]], list[str]],
+    constrain: Constrain | None = None,
+) -> Units:
+    """Units translated in the calling text thread itself (step-level batching:
+    :meth:`Dispatcher.translate_now`), each with the constraints ``constrain`` gives it and
+    ``tagged`` (a multilingual model's target tag); every failure an :class:`ApiError`, as
+    :func:`batched` makes them. ``gone``: set once the request needs no more of them."""
+
+    def translate(lines: list[str], numbers: list[int]) -> list[list[Translation]]:
+        phrases = None
+        if constrain is not None:
+            phrases = [constrain(line, n) for line, n in zip(lines, numbers, strict=True)]
+        try:
+            return dispatcher.translate_now(tagged(lines), search, phrases, gone)
+        except Cancelled:  # answered already (a 504), or its client left: no one reads this
+            raise ApiError(504, "timeout", "the request went away") from None
+        except Exception as err:  # noqa: BLE001 - as the request's answer
+            raise api_error(err) from None
 
     return translate
 
@@ -129,10 +159,8 @@ async def batched(
     504 late, 400, 500)."""
     try:
         job = batcher.submit(lines, search, phrases)
-    except QueueFull as err:
-        raise ApiError(503, "queue", f"the server is busy: {err}", {"Retry-After": "1"}) from None
-    except Closed as err:
-        raise ApiError(503, "server", str(err), {"Retry-After": "5"}) from None
+    except (QueueFull, Closed) as err:
+        raise api_error(err) from None
     try:
         return await asyncio.wait_for(asyncio.wrap_future(job.future), deadline.left())
     except asyncio.CancelledError:  # the client went away: nothing more of it is decoded
@@ -140,14 +168,31 @@ async def batched(
         raise
     except asyncio.TimeoutError:
         job.cancel()  # its rows leave the running search: nothing of it after its answer
-        raise ApiError(
-            504, "timeout", f"no translation within {seconds_text(deadline.seconds)} (--timeout)"
-        ) from None
-    except MtkitError as err:
-        raise ApiError(400, "q", str(err)) from None
-    except Exception as err:  # the engine failed on this request (and on this one alone)
-        log.exception("translation failed")
-        raise ApiError(500, "q", f"translation failed ({type(err).__name__})") from None
+        raise late(deadline) from None
+    except Exception as err:  # noqa: BLE001 - as the request's answer
+        raise api_error(err) from None
+
+
+def late(deadline: Deadline) -> ApiError:
+    """The 504 of a request not answered by its ``deadline``."""
+    return ApiError(
+        504, "timeout", f"no translation within {seconds_text(deadline.seconds)} (--timeout)"
+    )
+
+
+def api_error(err: Exception) -> ApiError:
+    """What a translation's failure answers: 503 busy or closing, 400 for the request's
+    text, else 500 (the engine failed on this request, and on this one alone: logged)."""
+    if isinstance(err, ApiError):
+        return err
+    if isinstance(err, QueueFull):
+        return ApiError(503, "queue", f"the server is busy: {err}", {"Retry-After": "1"})
+    if isinstance(err, Closed):
+        return ApiError(503, "server", str(err), {"Retry-After": "5"})
+    if isinstance(err, MtkitError):
+        return ApiError(400, "q", str(err))
+    log.error("translation failed", exc_info=err)
+    return ApiError(500, "q", f"translation failed ({type(err).__name__})")
 
 
 def seconds_text(value: float) -> str:

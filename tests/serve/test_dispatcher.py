@@ -4,7 +4,9 @@ and a cancelled job's rows dropped from the running search."""
 
 from __future__ import annotations
 
+import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 from serve_helpers import sentences
@@ -50,3 +52,28 @@ def test_a_full_queue_and_a_cancelled_job(engine) -> None:
         job.future.result(30)
     assert dispatcher.scheduler.stats.dropped == 2 and dispatcher.scheduler.stats.steps < 60
     assert dispatcher.close(30)
+
+
+def test_translate_now_in_the_callers_thread(engine) -> None:
+    search = SearchConfig(beam=2, max_len_a=0.0, max_len_b=6)
+    expected = engine.translate(LINES, search)
+    dispatcher = Dispatcher(engine, 2048, 1)
+    got = dispatcher.translate_now(LINES, search, None, threading.Event())
+    assert [[h.text for h in hyps] for hyps in got] == [[h.text for h in e] for e in expected]
+    assert dispatcher.waiting == 0 and dispatcher.stats.jobs == 1
+    gone = threading.Event()
+    with ThreadPoolExecutor(1) as pool:  # a request's text thread, decoding a long job
+        running = pool.submit(dispatcher.translate_now, LINES[:2], LONG, None, gone)
+        deadline = time.monotonic() + 30
+        while dispatcher.scheduler.stats.steps < 3:
+            assert time.monotonic() < deadline
+            time.sleep(0.001)
+        with pytest.raises(QueueFull):  # it holds the one place
+            dispatcher.translate_now(["a man"], search, None, threading.Event())
+        gone.set()  # its request was answered (a 504), or its client left
+        with pytest.raises(Cancelled):
+            running.result(30)
+    assert dispatcher.scheduler.stats.dropped == 2 and dispatcher.waiting == 0
+    assert dispatcher.close(30)
+    with pytest.raises(Closed):
+        dispatcher.translate_now(["a man"], search, None, threading.Event())
