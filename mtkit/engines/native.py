@@ -159,10 +159,17 @@ class NativeEngine(Engine):
                     models, part, search, generator, constraints, self.draft, joins, stop
                 ),
             )
-        if isinstance(models[0], Shortlisted):
+        if isinstance(models[0], Shortlisted):  # its columns as the vocabulary's ids
             to_vocab = models[0].vocabulary_ids
             found = [
-                [replace(h, tokens=to_vocab(i, h.tokens)) for h in hyps]
+                [
+                    replace(
+                        h,
+                        tokens=to_vocab(i, h.tokens),
+                        looped=h.looped and (to_vocab(i, [h.looped[0]])[0], h.looped[1]),
+                    )
+                    for h in hyps
+                ]
                 for i, hyps in enumerate(found)
             ]
         return found

@@ -245,3 +245,37 @@ def test_constraints_decode_over_the_shortlist(
     assert run(shortlist=str(full_file)) == run()
     for hyps, wanted in zip(run(shortlist=str(small_file)), phrases, strict=True):
         assert wanted[0] in hyps[0].text.split()
+
+
+def test_a_loop_stopped_under_a_shortlist_names_its_vocabulary_piece(
+    engine_ckpt: Path, small_file: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from mtkit.engines import native
+
+    real, columns, named = native.generate, [], []
+
+    def generate(*args, **kwargs):  # each hypothesis stopped in a loop of its first column
+        found = real(*args, **kwargs)
+        for hyp in (h for hyps in found for h in hyps if h.tokens):
+            hyp.looped = (hyp.tokens[0], 9)
+            columns.append(hyp.tokens[0])
+        return found
+
+    stopped = native.NativeEngine._stopped
+
+    def naming(self, hyp):
+        named.append((hyp.tokens[0], hyp.looped[0]))
+        return stopped(self, hyp)
+
+    monkeypatch.setattr(native, "generate", generate)
+    monkeypatch.setattr(native.NativeEngine, "_stopped", naming)
+    engine = load_engine([str(engine_ckpt)], config(shortlist=str(small_file)))
+    rows = [engine.src_tokenizer.encode([line])[0] for line in LINES]
+    found = engine.decode_batch(rows, SearchConfig(**SEARCH))
+    assert len(named) == len(columns) > 0
+    assert all(first == looped for first, looped in named)  # as the tokens, a vocabulary id
+    assert [first for first, _ in named] != columns  # (not the shortlist's column)
+    piece = engine.tgt_tokenizer.id_to_piece
+    assert [h.stopped for hyps in found for h in hyps] == [
+        f"a run of 9 pieces {piece(first)!r}" for first, _ in named
+    ]
