@@ -178,28 +178,26 @@ def _retried(
     bad = [_Line(i, numbers[i], lines[i], why, results[i]) for i, why in enumerate(reasons) if why]
     if not bad:
         return results
-    # steps 1 and 2 search as the line's first search did, loops stopped where the search
-    # stops them (step 3 follows a degenerate result: repeats banned, no loop lasts)
-    plain = search
     phrases = [[] for _ in lines] if constraints is None else [list(p) for p in constraints]
     given = None if constraints is None else phrases
     cased = [b for b in bad if any(c.isupper() for c in b.body)]
     lowered = [b for b in cased if not b.reason.startswith(CUT_SHORT)]
-    banned = plain.replace(guard=False, no_repeat_ngram=NO_REPEAT)
+    # steps 1 and 2 search as the first search did, its loops stopped; step 3 bans repeats
+    banned = search.replace(guard=False, no_repeat_ngram=NO_REPEAT)
     ahead: list[_Line] = []  # their step 3 searched beside step 1
     early: Retry = ([], [])
-    if not plain.no_repeat_ngram and concurrent(engine):
+    if not search.no_repeat_ngram and concurrent(engine):
         ahead = [b for b in lowered if phrases[b.index] or _chunks(engine, b) is None]
     if ahead:
         with ThreadPoolExecutor(1) as pool:
             context = contextvars.copy_context()  # the request's (a server's cancellation)
             step3 = pool.submit(context.run, _searched, engine, ahead, banned, given)
-            _again(engine, lowered, plain, given, LOWERCASED)
+            _again(engine, lowered, search, given, LOWERCASED)
             early = step3.result()
     else:
-        _again(engine, lowered, plain, given, LOWERCASED)
-    _split(engine, [b for b in bad if not b.done and not phrases[b.index]], plain, SPLIT)
-    if not plain.no_repeat_ngram:
+        _again(engine, lowered, search, given, LOWERCASED)
+    _split(engine, [b for b in bad if not b.done and not phrases[b.index]], search, SPLIT)
+    if not search.no_repeat_ngram:
         _split(engine, [b for b in bad if not b.done and not phrases[b.index]], banned, NO_REPEATS)
         _apply(engine, ahead, early, NO_REPEATS)
         todo = [b for b in bad if not b.done and b not in ahead]
