@@ -262,12 +262,17 @@ class Scheduler:
             if not dropped:
                 continue
             gone.update(running.owners[i][0] for i in dropped)
-            running.search.drop(dropped)
+            if len(dropped) < len(running.owners):  # (a search alone is one submission's)
+                try:
+                    running.search.drop(dropped)
+                except Exception as err:  # noqa: BLE001 - its submissions fail, the rest go on
+                    self._fail(running, err)
+                    continue
             for i in dropped:
                 sub, row = running.owners.pop(i)
                 sub.live -= len(sub.rows[row])
             self.stats.dropped += len(dropped)
-            if not running.owners:
+            if not running.owners:  # all of it gone: the search ends here
                 self._running.remove(running)
         for sub in gone:
             sub.finish(Cancelled("the request went away"))  # (a failed one keeps its error)

@@ -126,6 +126,43 @@ def test_a_cancelled_submission_stops_being_decoded(scheduler: Scheduler) -> Non
     assert not scheduler.busy
 
 
+def test_a_cancelled_search_that_cannot_drop_inputs_ends_and_the_decoder_goes_on(
+    scheduler: Scheduler,
+) -> None:
+    """A search that cannot drop inputs (a constrained one) decodes one submission alone;
+    that submission gone, the search ends, and the decoding thread serves the next one."""
+    model = tiny()
+    gone = threading.Event()
+    raised: list[BaseException] = []
+
+    def cannot_drop(keep: list[int]) -> None:
+        raise NotImplementedError("a constrained search cannot drop inputs")
+
+    def alone(src: torch.Tensor):
+        search = start_search([model], src, LONG)
+        search.left = cannot_drop
+        return search
+
+    def cancelled_one() -> None:
+        CANCELLED.set(gone.is_set)
+        try:
+            scheduler.decode(rows(2, seed=9), None, alone)
+        except Cancelled as err:
+            raised.append(err)
+
+    thread = threading.Thread(target=cancelled_one)
+    thread.start()
+    while scheduler.stats.steps < 5:
+        time.sleep(0.001)
+    gone.set()
+    thread.join(30)
+    assert raised and scheduler.stats.dropped == 2 and scheduler.stats.steps < 70
+    with torch.inference_mode():
+        expected = tokens(generate([model], padded(rows(3, seed=10)), BEAM))
+    assert tokens(submit(scheduler, model, rows(3, seed=10), BEAM)) == expected
+    assert not scheduler.busy
+
+
 def test_a_failing_search_fails_its_own_submission_only(scheduler: Scheduler) -> None:
     model = tiny()
 
