@@ -35,13 +35,14 @@ all the lines it takes. A translation the search stopped in a loop (:attr:`Trans
 loops where the guard will retry them, steps 1 and 2 included) is degenerate whatever its text.
 On an engine that steps several callers' searches together (a server's, :func:`concurrent`),
 step 3 of a line that step 1 retries and step 2 leaves alone (a short line) is searched at once
-beside step 1, and used only where step 1 fails: the same translations, one search's wait
-instead of two.
+beside step 1, and used only where step 1 fails (called off once step 1 mends them all: its
+rows leave the running decode): the same translations, one search's wait instead of two.
 """
 
 from __future__ import annotations
 
 import contextvars
+import threading
 from collections.abc import Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
@@ -62,6 +63,7 @@ from mtkit.decoding.guard import (
     squeezed,
     with_case,
 )
+from mtkit.decoding.scheduler import CANCELLED, Cancelled
 from mtkit.engines.confidence import Confidence
 from mtkit.engines.results import Progress, Translation, warn
 from mtkit.errors import MtkitError
@@ -189,11 +191,7 @@ def _retried(
     if not search.no_repeat_ngram and concurrent(engine):
         ahead = [b for b in lowered if phrases[b.index] or _chunks(engine, b) is None]
     if ahead:
-        with ThreadPoolExecutor(1) as pool:
-            context = contextvars.copy_context()  # the request's (a server's cancellation)
-            step3 = pool.submit(context.run, _searched, engine, ahead, banned, given)
-            _again(engine, lowered, search, given, LOWERCASED)
-            early = step3.result()
+        early = _beside(engine, lowered, ahead, (search, banned), given)
     else:
         _again(engine, lowered, search, given, LOWERCASED)
     _split(engine, [b for b in bad if not b.done and not phrases[b.index]], search, SPLIT)
@@ -241,6 +239,34 @@ def _again(
     upper case letter, its case put back. A retry whose constraints no longer fit the length
     limit is left to the next step."""
     _apply(engine, todo, _searched(engine, todo, search, phrases), how)
+
+
+def _beside(
+    engine: Engine,
+    lowered: list[_Line],
+    ahead: list[_Line],
+    searches: tuple[SearchConfig, SearchConfig],
+    phrases: list[list[str]] | None,
+) -> Retry:
+    """Step 1 of ``lowered`` (applied), while step 3 of ``ahead`` (some of them) is searched
+    beside it: step 3's search (not applied), or nothing where step 1 mended every line of
+    ``ahead`` first (step 3 is then called off: its rows leave the running decode)."""
+    step1, step3 = searches
+    mended = threading.Event()
+    wanted = CANCELLED.get() or (lambda: False)  # the request's (a server's cancellation)
+    context = contextvars.copy_context()
+    context.run(CANCELLED.set, lambda: mended.is_set() or wanted())
+    with ThreadPoolExecutor(1) as pool:
+        beside = pool.submit(context.run, _searched, engine, ahead, step3, phrases)
+        _again(engine, lowered, step1, phrases, LOWERCASED)
+        if all(b.done for b in ahead):
+            mended.set()
+        try:
+            return beside.result()
+        except Cancelled:
+            if not mended.is_set() or wanted():
+                raise
+            return [], []
 
 
 def _searched(

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import re
 import threading
+import time
 from dataclasses import replace
 
 import pytest
@@ -13,6 +14,7 @@ from guard_helpers import GARBAGE, Scripted, caps_garbage
 
 from mtkit.config import SearchConfig, TranslateConfig
 from mtkit.decoding.guard import CHAR_RUN, char_runs
+from mtkit.decoding.scheduler import CANCELLED, Cancelled
 from mtkit.engines.base import Translation
 from mtkit.engines.confidence import Confidence
 from mtkit.engines.guard import joined_translation
@@ -296,3 +298,43 @@ def test_a_scheduled_engine_searches_step_three_beside_step_one(capsys) -> None:
     [[hyp]] = mended.translate(["A man rides a bike."])
     assert (hyp.text, hyp.guard) == ("De: a man rides a bike.", "lowercased")
     assert mended.sources().count("a man rides a bike.") == 2
+
+
+class CalledOff(Stepping):
+    """:class:`Stepping` (its retries not waiting for each other) whose step 3 (repeats
+    banned) runs until its caller calls it off, as the scheduler drops a cancelled
+    submission's rows (or for 10 s)."""
+
+    def __init__(self, script, meet: threading.Barrier, loops: bool = True) -> None:
+        super().__init__(script, meet, loops)
+        self.called_off: list[bool] = []
+
+    def decode_batch(self, rows, search, phrases=None):
+        if search.no_repeat_ngram and (cancelled := CANCELLED.get()) is not None:
+            deadline = time.monotonic() + 10
+            while not cancelled() and time.monotonic() < deadline:
+                time.sleep(0.005)
+            self.called_off.append(cancelled())
+            if cancelled():
+                raise Cancelled("dropped")
+        return super().decode_batch(rows, search, phrases)
+
+
+def test_step_three_beside_step_one_is_called_off_once_step_one_mends_the_line() -> None:
+    mended = CalledOff(caps_garbage, threading.Barrier(1), loops=False)
+    start = time.monotonic()
+    [[hyp]] = mended.translate(["A man rides a bike."])
+    assert (hyp.text, hyp.guard) == ("De: a man rides a bike.", "lowercased")
+    assert mended.called_off == [True] and time.monotonic() - start < 5
+    # where step 1 does not mend it, step 3 runs to its end and serves
+    looping = CalledOff(copy, threading.Barrier(1))
+    assert looping.translate(["A dog runs."]) == Looping(copy).translate(["A dog runs."])
+    assert looping.called_off == [False]
+    # the request itself gone: step 3 is called off and the request raises
+    gone = CalledOff(copy, threading.Barrier(1))
+    token = CANCELLED.set(lambda: len(gone.seen) > 1)
+    try:
+        with pytest.raises(Cancelled):
+            gone.translate(["A dog runs."])
+    finally:
+        CANCELLED.reset(token)
