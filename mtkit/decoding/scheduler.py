@@ -153,11 +153,15 @@ class Scheduler:
                     admitted = []
                     if rounds >= self.join_every or not self._running:
                         admitted, rounds = self._admit(), 0
-                self._drop_cancelled()
-                for key, parts in admitted:
-                    self._start(key, parts)
-                for running in list(self._running):
-                    self._step(running)
+                try:
+                    self._drop_cancelled()
+                    for key, parts in admitted:
+                        self._start(key, parts)
+                    for running in list(self._running):
+                        self._step(running)
+                except Exception as err:  # noqa: BLE001 - the searches in hand fail, not the thread
+                    for running in list(self._running):
+                        self._fail(running, err)
 
     def _admit(self) -> list[tuple[Hashable | None, list[tuple[Submission, int]]]]:
         """Rows to take in now, grouped by key, in submission order: a batch without a key

@@ -163,6 +163,23 @@ def test_a_cancelled_search_that_cannot_drop_inputs_ends_and_the_decoder_goes_on
     assert not scheduler.busy
 
 
+def test_a_search_failing_outside_its_step_fails_its_submissions_not_the_decoder(
+    scheduler: Scheduler,
+) -> None:
+    model = tiny()
+
+    def broken(src: torch.Tensor):
+        search = start_search([model], src, GREEDY)
+        search.finished = lambda: 1 / 0  # (handed out right after it starts)
+        return search
+
+    with pytest.raises(ZeroDivisionError):
+        scheduler.decode(rows(2, seed=11), None, broken)
+    with torch.inference_mode():
+        expected = tokens(generate([model], padded(rows(3, seed=10)), BEAM))
+    assert tokens(submit(scheduler, model, rows(3, seed=10), BEAM)) == expected
+
+
 def test_a_failing_search_fails_its_own_submission_only(scheduler: Scheduler) -> None:
     model = tiny()
 
