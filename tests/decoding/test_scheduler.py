@@ -101,15 +101,16 @@ def test_a_short_submission_during_a_long_decode_is_answered_first(scheduler: Sc
     assert scheduler.stats.steps >= 70
 
 
-def test_a_cancelled_submission_stops_being_decoded(scheduler: Scheduler) -> None:
-    model = tiny()
+def cancelled_mid_decode(scheduler: Scheduler, decode) -> list[BaseException]:
+    """``decode()`` run in a thread whose request goes away once the decoder has made 5
+    steps: the Cancelled it raised (none if it was not cancelled)."""
     gone = threading.Event()
     raised: list[BaseException] = []
 
     def cancelled_one() -> None:
         CANCELLED.set(gone.is_set)
         try:
-            submit(scheduler, model, rows(2, seed=9), LONG)
+            decode()
         except Cancelled as err:
             raised.append(err)
 
@@ -119,6 +120,12 @@ def test_a_cancelled_submission_stops_being_decoded(scheduler: Scheduler) -> Non
         time.sleep(0.001)
     gone.set()
     thread.join(30)
+    return raised
+
+
+def test_a_cancelled_submission_stops_being_decoded(scheduler: Scheduler) -> None:
+    model = tiny()
+    raised = cancelled_mid_decode(scheduler, lambda: submit(scheduler, model, rows(2, 9), LONG))
     assert raised and scheduler.stats.dropped == 2
     steps = scheduler.stats.steps
     time.sleep(0.05)
@@ -132,8 +139,6 @@ def test_a_cancelled_search_that_cannot_drop_inputs_ends_and_the_decoder_goes_on
     """A search that cannot drop inputs (a constrained one) decodes one submission alone;
     that submission gone, the search ends, and the decoding thread serves the next one."""
     model = tiny()
-    gone = threading.Event()
-    raised: list[BaseException] = []
 
     def cannot_drop(keep: list[int]) -> None:
         raise NotImplementedError("a constrained search cannot drop inputs")
@@ -143,19 +148,7 @@ def test_a_cancelled_search_that_cannot_drop_inputs_ends_and_the_decoder_goes_on
         search.left = cannot_drop
         return search
 
-    def cancelled_one() -> None:
-        CANCELLED.set(gone.is_set)
-        try:
-            scheduler.decode(rows(2, seed=9), None, alone)
-        except Cancelled as err:
-            raised.append(err)
-
-    thread = threading.Thread(target=cancelled_one)
-    thread.start()
-    while scheduler.stats.steps < 5:
-        time.sleep(0.001)
-    gone.set()
-    thread.join(30)
+    raised = cancelled_mid_decode(scheduler, lambda: scheduler.decode(rows(2, 9), None, alone))
     assert raised and scheduler.stats.dropped == 2 and scheduler.stats.steps < 70
     with torch.inference_mode():
         expected = tokens(generate([model], padded(rows(3, seed=10)), BEAM))
