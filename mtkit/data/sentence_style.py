@@ -12,6 +12,11 @@ read input that leaves out what the data always had (:mod:`mtkit.text.sentence_e
 - ``final``: the mark that at least :data:`FINAL_SHARE` of the training sentences end with
   (``.``), or "" where none is that common. A sentence written without final punctuation is
   translated with it.
+- ``length``: the :data:`LENGTH_SHARE` percentile of the training sources' lengths in pieces
+  (0: not recorded). A sentence longer than the model was trained on is cut into parts of
+  about this length: a run-on without capitals or full stops, cut at the longest training
+  length instead, gives parts of two or three sentences' worth, of which the model translates
+  little more than the first.
 
 Read from at most :data:`SAMPLE` sentences spread evenly over the data (a million: about 15 s
 at the start of training), which bounds the cost on a large corpus.
@@ -22,8 +27,10 @@ from __future__ import annotations
 import unicodedata
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
+
+import numpy as np
 
 from mtkit.data.source_words import SourceWords, words_of
 from mtkit.data.tags import split_tag
@@ -38,6 +45,7 @@ INSIDE = 0.02  # capitalized inside sentences at most this share of the sentence
 FINAL_SHARE = 0.8  # of the sentences, ending with the mark that makes it the final one
 MAX_OPENERS = 1000  # the most frequent openers kept
 SAMPLE = 1_000_000  # sentences read at most
+LENGTH_SHARE = 95  # the percentile of the sources' lengths recorded as ``length``
 
 
 @dataclass(frozen=True)
@@ -47,12 +55,13 @@ class SentenceStyle:
 
     openers: tuple[str, ...] = ()
     final: str = ""
+    length: int = 0  # pieces; 0: not recorded
 
     def __bool__(self) -> bool:
-        return bool(self.openers or self.final)
+        return bool(self.openers or self.final or self.length)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"openers": list(self.openers), "final": self.final}
+        return {"openers": list(self.openers), "final": self.final, "length": self.length}
 
     @classmethod
     def from_dict(cls, data: Any, where: str = "sentence_style") -> SentenceStyle:
@@ -64,14 +73,17 @@ class SentenceStyle:
             raise MtkitError(f"{where}: openers must be a list of words")
         if not isinstance(final, str) or len(final) > 1 or final.isalnum():
             raise MtkitError(f"{where}: final must be one punctuation mark or empty, got {final!r}")
-        return cls(tuple(openers), final)
+        length = data.get("length", 0)  # (not in checkpoints older than it)
+        if not isinstance(length, int) or isinstance(length, bool) or length < 0:
+            raise MtkitError(f"{where}: length must be a number of pieces, got {length!r}")
+        return cls(tuple(openers), final, length)
 
 
 def style_of(sentences: Sequence[str]) -> SentenceStyle:
     """The style of some source sentences (a leading ``>>xx<<`` tag is not a word).
 
     >>> style_of(["A dog runs.", "A cat in New York.", "New shoes."] * 5)
-    SentenceStyle(openers=('A',), final='.')
+    SentenceStyle(openers=('A',), final='.', length=0)
     """
     opens: Counter[str] = Counter()
     inside: Counter[str] = Counter()
@@ -104,4 +116,13 @@ def source_records(data: ParallelData, tokenizer: Tokenizer) -> tuple[SentenceSt
     """What a checkpoint records of its training split's sources: their sentence style and
     their words, both read from one decoding of at most :data:`SAMPLE` of them."""
     texts = data.decoded_sources(tokenizer, SAMPLE)
-    return style_of(texts), words_of(texts)
+    return replace(style_of(texts), length=typical_length(data)), words_of(texts)
+
+
+def typical_length(data: ParallelData) -> int:
+    """The :data:`LENGTH_SHARE` percentile of ``data``'s source lengths in pieces (0: none)."""
+    if not len(data):
+        return 0
+    lengths = np.asarray(data.src_lengths)
+    k = min(len(lengths) - 1, len(lengths) * LENGTH_SHARE // 100)
+    return int(np.partition(lengths, k)[k])

@@ -32,7 +32,7 @@ from mtkit.errors import MtkitError
 from mtkit.text.aligned import Part, joined, located
 from mtkit.text.annotated import AnnotatedText
 from mtkit.text.confidence import joined_confidence, regrouped
-from mtkit.text.segment import cut_long, segment
+from mtkit.text.segment import cut_long, part_limit, segment
 from mtkit.text.sentence_ends import closed
 from mtkit.text.span_masking import mask
 from mtkit.text.spelling import corrected
@@ -51,6 +51,10 @@ class TextOptions:
     # into parts at the limit (the model's trained length); longer ones, and all with 0, stay
     # whole (the engine truncates them, as --max-input-tokens says)
     cut: int = 0
+    # a sentence longer than the unit limit that marks no sentence end inside is cut into
+    # parts of at most this many pieces where fewer (the training sources' typical length,
+    # SentenceStyle.length: mtkit.text.segment.part_limit); 0: parts at the limit
+    part: int = 0
     # how the model's training sentences start and end: sentences run on into one are cut
     # where one of its openers starts the next, and one without a final mark is translated
     # with the data's (mtkit.text.sentence_ends); empty: texts are read as they are
@@ -126,9 +130,8 @@ def plan(
         for sentence in sentences[at : at + len(text)]:
             size = next(lengths)
             whole = not options.split and size > options.cut  # the engine truncates it
-            cut = (
-                [sentence] if size <= limit or whole else cut_long(sentence, count, limit, openers)
-            )
+            part = part_limit(sentence, limit, options.part)
+            cut = [sentence] if size <= limit or whole else cut_long(sentence, count, part, openers)
             if len(cut) > 1:
                 warn(
                     f"line {number}: a sentence of {count([sentence])[0]} pieces, more than "

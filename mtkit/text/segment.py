@@ -28,6 +28,9 @@ from mtkit.text.sentence_ends import run_on_cuts
 LINES = re.compile(r"[^\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029]+")
 EDGES = "\ufeff\u200b"  # not whitespace to str.isspace, yet nothing to translate
 WORDS = re.compile(r"\S+")
+INNER_END = re.compile(
+    r"[.!?\u2026][\"'\u201d\u2019)]*\s|[\u3002\uff01\uff1f]"
+)  # a sentence end inside
 Counter = Callable[[Sequence[str]], list[int]]  # texts -> their pieces (a tokenizer's count)
 
 
@@ -128,6 +131,15 @@ def cut_long(sentence: str, count: Counter, limit: int, openers: Collection[str]
         for part, size in zip(parts, count(parts), strict=True)
         for fit in ([part] if size <= limit else _halves(part, count, limit))
     ]
+
+
+def part_limit(sentence: str, limit: int, part: int) -> int:
+    """The most pieces a part of ``sentence``, cut because it is longer than ``limit``, may
+    have: ``part`` (the training sentences' typical length; 0: none) where it marks no
+    sentence end inside (a run-on written without full stops: parts at the limit would hold
+    several sentences' worth, and the model translates little more than the first of each),
+    else ``limit`` (its parts end where its sentences do, where they fit)."""
+    return min(part, limit) if part and not INNER_END.search(sentence) else limit
 
 
 def piece_starts(text: str, count: Counter) -> list[int]:

@@ -203,10 +203,12 @@ def translate_texts(
 def as_trained(engine: Engine, options: TextOptions, keep: Collection[str] = ()) -> TextOptions:
     """``options`` reading texts as ``engine``'s training data had them where its config says
     so: the sentence ends they leave out (``sentence_ends``), their typos corrected
-    (``spelling``), never a word of ``keep`` (a glossary's source terms, any case)."""
+    (``spelling``), never a word of ``keep`` (a glossary's source terms, any case); a sentence
+    longer than the model was trained on cut into parts of its sentences' typical length."""
     config = engine.config
     return replace(
         options,
+        part=engine.sentence_style.length,
         style=engine.sentence_style if config.sentence_ends else SentenceStyle(),
         words=engine.source_words if config.spelling else SourceWords(),
         keep=frozenset(word.lower() for word in keep),

@@ -31,15 +31,20 @@ def test_a_tag_is_not_a_word_and_an_uncommon_mark_is_not_final() -> None:
 
 
 def test_the_record_round_trips_and_a_bad_one_is_refused_in_one_line() -> None:
-    style = SentenceStyle(("A", "Two"), ".")
+    style = SentenceStyle(("A", "Two"), ".", 22)
     assert SentenceStyle.from_dict(style.to_dict()) == style
     assert SentenceStyle.from_dict({}) == SentenceStyle()
+    older = {"openers": ["A"], "final": "."}  # before lengths were recorded: not recorded
+    assert SentenceStyle.from_dict(older) == SentenceStyle(("A",), ".", 0)
     for bad, what in [
         ([], "must be a mapping"),
         ({"openers": "A"}, "openers must be a list of words"),
         ({"openers": [""]}, "openers must be a list of words"),
         ({"final": ".."}, "final must be one punctuation mark or empty"),
         ({"final": "x"}, "final must be one punctuation mark or empty"),
+        ({"length": -1}, "length must be a number of pieces"),
+        ({"length": "22"}, "length must be a number of pieces"),
+        ({"length": True}, "length must be a number of pieces"),
     ]:
         with pytest.raises(MtkitError, match=rf"^x.pt: sentence_style: {what}"):
             SentenceStyle.from_dict(bad, "x.pt: sentence_style")

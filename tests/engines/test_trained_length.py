@@ -4,6 +4,7 @@ translated (not truncated, not decoded past what the model ever saw)."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -12,7 +13,7 @@ from engine_helpers import LINES, engine_config
 from mtkit.checkpoint import Checkpoint
 from mtkit.config import TranslateConfig
 from mtkit.data.binarized import ParallelData, load_tokenizers
-from mtkit.data.sentence_style import SentenceStyle, style_of
+from mtkit.data.sentence_style import SentenceStyle, style_of, typical_length
 from mtkit.data.source_words import SourceWords, words_of
 from mtkit.engines import load_engine
 from mtkit.errors import MtkitError
@@ -59,6 +60,28 @@ def test_a_longer_line_is_cut_into_parts_at_the_trained_length(
     )
 
 
+def test_a_longer_line_is_cut_into_parts_of_the_typical_training_length(
+    engine_ckpt: Path, tmp_path: Path
+) -> None:
+    """A run-on longer than the trained length goes in parts of the sources' typical length
+    (a part at the longest would hold several sentences' worth)."""
+    ckpt = Checkpoint.load(with_length(engine_ckpt, tmp_path, 9))
+    ckpt.sentence_style = SentenceStyle(length=4)
+    ckpt.save(tmp_path / "typical.pt")
+    engine = load_engine([str(tmp_path / "typical.pt")], TranslateConfig())
+    line = " ".join(LINES[:4]).lower().replace(".", "")
+    count = lambda texts: [len(ids) for ids in engine.src_tokenizer.encode(texts)]  # noqa: E731
+    parts = cut_long(line, count, 4)
+    assert len(parts) > len(cut_long(line, count, 9)) and max(count(parts)) <= 4
+    [whole] = translate_with(engine, [line])
+    assert whole == " ".join(translate_with(engine, parts))
+    # a line within the trained length stays whole however long the typical sentence is
+    short = next(p for p in cut_long(line, count, 9) if count([p])[0] > 4)
+    assert translate_with(engine, [short]) == translate_with(
+        load_engine([str(with_length(engine_ckpt, tmp_path, 9))], TranslateConfig()), [short]
+    )
+
+
 @pytest.mark.parametrize("bad", ["9", 0, True, 2.5])
 def test_a_bad_recorded_length_is_refused_in_one_line(engine_ckpt, tmp_path, bad) -> None:
     from mtkit.checkpoint.storage import load_checkpoint
@@ -76,7 +99,10 @@ def test_training_records_its_sources_sentence_style(
     data = ParallelData(multi_dataset, "train")
     src, _ = load_tokenizers(multi_dataset)
     texts = src.decode(data.side("src", i) for i in range(len(data)))
-    assert texts[0].startswith(">>") and ckpt.sentence_style == style_of(texts)
+    typical = sorted(len(data.side("src", i)) for i in range(len(data)))[len(data) * 95 // 100]
+    assert typical == typical_length(data) > 0
+    assert texts[0].startswith(">>")
+    assert ckpt.sentence_style == replace(style_of(texts), length=typical)
     assert ckpt.source_words == words_of(texts) and "dog" in ckpt.source_words.rank
     assert not any(w.startswith(">>") for w in ckpt.sentence_style.openers)
     engine = load_engine([str(multi_run / "checkpoint_last.pt")], TranslateConfig())
@@ -98,7 +124,8 @@ def test_the_records_reach_every_engine(engine_ckpt: Path, tmp_path: Path) -> No
     from mtkit.export.ct2 import export_ct2
 
     ckpt = Checkpoint.load(engine_ckpt)
-    ckpt.sentence_style, ckpt.source_words = SentenceStyle(("A",), "."), SourceWords(("a", "b"))
+    ckpt.sentence_style = SentenceStyle(("A",), ".", 7)
+    ckpt.source_words = SourceWords(("a", "b"))
     ckpt.save(tmp_path / "recorded.pt")
     out = export_ct2(tmp_path / "recorded.pt", tmp_path / "ct2")
     for kind in ("ctranslate2", "mtkit-2-workers"):

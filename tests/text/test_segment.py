@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 from text_helpers import HOSTILE
 
 from mtkit.text import segment
-from mtkit.text.segment import cut_long, is_gap
+from mtkit.text.segment import cut_long, is_gap, part_limit
 
 BREAKS = "\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029"
 
@@ -109,3 +109,15 @@ def test_cut_long_is_linear_in_the_length() -> None:
     assert time.perf_counter() - start < 10
     assert all(size <= 200 for size in chars(parts))
     assert "".join("".join(parts).split()) == "".join(sentence.split())
+
+
+def test_parts_of_a_run_on_without_sentence_ends_have_the_typical_length() -> None:
+    """A sentence that marks no end inside (a run-on without full stops) goes in parts of the
+    training sentences' typical length; one that does is cut at the limit, at its ends."""
+    assert part_limit("a man runs a dog sits on a mat", 48, 23) == 23
+    assert part_limit("A man runs A dog sits", 48, 23) == 23  # run-on cuts: openers only
+    assert part_limit("a man runs a dog sits.", 48, 23) == 23  # its own end is not inside
+    for marked in ["A man runs. A dog sits", 'He said "go." Then', "走。跑", "Really?! yes"]:
+        assert part_limit(marked, 48, 23) == 48, marked
+    assert part_limit("a man runs", 48, 0) == 48  # not recorded
+    assert part_limit("a man runs", 16, 23) == 16  # never more than the limit
