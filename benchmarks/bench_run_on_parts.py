@@ -2,13 +2,15 @@
 training sentences' typical length (``SentenceStyle.length``), in one run.
 
 The Multi30k val captions, ``--per-line`` to a line, in three forms: lowercased without
-``.`` and ``,`` (``lower``), cased without ``.`` (``cased``), and as written (``marked``: full
-stops inside, cut at the longest length either way). Each line is translated as
-``mtkit translate`` translates a line (no ``--split-sentences``) with the checkpoint's
-records, or, where the checkpoint is older than them, the records a checkpoint trained today
-would hold (the longest and the 95th-percentile source of the training file, its sentence
-style); BLEU (sacrebleu) of each line against its captions' references joined, and the share
-of the references' words that come back.
+``.`` and ``,`` (``lower``), cased without ``.`` (``cased``: cut where an opener follows a
+lowercase word), and as written (``marked``). Each line is translated as ``mtkit translate``
+translates a line (no ``--split-sentences``): a line longer than the trained length in its
+own sentences, one still longer in parts at the longest length (``longest``) or, where it
+marks no sentence end, of the typical length (``typical``); with the checkpoint's records, or,
+where the checkpoint is older than them, the records a checkpoint trained today would hold
+(the longest and the 95th-percentile source of the training file, its sentence style). BLEU
+(sacrebleu) of each line against its captions' references joined, and the share of the
+references' words that come back.
 
     .venv/bin/python benchmarks/bench_run_on_parts.py CKPT [--per-line 10] [--dtype fast]
 """

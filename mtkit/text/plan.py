@@ -32,7 +32,7 @@ from mtkit.errors import MtkitError
 from mtkit.text.aligned import Part, joined, located
 from mtkit.text.annotated import AnnotatedText
 from mtkit.text.confidence import joined_confidence, regrouped
-from mtkit.text.segment import cut_long, part_limit, segment
+from mtkit.text.segment import Counter, cut_long, part_limit, segment
 from mtkit.text.sentence_ends import closed
 from mtkit.text.span_masking import mask
 from mtkit.text.spelling import corrected
@@ -99,6 +99,24 @@ class TextTranslation:
     alternatives: tuple[str, ...] = ()
 
 
+def _parts(sentence: str, count: Counter, limit: int, options: TextOptions) -> list[str]:
+    """A unit longer than ``limit`` pieces in parts, each translated: its own sentences (as
+    :func:`~mtkit.text.segment.segment` cuts them: a sentence-level model translates one
+    at a time), each longer one cut again (:func:`~mtkit.text.segment.cut_long`, at the
+    typical length where it marks no sentence end: :func:`~mtkit.text.segment.part_limit`)."""
+    openers = frozenset(options.style.openers)
+    inner = segment(sentence, options.lang, openers).all_sentences()
+    return [
+        part
+        for text, size in zip(inner, count(inner), strict=True)
+        for part in (
+            [text]
+            if size <= limit
+            else cut_long(text, count, part_limit(text, limit, options.part), openers)
+        )
+    ]
+
+
 def plan(
     texts: Sequence[str],
     options: TextOptions,
@@ -130,8 +148,7 @@ def plan(
         for sentence in sentences[at : at + len(text)]:
             size = next(lengths)
             whole = not options.split and size > options.cut  # the engine truncates it
-            part = part_limit(sentence, limit, options.part)
-            cut = [sentence] if size <= limit or whole else cut_long(sentence, count, part, openers)
+            cut = [sentence] if size <= limit or whole else _parts(sentence, count, limit, options)
             if len(cut) > 1:
                 warn(
                     f"line {number}: a sentence of {count([sentence])[0]} pieces, more than "

@@ -82,6 +82,22 @@ def test_a_longer_line_is_cut_into_parts_of_the_typical_training_length(
     )
 
 
+def test_a_longer_line_is_translated_sentence_by_sentence(engine_ckpt: Path, tmp_path) -> None:
+    """A line longer than the trained length goes in its own sentences (as --split-sentences
+    cuts them), not in parts of several at that length; a line within it stays whole."""
+    engine = load_engine([str(with_length(engine_ckpt, tmp_path, 13))], TranslateConfig())
+    sentences = [f"{line.capitalize()}." for line in LINES[:3]]
+    count = lambda texts: [len(ids) for ids in engine.src_tokenizer.encode(texts)]  # noqa: E731
+    assert max(count(sentences)) <= 13 < count([" ".join(sentences)])[0] <= 31  # (positions)
+    assert cut_long(" ".join(sentences), count, 13) != sentences  # the old parts: mid-sentence
+    [whole] = translate_with(engine, [" ".join(sentences)])
+    assert whole == " ".join(translate_with(engine, sentences))
+    two = " ".join(sentences[:2])
+    assert count([two])[0] <= 13 and translate_with(engine, [two]) != [
+        " ".join(translate_with(engine, sentences[:2]))
+    ]
+
+
 @pytest.mark.parametrize("bad", ["9", 0, True, 2.5])
 def test_a_bad_recorded_length_is_refused_in_one_line(engine_ckpt, tmp_path, bad) -> None:
     from mtkit.checkpoint.storage import load_checkpoint
