@@ -24,6 +24,7 @@ from mtkit.data.sentence_style import SentenceStyle
 from mtkit.data.source_words import SourceWords
 from mtkit.data.tags import split_tag
 from mtkit.data.tokenizer import Tokenizer
+from mtkit.decoding.guard import TITLE, UPPER, case_pattern
 from mtkit.engines.alignment import Alignment
 from mtkit.engines.base import Translation, one_line, warn
 from mtkit.engines.confidence import Confidence
@@ -103,8 +104,12 @@ def _parts(sentence: str, count: Counter, limit: int, options: TextOptions) -> l
     """A unit longer than ``limit`` pieces in parts, each translated: its own sentences (as
     :func:`~mtkit.text.segment.segment` cuts them: a sentence-level model translates one
     at a time), each longer one cut again (:func:`~mtkit.text.segment.cut_long`, at the
-    typical length where it marks no sentence end: :func:`~mtkit.text.segment.part_limit`)."""
+    typical length where it marks no sentence end: :func:`~mtkit.text.segment.part_limit`).
+    An ALL CAPS or Title Case one is cut at ``limit`` as it is (its pieces, its capitals, are
+    not those of the lowercased text the guard translates)."""
     openers = frozenset(options.style.openers)
+    if case_pattern(sentence) in (UPPER, TITLE):
+        return cut_long(sentence, count, limit, openers)
     inner = segment(sentence, options.lang, openers).all_sentences()
     return [
         part

@@ -92,6 +92,11 @@ def test_a_longer_line_is_translated_sentence_by_sentence(engine_ckpt: Path, tmp
     assert cut_long(" ".join(sentences), count, 13) != sentences  # the old parts: mid-sentence
     [whole] = translate_with(engine, [" ".join(sentences)])
     assert whole == " ".join(translate_with(engine, sentences))
+    # ALL CAPS and Title Case: cut at the length as they are (the guard lowercases them)
+    for cased in (" ".join(sentences).upper(), " ".join(sentences[:2]).title()):
+        assert 13 < count([cased])[0] <= 31
+        [found] = translate_with(engine, [cased])
+        assert found == " ".join(translate_with(engine, cut_long(cased, count, 13)))
     two = " ".join(sentences[:2])
     assert count([two])[0] <= 13 and translate_with(engine, [two]) != [
         " ".join(translate_with(engine, sentences[:2]))
