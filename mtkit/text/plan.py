@@ -100,14 +100,15 @@ class TextTranslation:
     alternatives: tuple[str, ...] = ()
 
 
-def _parts(sentence: str, count: Counter, limit: int, options: TextOptions) -> list[str]:
+def _parts(
+    sentence: str, count: Counter, limit: int, options: TextOptions, openers: frozenset[str]
+) -> list[str]:
     """A unit longer than ``limit`` pieces in parts, each translated: its own sentences (as
     :func:`~mtkit.text.segment.segment` cuts them: a sentence-level model translates one
     at a time), each longer one cut again (:func:`~mtkit.text.segment.cut_long`, at the
     typical length where it marks no sentence end: :func:`~mtkit.text.segment.part_limit`).
     An ALL CAPS or Title Case one is cut at ``limit`` as it is (its pieces, its capitals, are
-    not those of the lowercased text the guard translates)."""
-    openers = frozenset(options.style.openers)
+    not those of the lowercased text the guard translates). ``openers``: the style's."""
     if case_pattern(sentence) in (UPPER, TITLE):
         return cut_long(sentence, count, limit, openers)
     inner = segment(sentence, options.lang, openers).all_sentences()
@@ -153,7 +154,11 @@ def plan(
         for sentence in sentences[at : at + len(text)]:
             size = next(lengths)
             whole = not options.split and size > options.cut  # the engine truncates it
-            cut = [sentence] if size <= limit or whole else _parts(sentence, count, limit, options)
+            cut = (
+                [sentence]
+                if size <= limit or whole
+                else _parts(sentence, count, limit, options, openers)
+            )
             if len(cut) > 1:
                 warn(
                     f"line {number}: a sentence of {count([sentence])[0]} pieces, more than "

@@ -28,9 +28,9 @@ from mtkit.text.sentence_ends import run_on_cuts
 LINES = re.compile(r"[^\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029]+")
 EDGES = "\ufeff\u200b"  # not whitespace to str.isspace, yet nothing to translate
 WORDS = re.compile(r"\S+")
-INNER_END = re.compile(
-    r"[.!?\u2026][\"'\u201d\u2019)]*\s|[\u3002\uff01\uff1f]"
-)  # a sentence end inside
+# a sentence end inside a text: a final mark (closing quotes or brackets after it) and a space,
+# or a CJK final mark
+INNER_END = re.compile(r"[.!?\u2026][\"'\u201d\u2019)]*\s|[\u3002\uff01\uff1f]")
 Counter = Callable[[Sequence[str]], list[int]]  # texts -> their pieces (a tokenizer's count)
 
 
