@@ -17,6 +17,8 @@ from collections.abc import Callable
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from mtkit.model.dropout import Dropout
+
 ACTIVATIONS: dict[str, Callable[[Tensor], Tensor]] = {
     "relu": F.relu,
     "gelu": F.gelu,  # exact (erf) GELU, CTranslate2's Activation.GELU
@@ -63,7 +65,7 @@ class FeedForward(nn.Module):
         self.fc1 = nn.Linear(d_model, hidden, bias=bias)  # the value ("up") half when gated
         self.gate = nn.Linear(d_model, hidden, bias=bias) if activation in GATED else None
         self.fc2 = nn.Linear(hidden, d_model, bias=bias)
-        self.activation_dropout = nn.Dropout(activation_dropout)
+        self.activation_dropout = Dropout(activation_dropout)
 
     def forward(self, x: Tensor) -> Tensor:
         if self.gate is None:

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 from torch import Tensor, nn
 
 from mtkit.model.attention import attention, merge_heads, per_query_head, split_heads
+from mtkit.model.dropout import Dropout
 from mtkit.model.state import KeyValueCache, SourceCache
 
 if TYPE_CHECKING:
@@ -171,7 +172,7 @@ class Residual(nn.Module):
     def __init__(self, norm: nn.Module, dropout: float) -> None:
         super().__init__()
         self.norm = norm
-        self.dropout = nn.Dropout(dropout)
+        self.dropout = Dropout(dropout)
 
     def forward(self, x: Tensor, sublayer: Callable[[Tensor], Tensor]) -> Tensor:
         return self.norm(x + self.dropout(sublayer(x)))

@@ -35,6 +35,7 @@ from mtkit.data.tokenizer import DEFAULT_SPECIAL_IDS, SpecialIds
 from mtkit.errors import MtkitError
 from mtkit.model.average_attention import AverageAttention
 from mtkit.model.builders import ModelParts, check_model_config
+from mtkit.model.dropout import Dropout
 from mtkit.model.feedforward import FeedForward
 from mtkit.model.layers import CrossAttention, Residual, SelfAttention
 from mtkit.model.state import AttentionHistory, DecoderState, LayerState, SourceCache
@@ -211,7 +212,7 @@ class Transformer(nn.Module):
         bias = torch.zeros(cfg.tgt_vocab_size) if cfg.output_bias else None
         self.register_buffer("output_bias", bias)  # not trained (as Marian's final_logits_bias)
         self.src_positions, self.tgt_positions = parts.embedding_positions()
-        self.embed_dropout = nn.Dropout(cfg.dropout)
+        self.embed_dropout = Dropout(cfg.dropout)
         stored = (1, 1) if cfg.share_layers else (cfg.encoder_layers, cfg.decoder_layers)
         self.encoder = nn.ModuleList(encoder_layer(parts) for _ in range(stored[0]))
         self.decoder = nn.ModuleList(decoder_layer(parts) for _ in range(stored[1]))

@@ -1,0 +1,68 @@
+"""mtkit's CPU dropout: its drop rate and scale, expectation, gradient, seeding, and where it
+leaves the input alone."""
+
+import math
+
+import pytest
+import torch
+
+from mtkit.model.dropout import DRAWS, Dropout, keep_scale
+
+N = 1 << 20
+
+
+def dropped_share(p: float) -> float:
+    return round(p * DRAWS) / DRAWS
+
+
+@pytest.mark.parametrize("p", [0.1, 0.3, 0.5])
+def test_elements_drop_at_the_rate_asked_and_the_kept_ones_keep_the_expectation(p: float) -> None:
+    torch.manual_seed(0)
+    y = Dropout(p)(torch.ones(N))
+    share = dropped_share(p)
+    sigma = math.sqrt(share * (1 - share) / N)
+    assert abs(y.eq(0).float().mean().item() - share) < 5 * sigma
+    zero, scale = y.unique().tolist()
+    assert zero == 0.0 and scale == pytest.approx(1 / (1 - share), rel=1e-6)
+    assert abs(y.double().mean().item() - 1.0) < 5 * sigma / (1 - share)
+
+
+def test_neighbours_drawn_from_one_word_drop_independently() -> None:
+    torch.manual_seed(1)
+    dropped = keep_scale(torch.Size([N // 4, 4]), 0.3, torch.float32).eq(0)
+    share = dropped_share(0.3)
+    for a, b in [(0, 1), (1, 2), (2, 3), (0, 3)]:
+        both = (dropped[:, a] & dropped[:, b]).float().mean().item()
+        sigma = math.sqrt(share**2 * (1 - share**2) / (N // 4))
+        assert abs(both - share**2) < 5 * sigma, (a, b)
+
+
+def test_the_gradient_is_the_mask() -> None:
+    torch.manual_seed(2)
+    x = (torch.rand(64, 33) + 0.5).requires_grad_()
+    y = Dropout(0.2)(x)
+    y.backward(torch.ones_like(y))
+    assert x.grad is not None
+    assert torch.equal(x.grad.eq(0), y.eq(0))
+    assert x.grad.unique().tolist() == [0.0, pytest.approx(1 / (1 - dropped_share(0.2)))]
+
+
+def test_masks_follow_torch_s_generator() -> None:
+    torch.manual_seed(3)
+    first = Dropout(0.1)(torch.ones(1000))
+    second = Dropout(0.1)(torch.ones(1000))
+    torch.manual_seed(3)
+    assert torch.equal(Dropout(0.1)(torch.ones(1000)), first)
+    assert not torch.equal(first, second)
+
+
+def test_eval_mode_and_p_zero_leave_the_input_alone_and_p_one_drops_all() -> None:
+    x = torch.randn(5, 7)
+    assert Dropout(0.1).eval()(x) is x
+    assert Dropout(0.0)(x) is x
+    assert torch.equal(Dropout(1.0)(x), torch.zeros(5, 7))
+
+
+def test_a_bf16_input_gets_a_bf16_output() -> None:
+    y = Dropout(0.1)(torch.ones(100, dtype=torch.bfloat16))
+    assert y.dtype == torch.bfloat16
