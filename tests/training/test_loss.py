@@ -76,3 +76,37 @@ def test_eps_zero_equals_nll(batch: int, length: int, vocab: int, seed: int) -> 
     )
     assert loss.item() == pytest.approx(expected.item(), rel=1e-5, abs=1e-5)
     assert nll.item() == loss.item()
+
+
+@pytest.mark.parametrize("eps", [0.0, 0.1])
+@pytest.mark.parametrize("weights", [(1.0, 0.0), (0.0, 1.0), (0.7, -0.3)])
+def test_gradients_equal_autograd_through_torch_cross_entropy(
+    eps: float, weights: tuple[float, float]
+) -> None:
+    """The written-out backward pass against autograd through torch's own label-smoothed
+    cross-entropy (the loss) and its plain one (the NLL), padding included."""
+    torch.manual_seed(2)
+    logits = torch.randn(3, 5, 13)
+    target = torch.randint(0, 13, (3, 5))
+    target[0, 3:] = PAD_ID
+    ours = logits.clone().requires_grad_()
+    loss, nll = label_smoothed_nll_loss(ours, target, eps)
+    (weights[0] * loss + weights[1] * nll).backward()
+    theirs = logits.clone().requires_grad_()
+    flat, gold = theirs.view(-1, 13), target.view(-1)
+    loss_t = F.cross_entropy(flat, gold, ignore_index=PAD_ID, label_smoothing=eps, reduction="sum")
+    nll_t = F.cross_entropy(flat, gold, ignore_index=PAD_ID, reduction="sum")
+    (weights[0] * loss_t + weights[1] * nll_t).backward()
+    assert loss.item() == pytest.approx(loss_t.item(), rel=1e-5)
+    assert nll.item() == pytest.approx(nll_t.item(), rel=1e-5)
+    assert torch.allclose(ours.grad, theirs.grad, rtol=1e-5, atol=1e-6)
+    assert ours.grad[0, 3:].abs().max().item() == 0.0  # padding gets no gradient
+
+
+def test_a_bf16_pass_gets_a_bf16_gradient() -> None:
+    torch.manual_seed(3)
+    logits = torch.randn(6, 10).to(torch.bfloat16).requires_grad_()
+    loss, _ = label_smoothed_nll_loss(logits, torch.randint(1, 10, (6,)), 0.1)
+    assert loss.dtype == torch.float32
+    loss.backward()
+    assert logits.grad is not None and logits.grad.dtype == torch.bfloat16
