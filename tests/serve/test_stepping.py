@@ -38,8 +38,10 @@ def test_a_sentence_sent_during_a_long_request_is_answered_first(start_server: C
 
 
 def test_a_request_answered_504_stops_being_decoded(start_server: Callable, ckpt) -> None:
-    server = start_server(*FORCED, "--timeout", "0.5")
-    reply = server.translate({"q": SENTENCES[:40]})
+    # outputs of 70 pieces in waves of 32 source pieces: several times the timeout anywhere
+    slow = ["--min-len", "70", "--max-len-b", "70", "--no-guard", "--max-batch-tokens", "32"]
+    server = start_server(*slow, "--timeout", "0.25")
+    reply = server.translate({"q": SENTENCES[:60]})
     assert (reply.status, reply.body["field"]) == (504, "timeout")
     deadline = time.monotonic() + 10
     while decoder(server)["dropped"] == 0:  # its rows leave at the next step
