@@ -32,11 +32,14 @@ VARIANTS: dict[str, tuple[str, dict[str, Any]]] = {
     "modern_grouped_query": ("transformer-small-modern", {"kv_heads": 2}),
     # the CPU bf16 ablation (issue 17): the modern preset trained under bf16 autocast
     "modern_bf16": ("transformer-small-modern", {}),
+    # its fp32 side, named: `auto` may train bf16 where a verdict says so (issue 53, AMX)
+    "modern_fp32": ("transformer-small-modern", {}),
 }
 # training settings other than the shared ones (`--set KEY=VALUE` of `mtkit train`)
 TRAIN_SETTINGS: dict[str, dict[str, Any]] = {
     "modern_lr3e-3": {"lr": 3e-3},
     "modern_bf16": {"precision": "bf16"},
+    "modern_fp32": {"precision": "fp32"},
 }
 
 

@@ -13,17 +13,18 @@ def _ratio(row: dict[str, Any], base: dict[str, Any], key: str) -> float:
     return (row[key] or 0) / base[key] if base.get(key) else float("nan")
 
 
-def report(rows: dict[tuple[str, int], dict[str, Any]]) -> str:
-    """One line per (variant, seed): the figures and their ratios to the same seed's baseline."""
+def report(rows: dict[tuple[str, int], dict[str, Any]], baseline: str = BASELINE) -> str:
+    """One line per (variant, seed): the figures and their ratios to the same seed's
+    ``baseline``."""
     head = (
         f"{'variant':<16}{'seed':>5}{'params':>11}{'updates':>8}{'train tok/s':>12}{'x':>6}"
         f"{'beam5 tok/s':>12}{'x':>6}{'state KiB':>10}{'BLEU':>7}{'chrF':>7}"
         f"{'BLEU@base':>10}{'cpu':>6}{'val BLEU':>9}"
     )
     lines = [head]
-    for (name, seed), r in sorted(rows.items(), key=lambda kv: (kv[0][1], kv[0][0] != BASELINE)):
-        base = rows.get((BASELINE, seed), r)
-        at = r.get("equal_updates", {}).get("bleu", r["bleu"] if name == BASELINE else None)
+    for (name, seed), r in sorted(rows.items(), key=lambda kv: (kv[0][1], kv[0][0] != baseline)):
+        base = rows.get((baseline, seed), r)
+        at = r.get("equal_updates", {}).get("bleu", r["bleu"] if name == baseline else None)
         share = r.get("cpu_share")
         valid = f"{r['valid']['bleu']:.1f}" if "valid" in r else ""
         lines.append(
