@@ -48,20 +48,35 @@ USES = ("train", "decode")
 # Decoding the fp32 model of the first run (beam 5): bf16 linear layers gave the same BLEU and
 # 69% of the outputs identical to fp32's (an undertrained model, whose looping outputs are
 # full of near ties), 1.24-1.30x faster at 1 thread.
+# Training on Intel Xeon with AMX (amx_bf16), the same configuration, two seeds, fp32 then bf16
+# (benchmarks/results/demo-ab-amx.jsonl): 963 and 769 updates to 638 and 624 (1.50x and 1.23x
+# the tokens/s), BLEU 35.1 vs 31.6 and 33.7 vs 30.8; at fp32's update count 31.5 vs 31.6 and
+# 31.0 vs 30.8. Decoding the seed-1 fp32 model in bf16: BLEU 31.7 vs 31.6, 924 of 1,000
+# outputs identical, 1.1-1.3x fp32's speed (mtkit translate, beam 5, 1 and 2 threads).
 ABLATION: dict[str, dict[str, Verdict]] = {
     "train": {
+        "amx_bf16": Verdict(
+            True,
+            "make demo, 480 s, 2 threads, two seeds: BLEU 35.1 vs fp32 31.6 and 33.7 vs 30.8, "
+            "1.51x and 1.23x the updates; 31.5 vs 31.6 and 31.0 vs 30.8 at equal updates",
+        ),
         "avx512_bf16": Verdict(
             True,
             "make demo, 480 s, 2 threads, idle machine: BLEU 32.9 vs fp32 31.6, 1.40x the "
             "updates; 30.4 vs 31.1 at equal updates, within the seed spread",
-        )
+        ),
     },
     "decode": {
+        "amx_bf16": Verdict(
+            True,
+            "BLEU 31.7 vs fp32 31.6 on test_2016_flickr, 924/1,000 outputs identical, "
+            "1.1-1.3x fp32's speed",
+        ),
         "avx512_bf16": Verdict(
             True,
             "BLEU 2.8 = 2.8, chrF 20.5 vs 20.6 on test_2016_flickr, "
             "1.24-1.30x fp32's tokens/s at 1 thread",
-        )
+        ),
     },
 }
 

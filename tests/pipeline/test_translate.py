@@ -244,7 +244,7 @@ def test_dtype_auto_says_what_it_chose(ckpt: str, capsys, monkeypatch) -> None:
     "flags, dtype, quantize",
     [
         ({"avx2"}, "fp32", "int8"),
-        ({"avx2", "amx_bf16"}, "fp32", "int8"),
+        ({"avx2", "amx_bf16"}, "bf16", ""),
         ({"avx512_bf16"}, "bf16", ""),
     ],
 )
