@@ -24,7 +24,7 @@ from variants import VARIANTS  # noqa: E402
 
 from mtkit.config import ModelConfig  # noqa: E402
 from mtkit.model.transformer import build_model  # noqa: E402
-from mtkit.training.compiled import compile_loss, loss_function  # noqa: E402
+from mtkit.training.compiled import compile_graph, loss_function  # noqa: E402
 
 SHAPES = [(3, 7, 7), (5, 4, 9), (2, 11, 3)]  # (rows, source, target)
 CPU = torch.device("cpu")
@@ -55,7 +55,7 @@ def check(name: str) -> str:
     )
     model = build_model(cfg)
     eager = loss_function(model, 0.1, 1, CPU, None)
-    compiled = compile_loss(eager)
+    compiled = compile_graph(eager)
     began, diffs = time.perf_counter(), []
     for shape in SHAPES:
         results = []

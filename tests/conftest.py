@@ -324,9 +324,9 @@ MULTI_TRAIN = [
     "--warmup-updates",
     "10",
     "--max-updates",
-    "400",
+    "500",
     "--validate-every",
-    "200",
+    "250",
     "--save-every",
     "0",
     "--label-smoothing",
@@ -353,7 +353,7 @@ MULTI_TRAIN = [
 
 @pytest.fixture(scope="session")
 def multi_run(multi_dataset: Path) -> Path:
-    """The run directory of a tiny model trained on ``multi_dataset`` (about 6 s on one CPU
+    """The run directory of a tiny model trained on ``multi_dataset`` (about 8 s on one CPU
     thread) until it follows the tags: BLEU 100 per direction on the first training pairs."""
     import torch
     from click.testing import CliRunner

@@ -273,15 +273,23 @@ class Transformer(nn.Module):
         out = self.output(x) if self.output is not None else F.linear(x, self.tgt_embed.weight)
         return out if self.output_bias is None else out + self.output_bias
 
-    def decode(self, tgt_in: Tensor, enc: EncoderOut) -> Tensor:
-        """Teacher forcing: tgt_in (B, T) = BOS + target[:-1]; returns logits (B, T, V)."""
+    @property
+    def output_weight(self) -> Tensor:
+        """The output projection's (V_tgt, D) weight: its own layer's, or the tied embedding."""
+        return self.tgt_embed.weight if self.output is None else self.output.weight
+
+    def decode(self, tgt_in: Tensor, enc: EncoderOut, project: bool = True) -> Tensor:
+        """Teacher forcing: tgt_in (B, T) = BOS + target[:-1]; returns logits (B, T, V), or
+        with ``project`` False the final hidden states (B, T, D) that :meth:`logits` projects
+        (the training loss projects them itself, a block of rows at a time)."""
         x = self._embed(self.tgt_embed, self.tgt_positions, tgt_in)
         for layer in self.decoder_stack():
             x = layer(x, layer.cross_attn.memory_kv(enc.memory), enc.src_keep)
-        return self.logits(self.decoder_norm(x))
+        x = self.decoder_norm(x)
+        return self.logits(x) if project else x
 
-    def forward(self, src: Tensor, tgt_in: Tensor) -> Tensor:
-        return self.decode(tgt_in, self.encode(src))
+    def forward(self, src: Tensor, tgt_in: Tensor, project: bool = True) -> Tensor:
+        return self.decode(tgt_in, self.encode(src), project)
 
     def cross_attention(
         self, src: Tensor, tgt_in: Tensor, layer: int, enc: EncoderOut | None = None

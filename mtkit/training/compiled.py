@@ -23,7 +23,7 @@ demo step on an H200 that left the GPU idle most of the time, its compiled figur
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import torch
 import torch.fx.experimental._config as fx_config
@@ -31,8 +31,9 @@ from torch import Tensor, nn
 
 from mtkit.config import COMPILE_MODES
 from mtkit.errors import MtkitError
+from mtkit.model.transformer import Transformer
 from mtkit.training.distributed import autocast
-from mtkit.training.loss import label_smoothed_nll_loss
+from mtkit.training.loss import label_smoothed_nll_loss, projected_label_smoothed_nll_loss
 
 # auto's choice per device type, and why (CPU: bench_train.py --tools mtkit,mtkit-compiled)
 AUTO_REASONS = {
@@ -67,27 +68,55 @@ LossFn = Callable[[Tensor, Tensor, Tensor], tuple[Tensor, Tensor]]
 
 
 def loss_function(
-    net: nn.Module, epsilon: float, pad: int, device: torch.device, dtype: torch.dtype | None
+    net: nn.Module,
+    epsilon: float,
+    pad: int,
+    device: torch.device,
+    dtype: torch.dtype | None,
+    model: Transformer | None = None,
+    compiled: Compiling | None = None,
+    fullgraph: bool = True,
 ) -> LossFn:
     """(src, tgt_in, tgt_out) -> (smoothed loss sum, nll sum) of ``net``'s teacher-forced pass,
-    the pass under autocast to ``dtype`` (None: fp32), the loss in fp32."""
+    the pass under autocast to ``dtype`` (None: fp32), the loss in fp32.
+
+    Given ``model`` (the Transformer inside ``net``), the loss projects ``net``'s hidden states
+    into the vocabulary itself, a block of rows at a time
+    (:func:`projected_label_smoothed_nll_loss`; what training on CPU does), and ``compiled``
+    makes a graph of the pass up to those states; without ``model``, of the pass and the loss
+    (:func:`compile_graph`, ``fullgraph`` as there)."""
 
     def loss(src: Tensor, tgt_in: Tensor, tgt_out: Tensor) -> tuple[Tensor, Tensor]:
         with autocast(device, dtype):
             logits = net(src, tgt_in)  # (B, T, V)
         return label_smoothed_nll_loss(logits, tgt_out, epsilon, pad)
 
-    return loss
+    def hidden(src: Tensor, tgt_in: Tensor) -> Tensor:
+        with autocast(device, dtype):
+            return net(src, tgt_in, project=False)  # (B, T, D)
+
+    compiling = compiled is not None and compiled.on
+    if model is None:
+        return compile_graph(loss, fullgraph) if compiling else loss
+    states = compile_graph(hidden, fullgraph) if compiling else hidden
+
+    def projected(src: Tensor, tgt_in: Tensor, tgt_out: Tensor) -> tuple[Tensor, Tensor]:
+        weight, bias = model.output_weight, model.output_bias
+        return projected_label_smoothed_nll_loss(
+            states(src, tgt_in), weight, tgt_out, epsilon, pad, bias, dtype
+        )
+
+    return projected
 
 
-def compile_loss(loss: LossFn, fullgraph: bool = True) -> LossFn:
-    """``loss`` as one dynamic-shape graph (see the module docstring). ``fullgraph`` False under
-    DDP, whose graph dynamo splits at the gradient buckets."""
+def compile_graph(fn: Callable[..., Any], fullgraph: bool = True) -> Callable[..., Any]:
+    """``fn`` of tensors as one dynamic-shape graph (see the module docstring). ``fullgraph``
+    False under DDP, whose graph dynamo splits at the gradient buckets."""
     options = {"fallback_random": True} if BACKEND == "inductor" else None
-    graph = torch.compile(loss, backend=BACKEND, dynamic=True, fullgraph=fullgraph, options=options)
+    graph = torch.compile(fn, backend=BACKEND, dynamic=True, fullgraph=fullgraph, options=options)
 
-    def compiled(src: Tensor, tgt_in: Tensor, tgt_out: Tensor) -> tuple[Tensor, Tensor]:
+    def compiled(*tensors: Tensor) -> Any:
         with fx_config.patch(use_duck_shape=False):
-            return graph(src, tgt_in, tgt_out)
+            return graph(*tensors)
 
     return compiled

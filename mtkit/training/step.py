@@ -27,7 +27,7 @@ from mtkit.errors import MtkitError
 from mtkit.model.transformer import build_model
 from mtkit.training import distributed as D
 from mtkit.training.batching import Group
-from mtkit.training.compiled import LossFn, compile_loss, loss_function, resolve_compile
+from mtkit.training.compiled import LossFn, loss_function, resolve_compile
 from mtkit.training.optim import build_optimizer, build_scheduler
 from mtkit.training.state import seed_everything
 
@@ -75,9 +75,11 @@ class Stepper:
         if self._loss is None:
             pad = self.model.special_ids.pad
             eps, dtype = self.cfg.label_smoothing, self.amp_dtype
-            self._loss = loss_function(self.net, eps, pad, self.device, dtype)
-            if self.compiling.on:
-                self._loss = compile_loss(self._loss, fullgraph=not self.where.active)
+            # on CPU the loss projects the hidden states itself, in blocks of rows
+            model = self.model if self.device.type == "cpu" else None
+            self._loss = loss_function(
+                self.net, eps, pad, self.device, dtype, model, self.compiling, not self.where.active
+            )
         return self._loss
 
     def keep_precision(self, name: str) -> None:

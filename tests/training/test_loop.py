@@ -172,17 +172,22 @@ def test_validation_best_and_early_stopping(
 
 def nan_at(calls: set[int], monkeypatch) -> None:
     """Make the loss of the given forward passes (counted from 1) NaN."""
-    real = compiled.label_smoothed_nll_loss
     count = {"n": 0}
 
-    def patched(logits, target, eps, *pad):
-        count["n"] += 1
-        loss, nll = real(logits, target, eps, *pad)
-        if count["n"] in calls:
-            return loss * math.nan, nll
-        return loss, nll
+    def patch(name: str) -> None:  # the loss of logits, and the loss projecting hidden states
+        real = getattr(compiled, name)
 
-    monkeypatch.setattr(compiled, "label_smoothed_nll_loss", patched)
+        def patched(*args):
+            count["n"] += 1
+            loss, nll = real(*args)
+            if count["n"] in calls:
+                return loss * math.nan, nll
+            return loss, nll
+
+        monkeypatch.setattr(compiled, name, patched)
+
+    patch("label_smoothed_nll_loss")
+    patch("projected_label_smoothed_nll_loss")
 
 
 def test_nan_stops_and_names_the_resume_point(tmp_path: Path, tiny_dataset, mtkit, monkeypatch):

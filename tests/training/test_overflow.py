@@ -31,14 +31,20 @@ class InfiniteGradient(torch.autograd.Function):
 def overflow_at(calls: set[int], monkeypatch) -> None:
     """An enabled gradient scaler on the CPU; the given forward passes (from 1) overflow."""
     monkeypatch.setattr(torch.amp, "GradScaler", lambda device, enabled: REAL_SCALER("cpu"))
-    real, count = compiled.label_smoothed_nll_loss, [0]
+    count = [0]
 
-    def patched(logits, target, eps, *pad):
-        count[0] += 1
-        loss, nll = real(logits, target, eps, *pad)
-        return (InfiniteGradient.apply(loss) if count[0] in calls else loss), nll
+    def patch(name: str) -> None:  # the loss of logits, and the loss projecting hidden states
+        real = getattr(compiled, name)
 
-    monkeypatch.setattr(compiled, "label_smoothed_nll_loss", patched)
+        def patched(*args):
+            count[0] += 1
+            loss, nll = real(*args)
+            return (InfiniteGradient.apply(loss) if count[0] in calls else loss), nll
+
+        monkeypatch.setattr(compiled, name, patched)
+
+    patch("label_smoothed_nll_loss")
+    patch("projected_label_smoothed_nll_loss")
 
 
 def train_log(run: Path) -> list[dict]:
