@@ -50,7 +50,7 @@ ROWS = 80  # decoder rows whose sentences share one union (benchmarks/bench_shor
 def projection_weight(model: Transformer) -> Tensor:
     """The output projection's weight (V, D) of a model not yet prepared for inference: what
     an oneDNN-packed copy of the projection no longer holds."""
-    return (model.output.weight if model.output is not None else model.tgt_embed.weight).detach()
+    return model.output_weight.detach()
 
 
 def output_rows(model: nn.Module, ids: Tensor, weight: Tensor | None = None) -> Projection:
