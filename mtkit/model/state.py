@@ -170,14 +170,19 @@ class PointerCache(KeyValueCache):
         these. Their slots before ``length`` point at buffer row 0, which every step writes
         (finite keys that :class:`DecoderState`'s key mask hides); their own positions go to
         the buffer rows after the live ones, as :meth:`append` writes them. The buffers grow
-        (by half again: joins are many) where they must; a buffer row that a live row points
-        into before ``length`` is never written again."""
+        by half again, rows or steps, where they must (joins are many, and each growth copies
+        them); a buffer row that a live row points into before ``length`` is never written
+        again."""
         if not isinstance(other, PointerCache) or other.length or other.origin is None:
             raise ValueError("rows joining a compiled decode must be a new pointer cache")
         assert self.origin is not None
         n, (rows, more) = self.length, (self.origin.shape[0], other.origin.shape[0])
         held, heads, steps, dim = self.k.shape
-        want = (max(held, (rows + more) * 3 // 2), max(steps, n + other.k.shape[2]))
+        need = (rows + more, n + other.k.shape[2])
+        want = tuple(
+            have if have >= at_least else max(at_least, have * 3 // 2)
+            for have, at_least in zip((held, steps), need, strict=True)
+        )
         if want != (held, steps):
             k, v = (x.new_zeros((want[0], heads, want[1], dim)) for x in (self.k, self.v))
             k[:held, :, :n], v[:held, :, :n] = self.k[:, :, :n], self.v[:, :, :n]
