@@ -2,9 +2,8 @@
 every search: one thread decodes everything submitted, one step at a time.
 
 Callers (a server's request threads) hand a batch of source rows to :meth:`Scheduler.decode`
-and wait. Every few steps (:data:`JOIN_EVERY`, or once a submission has waited
-:data:`JOIN_WAIT` for its first rows) the scheduler takes in what was submitted: the rows of a
-search that takes inputs joining it (greedy decoding and beam search:
+and wait. Between two steps the scheduler takes in what was submitted: the rows of a search
+that takes inputs joining it (greedy decoding and beam search:
 :attr:`~mtkit.decoding.stepper.Stepper.joinable`) join the running search of the same kind and
 options (``key``), as many as the budget allows; any other batch (constrained, sampling,
 speculative, alignments) starts a search of its own, stepped beside the others. Each input is
@@ -21,7 +20,6 @@ are dropped and nothing more of it is computed.
 from __future__ import annotations
 
 import threading
-import time
 from collections.abc import Callable, Hashable
 from contextvars import ContextVar
 from dataclasses import dataclass, field
@@ -33,12 +31,9 @@ from mtkit.decoding.batching import pad_batch
 from mtkit.decoding.hypotheses import Hypothesis
 from mtkit.decoding.stepper import Stepper
 
-# rows are taken in every this many steps, or once the oldest waiting has waited JOIN_WAIT
-# seconds: each intake encodes its rows (a few ms whatever their number) and grows the caches,
-# so a few larger intakes cost less than many small ones (benchmarks/bench_scheduler.py, 32
-# clients and a long text on 2 cores with AMX: 79-91 sentences/s every 8 steps, 66-75 every 2)
-JOIN_EVERY = 8
-JOIN_WAIT = 0.1
+# rows are taken in every this many steps: each intake encodes its rows and grows the caches
+# (a few ms), so rows arriving one a step join in pairs (a step's wait, at most, for each)
+JOIN_EVERY = 2
 # a search that has taken this many inputs takes no more (it drains, a new one starts): a
 # server's search under steady traffic would otherwise never end, and its per-input
 # bookkeeping (a few integers each) grow for ever
@@ -63,7 +58,6 @@ class Submission:
     taken: int = 0  # rows admitted so far
     live: int = 0  # source tokens of its rows being decoded
     left: int = 0  # rows not handed back yet
-    arrived: float = field(default_factory=time.monotonic)
     error: BaseException | None = None
     done: threading.Event = field(default_factory=threading.Event)
 
@@ -157,7 +151,7 @@ class Scheduler:
                         return
                     rounds += 1
                     admitted = []
-                    if rounds >= self.join_every or not self._running or self._overdue():
+                    if rounds >= self.join_every or not self._running:
                         admitted, rounds = self._admit(), 0
                 try:
                     self._drop_cancelled()
@@ -168,11 +162,6 @@ class Scheduler:
                 except Exception as err:  # noqa: BLE001 - the searches in hand fail, not the thread
                     for running in list(self._running):
                         self._fail(running, err)
-
-    def _overdue(self) -> bool:
-        """A submission has waited :data:`JOIN_WAIT` for its first rows to be taken in."""
-        waited = time.monotonic() - JOIN_WAIT
-        return any(sub.arrived <= waited for sub in self._pending if not sub.taken)
 
     def _admit(self) -> list[tuple[Hashable | None, list[tuple[Submission, int]]]]:
         """Rows to take in now, grouped by key, in submission order: a batch without a key

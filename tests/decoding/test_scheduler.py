@@ -13,7 +13,6 @@ import torch
 
 from mtkit.config import SearchConfig
 from mtkit.data.tokenizer import EOS_ID, PAD_ID
-from mtkit.decoding import scheduler as scheduling
 from mtkit.decoding.scheduler import CANCELLED, Cancelled, Scheduler
 from mtkit.decoding.search import generate, joinable, start_search
 from tests.model.model_helpers import tiny
@@ -100,45 +99,6 @@ def test_a_short_submission_during_a_long_decode_is_answered_first(scheduler: Sc
     long.join()
     assert ended["short"] < ended["long"]
     assert scheduler.stats.steps >= 70
-
-
-def test_rows_arriving_one_a_step_are_taken_in_together_every_few_steps(
-    scheduler: Scheduler, monkeypatch
-) -> None:
-    monkeypatch.setattr(scheduling, "JOIN_WAIT", 60.0)  # steps alone decide
-    model = tiny()
-    shorts = [rows(1, seed=20 + i) for i in range(6)]
-    with torch.inference_mode():
-        expected = [tokens(generate([model], padded(batch), GREEDY)) for batch in shorts]
-    intakes: list[int] = []  # the steps made before each intake that took rows
-    admit = scheduler._admit
-
-    def recorded():
-        taken = admit()
-        intakes.extend([scheduler.stats.steps] if taken else [])
-        return taken
-
-    monkeypatch.setattr(scheduler, "_admit", recorded)
-    with ThreadPoolExecutor(7) as pool:
-        long = pool.submit(submit, scheduler, model, rows(2, seed=7), LONG)
-        got = []
-        for batch in shorts:  # one a step
-            steps = scheduler.stats.steps
-            got.append(pool.submit(submit, scheduler, model, batch, GREEDY))
-            while scheduler.stats.steps == steps and not long.done():
-                time.sleep(0.0005)
-        assert [tokens(g.result()) for g in got] == expected
-        long.result()
-    gaps = [b - a for a, b in zip(intakes, intakes[1:], strict=False)]
-    assert len(intakes) >= 2 and min(gaps) >= scheduling.JOIN_EVERY > 1, intakes
-
-
-def test_a_row_that_waited_long_enough_is_taken_in_whatever_the_steps(
-    scheduler: Scheduler, monkeypatch
-) -> None:
-    monkeypatch.setattr(scheduling, "JOIN_WAIT", 0.005)
-    scheduler.join_every = 10**6  # only its wait takes it in
-    test_a_short_submission_during_a_long_decode_is_answered_first(scheduler)
 
 
 def cancelled_mid_decode(scheduler: Scheduler, decode) -> list[BaseException]:
