@@ -112,7 +112,7 @@ class Scheduler:
         calling context's :data:`CANCELLED` says so, or what the search raised."""
         if not rows:
             return []
-        cancelled = CANCELLED.get() or _never
+        cancelled = cancellation()
         sub = Submission(rows, key, start, cancelled, [[] for _ in rows], left=len(rows))
         with self._cond:
             if self._closed:
@@ -285,6 +285,11 @@ class Scheduler:
 def _gone(sub: Submission) -> bool:
     """Its request went away, or another of its rows failed."""
     return sub.error is not None or sub.cancelled()
+
+
+def cancellation() -> Callable[[], bool]:
+    """The calling context's :data:`CANCELLED` test; outside a request, one that never says so."""
+    return CANCELLED.get() or _never
 
 
 def _never() -> bool:

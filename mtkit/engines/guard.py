@@ -63,7 +63,7 @@ from mtkit.decoding.guard import (
     squeezed,
     with_case,
 )
-from mtkit.decoding.scheduler import CANCELLED, Cancelled
+from mtkit.decoding.scheduler import CANCELLED, Cancelled, cancellation
 from mtkit.engines.confidence import Confidence
 from mtkit.engines.results import Progress, Translation, warn
 from mtkit.errors import MtkitError
@@ -253,7 +253,7 @@ def _beside(
     ``ahead`` first (step 3 is then called off: its rows leave the running decode)."""
     step1, step3 = searches
     mended = threading.Event()
-    wanted = CANCELLED.get() or (lambda: False)  # the request's (a server's cancellation)
+    wanted = cancellation()  # the request's (a server's cancellation)
     context = contextvars.copy_context()
     context.run(CANCELLED.set, lambda: mended.is_set() or wanted())
     with ThreadPoolExecutor(1) as pool:
