@@ -66,3 +66,67 @@ def test_eval_mode_and_p_zero_leave_the_input_alone_and_p_one_drops_all() -> Non
 def test_a_bf16_input_gets_a_bf16_output() -> None:
     y = Dropout(0.1)(torch.ones(100, dtype=torch.bfloat16))
     assert y.dtype == torch.bfloat16
+
+
+def reference_attention(q, k, v, mask, is_causal, keep):
+    """softmax(q k^T / sqrt(Dh) + mask) v in float64, probabilities times ``keep``."""
+    h = q.shape[-3]
+    k, v = (x.double().repeat_interleave(h // x.shape[-3], dim=-3) for x in (k, v))
+    scores = q.double() @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
+    if is_causal:
+        mask = torch.ones(scores.shape[-2:], dtype=torch.bool).tril()
+    if mask is not None:
+        scores = scores.masked_fill(~mask, -math.inf) if mask.dtype == torch.bool else scores + mask
+    return (scores.softmax(-1) * keep) @ v
+
+
+@pytest.mark.parametrize("kv_heads", [4, 2])
+@pytest.mark.parametrize("masking", ["none", "padding", "causal", "bias"])
+def test_attention_dropout_on_cpu_drops_probabilities_with_dropout_s_masks(
+    kv_heads: int, masking: str
+) -> None:
+    from mtkit.model.attention import attention
+
+    g = torch.Generator().manual_seed(4)
+    q = torch.randn(3, 4, 6, 8, generator=g)
+    k, v = (torch.randn(3, kv_heads, 6, 8, generator=g) for _ in range(2))
+    mask = {
+        "padding": torch.tensor([[1] * 6, [1] * 4 + [0] * 2, [1] * 2 + [0] * 4]).bool()[
+            :, None, None
+        ],
+        "bias": torch.randn(1, 4, 6, 6, generator=g),
+    }.get(masking)
+    causal = masking == "causal"
+    torch.manual_seed(5)
+    got = attention(q, k, v, mask, 0.3, causal)
+    torch.manual_seed(5)
+    keep = keep_scale(torch.Size([3, 4, 6, 6]), 0.3, torch.float64)
+    assert keep.eq(0).any() and keep.ne(0).any()
+    assert torch.allclose(got.double(), reference_attention(q, k, v, mask, causal, keep), atol=1e-6)
+    with torch.autocast("cpu", torch.bfloat16):  # bf16 products, a float32 softmax
+        torch.manual_seed(5)
+        low = attention(q.bfloat16(), k.bfloat16(), v.bfloat16(), mask, 0.3, causal)
+    assert low.dtype == torch.bfloat16
+    assert torch.allclose(low.double(), got.double(), atol=0.05)
+
+
+def test_attention_dropout_s_gradient_is_that_of_its_written_out_reference() -> None:
+    from mtkit.model.attention import attention
+
+    g = torch.Generator().manual_seed(6)
+    q, k, v = (torch.randn(2, 2, 5, 4, generator=g, dtype=torch.float64) for _ in range(3))
+    keep = torch.Size([2, 2, 5, 5])
+
+    def ours(q, k, v):
+        torch.manual_seed(7)
+        return attention(q, k, v, None, 0.2, True)
+
+    def written(q, k, v):
+        torch.manual_seed(7)
+        return reference_attention(q, k, v, None, True, keep_scale(keep, 0.2, torch.float64))
+
+    inputs = [x.clone().requires_grad_() for x in (q, k, v)]
+    grads = torch.autograd.grad(ours(*inputs).sum(), inputs)
+    expected = torch.autograd.grad(written(*inputs).sum(), inputs)
+    for a, b in zip(grads, expected, strict=True):
+        assert torch.allclose(a, b, atol=1e-12)
