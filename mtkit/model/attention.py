@@ -1,9 +1,9 @@
 """Attention as a function: softmax(q k^T / sqrt(Dh) + mask) v through
 ``torch.nn.functional.scaled_dot_product_attention``, grouped-query keys/values (Ainslie et al.,
-2023) without copies where the mask allows, written out inside a compiled graph and for
-training with attention dropout on CPU; and the head reshapes every attention layer uses.
-Shapes: B batch, T length, D width, H heads, Hkv key/value heads (H, or a divisor of it),
-Dh = D / H.
+2023) without copies where the mask allows, written out inside a compiled graph (and, for
+training with attention dropout on CPU, in :mod:`mtkit.model.dropout`); and the head reshapes
+every attention layer uses. Shapes: B batch, T length, D width, H heads, Hkv key/value heads
+(H, or a divisor of it), Dh = D / H.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
-from mtkit.model.dropout import keep_scale
+from mtkit.model.dropout import dropped_attention
 
 
 def split_heads(x: Tensor, heads: int) -> Tensor:
@@ -49,7 +49,7 @@ def attention(
     if written_out(q, dropout_p, is_causal):
         return _written_out(q, k, v, mask)
     if dropout_p and q.device.type == "cpu":
-        return _dropped_out(q, k, v, mask, dropout_p, is_causal)
+        return dropped_attention(q, k, v, mask, dropout_p, is_causal)
     h, hkv = q.shape[-3], k.shape[-3]
     if h == hkv:
         return F.scaled_dot_product_attention(
@@ -94,27 +94,6 @@ def _written_out(q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None) -> Tensor
         scores = scores.masked_fill(~mask, -math.inf) if mask.dtype == torch.bool else scores + mask
     out = (scores.softmax(-1).unsqueeze(-1) * v.unsqueeze(-3)).sum(-2)  # (B, Hkv, H/Hkv, Tq, Dh)
     return out.flatten(-4, -3)
-
-
-def _dropped_out(
-    q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None, p: float, is_causal: bool
-) -> Tensor:
-    """Training attention with dropout on CPU, where SDPA takes its math path: that path
-    casts bf16 queries, keys and values to float32 (its products then run in float32, not on
-    bf16 hardware) and draws its mask with ``bernoulli_``. Here the products run in the
-    inputs' dtype, the softmax in float32, and the mask is :func:`keep_scale`'s (torch's
-    generator: seeds and resumes as before). SDPA's causal mask: query i reads keys 0..i."""
-    h = q.shape[-3]
-    k, v = per_query_head(k, h), per_query_head(v, h)
-    scores = torch.matmul(q, k.transpose(-2, -1))
-    scores = scores.to(torch.promote_types(scores.dtype, torch.float32)) * q.shape[-1] ** -0.5
-    if is_causal:
-        t_q, t_k = scores.shape[-2:]
-        mask = torch.ones(t_q, t_k, dtype=torch.bool, device=q.device).tril()
-    if mask is not None:
-        scores = scores.masked_fill(~mask, -math.inf) if mask.dtype == torch.bool else scores + mask
-    probs = scores.softmax(-1)
-    return torch.matmul((probs * keep_scale(probs.shape, p, probs.dtype)).to(v.dtype), v)
 
 
 def per_query_head(x: Tensor, heads: int) -> Tensor:

@@ -7,7 +7,8 @@ at a time from torch's generator (``randint`` over the int64 range) and reads th
 0.0999985) and the kept ones are scaled by the inverse of their own share, which keeps the
 expectation exact. Same generator, so seeds, checkpointed random states and resumes work as
 before; ``torch.compile`` (with inductor's ``fallback_random``) draws the same masks. Elsewhere
-(CUDA), torch's fused kernel is the fast one and is used as is.
+(CUDA), torch's fused kernel is the fast one and is used as is. Attention's dropout on CPU:
+:func:`dropped_attention`.
 """
 
 from __future__ import annotations
@@ -42,3 +43,27 @@ class Dropout(nn.Dropout):
         if x.device.type != "cpu":
             return F.dropout(x, self.p, True, self.inplace)
         return x * keep_scale(x.shape, self.p, x.dtype)
+
+
+def dropped_attention(
+    q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None, p: float, is_causal: bool
+) -> Tensor:
+    """softmax(q k^T / sqrt(Dh) + mask) v with dropout on the probabilities, for training on CPU
+    (:func:`mtkit.model.attention.attention`'s shapes), where SDPA takes its math path: that path
+    casts bf16 queries, keys and values to float32 (its products then run in float32, not on
+    bf16 hardware) and draws its mask with ``bernoulli_``. Here the products run in the
+    inputs' dtype, the softmax in float32, and the mask is :func:`keep_scale`'s (torch's
+    generator: seeds and resumes as before). SDPA's causal mask: query i reads keys 0..i."""
+    h = q.shape[-3]
+    k, v = (
+        x if x.shape[-3] == h else x.repeat_interleave(h // x.shape[-3], dim=-3) for x in (k, v)
+    )
+    scores = torch.matmul(q, k.transpose(-2, -1))
+    scores = scores.to(torch.promote_types(scores.dtype, torch.float32)) * q.shape[-1] ** -0.5
+    if is_causal:
+        t_q, t_k = scores.shape[-2:]
+        mask = torch.ones(t_q, t_k, dtype=torch.bool, device=q.device).tril()
+    if mask is not None:
+        scores = scores.masked_fill(~mask, -math.inf) if mask.dtype == torch.bool else scores + mask
+    probs = scores.softmax(-1)
+    return torch.matmul((probs * keep_scale(probs.shape, p, probs.dtype)).to(v.dtype), v)

@@ -1,5 +1,5 @@
-"""mtkit's CPU dropout: its drop rate and scale, expectation, gradient, seeding, and where it
-leaves the input alone."""
+"""mtkit's CPU dropout: its drop rate and scale, expectation, gradient, seeding, where it
+leaves the input alone, and attention's dropout against a written-out reference."""
 
 import math
 
