@@ -48,9 +48,10 @@ def attention(
     """
     if written_out(q, dropout_p, is_causal):
         return _written_out(q, k, v, mask)
-    if dropout_p and q.device.type == "cpu":
-        return dropped_attention(q, k, v, mask, dropout_p, is_causal)
     h, hkv = q.shape[-3], k.shape[-3]
+    if dropout_p and q.device.type == "cpu":
+        k, v = per_query_head(k, h), per_query_head(v, h)
+        return dropped_attention(q, k, v, mask, dropout_p, is_causal)
     if h == hkv:
         return F.scaled_dot_product_attention(
             q, k, v, attn_mask=mask, dropout_p=dropout_p, is_causal=is_causal

@@ -48,16 +48,12 @@ class Dropout(nn.Dropout):
 def dropped_attention(
     q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None, p: float, is_causal: bool
 ) -> Tensor:
-    """softmax(q k^T / sqrt(Dh) + mask) v with dropout on the probabilities, for training on CPU
-    (:func:`mtkit.model.attention.attention`'s shapes), where SDPA takes its math path: that path
-    casts bf16 queries, keys and values to float32 (its products then run in float32, not on
-    bf16 hardware) and draws its mask with ``bernoulli_``. Here the products run in the
+    """softmax(q k^T / sqrt(Dh) + mask) v with dropout on the probabilities (q, k, v: (B, H, T,
+    Dh), a key/value head per query head), for training on CPU, where SDPA takes its math path:
+    that path casts bf16 queries, keys and values to float32 (its products then run in float32,
+    not on bf16 hardware) and draws its mask with ``bernoulli_``. Here the products run in the
     inputs' dtype, the softmax in float32, and the mask is :func:`keep_scale`'s (torch's
     generator: seeds and resumes as before). SDPA's causal mask: query i reads keys 0..i."""
-    h = q.shape[-3]
-    k, v = (
-        x if x.shape[-3] == h else x.repeat_interleave(h // x.shape[-3], dim=-3) for x in (k, v)
-    )
     scores = torch.matmul(q, k.transpose(-2, -1))
     scores = scores.to(torch.promote_types(scores.dtype, torch.float32)) * q.shape[-1] ** -0.5
     if is_causal:
