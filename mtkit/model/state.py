@@ -103,8 +103,7 @@ class KeyValueCache:
         k, v = self.room or (self.k, self.v)
         need = n + other.k.shape[2]
         if k.shape[0] < r + more or k.shape[2] < need:  # grown by half again: joins are many
-            steps = k.shape[2] if k.shape[2] >= need else max(need, k.shape[2] * 3 // 2)
-            shape = ((r + more) * 3 // 2, heads, steps, dim)
+            shape = ((r + more) * 3 // 2, heads, _grown(k.shape[2], need), dim)
             k, v = self.k.new_empty(shape), self.v.new_empty(shape)
             k[:r, :, :n], v[:r, :, :n] = self.k[:, :, :n], self.v[:, :, :n]
             self.spare = None
@@ -120,6 +119,11 @@ class KeyValueCache:
         self.k[:, :, : n - steps] = self.k[:, :, steps:n].clone()
         self.v[:, :, : n - steps] = self.v[:, :, steps:n].clone()
         self.length = n - steps
+
+
+def _grown(have: int, need: int) -> int:
+    """A buffer dimension of ``have`` that must hold ``need``: as it is, or half again."""
+    return have if have >= need else max(need, have * 3 // 2)
 
 
 @dataclass
@@ -178,11 +182,7 @@ class PointerCache(KeyValueCache):
         assert self.origin is not None
         n, (rows, more) = self.length, (self.origin.shape[0], other.origin.shape[0])
         held, heads, steps, dim = self.k.shape
-        need = (rows + more, n + other.k.shape[2])
-        want = tuple(
-            have if have >= at_least else max(at_least, have * 3 // 2)
-            for have, at_least in zip((held, steps), need, strict=True)
-        )
+        want = (_grown(held, rows + more), _grown(steps, n + other.k.shape[2]))
         if want != (held, steps):
             k, v = (x.new_zeros((want[0], heads, want[1], dim)) for x in (self.k, self.v))
             k[:held, :, :n], v[:held, :, :n] = self.k[:, :, :n], self.v[:, :, :n]
