@@ -16,6 +16,7 @@ work (clients' sentences and the long text's) against offline.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import statistics
 import threading
 import time
@@ -103,14 +104,17 @@ def main() -> None:
     start = time.perf_counter()
     translate_text(engine, [text], "en")
     alone = time.perf_counter() - start
+    before = dataclasses.replace(engine.scheduler.stats)
     run = clients(engine, lines, args.clients, text, 1.0)
+    stats = engine.scheduler.stats
+    spent = {k: getattr(stats, k) - getattr(before, k) for k in ("idle", "starting", "stepping")}
+    intakes = stats.intakes - before.intakes
     lat, wall = run["latencies"], run["end"] - run["start"]
     rate = len(lat) / wall
     a, b = run["span"]
     inside = max(0.0, min(b, run["end"]) - max(a, run["start"])) / (b - a)
     work = rate * (1 + inside * long_sentences / len(lat))
     p50, p95, p99 = (statistics.quantiles(lat, n=100)[q - 1] * 1000 for q in (50, 95, 99))
-    stats = engine.scheduler.stats
     print(
         f"model {args.checkpoint}; beam {args.beam}; --dtype {args.dtype} --compile "
         f"{args.compile} (compiled: {engine.compiled}); budget {args.max_tokens}, share "
@@ -118,10 +122,14 @@ def main() -> None:
         f"offline batched: {offline:.1f} sentences/s; long text ({long_sentences} sentences) "
         f"alone {alone:.1f} s\n"
         f"| clients | sentences/s | vs offline | p50 ms | p95 ms | p99 ms | long text (s) "
-        f"| all work vs offline | steps | most rows |\n"
+        f"| all work vs offline | steps | most rows | idle (s) |\n"
         f"| {args.clients} | {rate:.1f} | {rate / offline:.2f}x | {p50:.0f} | {p95:.0f} "
         f"| {p99:.0f} | {b - a:.1f} | {work / offline:.2f}x | {stats.steps} "
-        f"| {stats.most_rows} |"
+        f"| {stats.most_rows} | {spent['idle']:.1f} |"
+    )
+    print(
+        f"the decoding thread under the load: starting and joining rows {spent['starting']:.1f} "
+        f"s in {intakes} intakes, steps {spent['stepping']:.1f} s, idle {spent['idle']:.1f} s"
     )
     engine.scheduler.close()
 

@@ -32,8 +32,8 @@ class DecodingState(Protocol):
         raises ValueError; a search joins rows only where its engine says the models can)."""
 
     def compact(self) -> int:
-        """Forget the positions no row reads any more (slots before every joined row's first);
-        returns how many were dropped (0 where nothing joined)."""
+        """Forget the positions no row reads any more (slots before every joined row's first),
+        or wait until more of them are; returns how many were dropped (0 where none)."""
 
     def attended(self, row: int) -> Tensor | None:
         """Row ``row``'s cross-attention at each step so far (steps, S), as the state recorded

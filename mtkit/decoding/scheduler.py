@@ -20,6 +20,7 @@ are dropped and nothing more of it is computed.
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable, Hashable
 from contextvars import ContextVar
 from dataclasses import dataclass, field
@@ -85,6 +86,10 @@ class SchedulerStats:
     joined: int = 0  # inputs that joined a running search
     dropped: int = 0  # inputs dropped (their requests gone)
     most_rows: int = 0  # the most inputs decoded at once
+    idle: float = 0.0  # seconds the decoding thread waited with nothing to decode
+    starting: float = 0.0  # seconds spent starting and joining rows (encoding them)
+    stepping: float = 0.0  # seconds spent in steps and handing out
+    intakes: int = 0  # calls that started or joined rows
 
 
 class Scheduler:
@@ -145,8 +150,11 @@ class Scheduler:
         with torch.inference_mode():
             while True:
                 with self._cond:
-                    while not (self._pending or self._running or self._closed):
-                        self._cond.wait()
+                    if not (self._pending or self._running or self._closed):
+                        waited = time.perf_counter()
+                        while not (self._pending or self._running or self._closed):
+                            self._cond.wait()
+                        self.stats.idle += time.perf_counter() - waited
                     if self._closed and not (self._pending or self._running):
                         return
                     rounds += 1
@@ -155,10 +163,15 @@ class Scheduler:
                         admitted, rounds = self._admit(), 0
                 try:
                     self._drop_cancelled()
+                    began = time.perf_counter()
                     for key, parts in admitted:
                         self._start(key, parts)
+                        self.stats.intakes += 1
+                    stepped = time.perf_counter()
                     for running in list(self._running):
                         self._step(running)
+                    self.stats.starting += stepped - began
+                    self.stats.stepping += time.perf_counter() - stepped
                 except Exception as err:  # noqa: BLE001 - the searches in hand fail, not the thread
                     for running in list(self._running):
                         self._fail(running, err)

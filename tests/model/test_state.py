@@ -173,3 +173,26 @@ def test_pointer_cache_reads_what_a_moving_cache_holds() -> None:
             pointing.truncate(arg)
     assert pointing.length == moving.length == 7
     assert pointing.k.shape[0] == 6  # the buffers grew once, to the most rows
+
+
+def test_slots_no_row_reads_are_dropped_once_they_are_half_the_slots() -> None:
+    """Rows joined at slot 2 and 4 of a decode whose first row left: compacting copies every
+    buffer's slots, so 2 unread slots of 5 stay (masked), 4 of 5 go; decoding goes on equal."""
+    model = tiny()
+    tokens = torch.tensor([BOS_ID, 5, 6, 7, 8, 9])
+    for joins_at, dropped in ((2, 0), (4, 4)):
+        with torch.no_grad():
+            state = model.start_state(model.encode(batch([5, 6], 23)[:1]), max_len=12)
+            for t in range(joins_at):
+                model.decode_step(tokens[t : t + 1], state)
+            state.join(model.start_state(model.encode(batch([5, 6], 23)[1:]), max_len=12))
+            for t in range(joins_at, 5):
+                model.decode_step(tokens[[t, t - joins_at]], state)
+            one = torch.tensor([1])
+            state.reorder(one, one)  # the first row leaves
+            before = copy.deepcopy(state)
+            assert state.compact() == dropped
+            assert state.offset == 5 - dropped and (state.first is None) == bool(dropped)
+            got = model.decode_step(tokens[5 - joins_at : 6 - joins_at], state)
+            want = model.decode_step(tokens[5 - joins_at : 6 - joins_at], before)
+        torch.testing.assert_close(got, want, atol=1e-5, rtol=1e-5)
