@@ -71,6 +71,19 @@ def test_submissions_from_many_threads_get_what_they_get_alone(scheduler: Schedu
     assert scheduler.stats.most_rows > 4
 
 
+def test_the_decoding_threads_seconds_are_counted_where_they_went(scheduler: Scheduler) -> None:
+    model = tiny()
+    time.sleep(0.2)  # nothing submitted yet: the thread waits
+    start = time.perf_counter()
+    with torch.inference_mode():
+        submit(scheduler, model, rows(3, seed=1), BEAM)
+    took = time.perf_counter() - start
+    stats = scheduler.stats
+    assert 0.15 < stats.idle < 0.2 + took  # (its wait ended when the rows came)
+    assert stats.intakes == 1 and 0 < stats.starting and 0 < stats.stepping
+    assert stats.starting + stats.stepping < took
+
+
 def test_searches_that_take_no_joiners_run_beside_the_others(scheduler: Scheduler) -> None:
     model = tiny()
     batch = rows(3, seed=5)
