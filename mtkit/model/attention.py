@@ -72,12 +72,15 @@ COMPILED_QUERIES = 16  # at most this many queries: a compiled graph computes at
 
 def written_out(q: Tensor, dropout_p: float, is_causal: bool) -> bool:
     """Whether :func:`attention` is written out instead of calling SDPA: inside a compiled
-    graph (``--compile``'s decoding step: a few queries over a few keys, no dropout), where
-    inductor fuses products and sums into a loop or two instead of calling SDPA's kernel
-    (~0.9 ms a call at 160 rows x 16 keys on one AVX2 core, the loops a fraction of it)."""
+    graph (``--compile``'s decoding step: a few queries over a few keys, no dropout; an
+    encoder's queries, any number, go to SDPA), where inductor fuses products and sums into a
+    loop or two instead of calling SDPA's kernel (~0.9 ms a call at 160 rows x 16 keys on one
+    AVX2 core, the loops a fraction of it)."""
     if not torch.compiler.is_compiling() or torch.is_grad_enabled():  # eager, or training
         return False
-    return q.shape[-2] <= COMPILED_QUERIES and not dropout_p and not is_causal
+    from torch.fx.experimental.symbolic_shapes import statically_known_true as known
+
+    return known(q.shape[-2] <= COMPILED_QUERIES) and not dropout_p and not is_causal
 
 
 def _written_out(q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None) -> Tensor:

@@ -381,10 +381,9 @@ class DecoderState:
         self.first = torch.cat([first, torch.full((rows,), self.offset, device=device)])
 
     def compact(self) -> int:
-        """Forget the slots before every row's first (rows that left no longer read them) once
-        they are half the slots or more: a compaction copies every buffer row's slots, while
-        a step reads the few masked ones for little. Returns how many slots were dropped (the
-        next token's slot moved back by that)."""
+        """Forget the slots before every row's first once they are half the slots (a compaction
+        copies every buffer row's; a step reads a few masked ones for little); returns how many
+        were dropped (the next token's slot moved back by that)."""
         if self.first is None:
             return 0
         steps = int(self.first.min())

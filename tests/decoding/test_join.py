@@ -158,10 +158,12 @@ def test_a_compiled_step_takes_joining_inputs(variant: str) -> None:
     model = compile_step(model, cpu, build="export")
     assert model.joinable and model.decode_step.joined is None
     model.decode_step.prepare_joins()  # what a scheduling engine does at once
-    graph = model.decode_step.joined
+    graph, encoder, encoded = model.decode_step.joined, model.decode_step.encoder, []
+    model.decode_step.encoder = lambda src: encoded.append(len(src)) or encoder(src)
     for cfg in (SEARCHES["greedy"], SEARCHES["beam"]):
         expected = alone(eager, cfg)
         assert same(joined(model, cfg, JOINS), dict(enumerate(expected)))
     got = joined(model, cfg, {1: 1, 4: 9})
     assert same(got, {0: expected[0], 1: expected[1], 4: expected[4]})
     assert graph is not None and model.decode_step.joined is graph  # built once, beforehand
+    assert len(encoded) > 5  # every start and join encoded through the encoder's graph

@@ -69,6 +69,27 @@ def test_compiled_fp32_search_equals_eager() -> None:
     assert_search_equals_eager(eager, compiled, (BEAM, GREEDY))
 
 
+def test_an_encoder_library_encodes_as_eagerly_once_prepared() -> None:
+    """A scheduling engine's encoder graph (``prepare_encoder``): the eager memory at every
+    width (1 piece, past the attention's written-out queries, padded and not), the mask None
+    where nothing is padded; searches through it and the step's library equal eager ones."""
+    eager = prepare_for_inference(tiny(**AOT), CPU)
+    compiled = prepare_for_inference(tiny(**AOT), CPU, compile=True)
+    calls = []
+    compiled.decode_step.prepare_encoder()
+    graph = compiled.decode_step.encoder
+    compiled.decode_step.encoder = lambda *args: calls.append(1) or graph(*args)
+    with torch.inference_mode():
+        for src in (batch([1], 23), batch([30], 23), batch([6, 6], 23), SOURCES[0]):
+            want, got = eager.encode(src), compiled.encode(src)
+            torch.testing.assert_close(got.memory, want.memory, atol=1e-5, rtol=1e-5)
+            assert (got.src_keep is None) == (want.src_keep is None)
+            assert got.src_keep is None or torch.equal(got.src_keep, want.src_keep)
+    assert len(calls) == 4
+    assert_search_equals_eager(eager, compiled, (BEAM,))
+    assert len(calls) > 4
+
+
 def perturbed(model: nn.Module, seed: int = 5) -> nn.Module:
     """``model`` with other weights (the same architecture)."""
     torch.manual_seed(seed)
