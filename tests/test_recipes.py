@@ -126,9 +126,10 @@ def test_multi30k_multi_recipe_every_target(tmp_path: Path) -> None:
         hyp = tmp_path / "work" / "multi" / f"test_2016_flickr.hyp.{tgt}"
         assert len(hyp.read_text().splitlines()) == 6
     assert out.count("BLEU|nrefs:1") == 3 and out.count("chrF2|nrefs:1") == 3
-    compare = make(recipe, ["compare"], **common).stdout
-    assert compare.count("BLEU|nrefs:1") == 6  # three bilingual models, three directions
-    for tgt in ("de", "fr", "cs"):
+    # the comparison, over two of the targets (each bilingual model is five CLI calls)
+    compare = make(recipe, ["compare"], **common, TGTS="de cs").stdout
+    assert compare.count("BLEU|nrefs:1") == 4  # two bilingual models, two directions
+    for tgt in ("de", "cs"):
         assert f"bilingual en-{tgt}:" in compare
     import torch
 
@@ -137,7 +138,7 @@ def test_multi30k_multi_recipe_every_target(tmp_path: Path) -> None:
         weights_only=True,
         map_location="cpu",
     )
-    assert multi["update"] == 6  # UPDATES x 3 directions
+    assert multi["update"] == 4  # UPDATES x 2 directions
 
 
 @pytest.mark.parametrize(
