@@ -29,6 +29,7 @@ from pathlib import Path
 import torch
 
 SOURCE = r"""
+#include <ATen/ATen.h>
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <ATen/core/stack.h>
 #include <torch/library.h>
@@ -42,6 +43,7 @@ namespace {
 struct Layer {  // one prepared linear layer: its operator and the arguments after x
   std::optional<c10::OperatorHandle> op;
   std::vector<c10::IValue> args;
+  bool bucketed = false;  // rows padded to mtkit.model.packed.bucketed's count
 };
 using Model = std::vector<Layer>;
 
@@ -56,18 +58,26 @@ Model& model_of(int64_t handle) {  // under models_lock
   return found->second;
 }
 
-void bind_layer(int64_t handle, int64_t slot, const char* name, std::vector<c10::IValue> args) {
+void bind_layer(int64_t handle, int64_t slot, const char* name, std::vector<c10::IValue> args,
+                bool bucketed = false) {
   std::lock_guard<std::mutex> guard(models_lock);
   Model& model = models[handle];
   if (model.size() <= static_cast<size_t>(slot)) model.resize(slot + 1);
   model[slot].op = c10::Dispatcher::singleton().findSchemaOrThrow(name, "");
   model[slot].args = std::move(args);
+  model[slot].bucketed = bucketed;
 }
 
-void bind_packed(int64_t handle, int64_t slot, at::Tensor weight, std::optional<at::Tensor> bias) {
+void bind_packed(int64_t handle, int64_t slot, at::Tensor weight, std::optional<at::Tensor> bias,
+                 bool bucketed) {
   std::vector<c10::IValue> args{weight, bias, std::string("none"),
                                 c10::List<std::optional<at::Scalar>>(), std::string("")};
-  bind_layer(handle, slot, "mkldnn::_linear_pointwise", std::move(args));
+  bind_layer(handle, slot, "mkldnn::_linear_pointwise", std::move(args), bucketed);
+}
+
+int64_t bucket(int64_t rows) {  // as mtkit.model.packed.bucketed
+  int64_t step = rows <= 64 ? 8 : rows <= 256 ? 16 : 64;
+  return (rows + step - 1) / step * step;
 }
 
 void bind_int8(int64_t handle, int64_t slot, c10::IValue packed) {
@@ -96,18 +106,31 @@ at::Tensor linear(const at::Tensor& x, int64_t slot) {
   TORCH_CHECK(slot >= 0 && static_cast<size_t>(slot) < active->size() && (*active)[slot].op,
               "mtkit::linear: no layer ", slot);
   const Layer& layer = (*active)[slot];
+  int64_t width = x.dim() ? x.size(-1) : 0;
+  int64_t rows = width ? x.numel() / width : 0;
+  int64_t padded = layer.bucketed ? bucket(rows) : rows;
+  at::Tensor input = x;
+  if (padded != rows) {  // zero rows after x's, flattened
+    input = at::zeros({padded, width}, x.options());
+    input.narrow(0, 0, rows).copy_(x.reshape({rows, width}));
+  }
   torch::jit::Stack stack;
   stack.reserve(layer.args.size() + 1);
-  stack.emplace_back(x);
+  stack.emplace_back(input);
   stack.insert(stack.end(), layer.args.begin(), layer.args.end());
   layer.op->callBoxed(&stack);
-  return stack[0].toTensor();
+  at::Tensor y = stack[0].toTensor();
+  if (padded == rows) return y;
+  std::vector<int64_t> shape(x.sizes().begin(), x.sizes().end() - 1);
+  shape.push_back(y.size(-1));
+  return y.narrow(0, 0, rows).view(shape);
 }
 
 }  // namespace
 
 TORCH_LIBRARY(mtkit_kernel, m) {
-  m.def("bind_packed(int handle, int slot, Tensor weight, Tensor? bias) -> ()", bind_packed);
+  m.def("bind_packed(int handle, int slot, Tensor weight, Tensor? bias, bool bucketed) -> ()",
+        bind_packed);
   m.def("bind_int8(int handle, int slot, Any packed) -> ()", bind_int8);
   m.def("activate(int handle) -> int", activate);
   m.def("release(int handle) -> ()", release);
@@ -170,11 +193,12 @@ def _build(path: Path) -> None:
 
 def bind(handle: int, slot: int, kind: str, weight: object, bias: torch.Tensor | None) -> None:
     """Bind layer ``slot`` of model ``handle``: an int8 layer's fbgemm parameters, or a
-    oneDNN-packed weight and its bias (fp32 or bf16, whose input the graph has rounded)."""
+    oneDNN-packed weight and its bias (fp32, or bf16, whose input the graph has rounded and
+    whose rows are padded as :func:`~mtkit.model.packed.bucketed` says)."""
     if kind == "int8":
         torch.ops.mtkit_kernel.bind_int8(handle, slot, weight)
     else:
-        torch.ops.mtkit_kernel.bind_packed(handle, slot, weight, bias)
+        torch.ops.mtkit_kernel.bind_packed(handle, slot, weight, bias, kind == "bf16")
 
 
 def activate(handle: int) -> int:

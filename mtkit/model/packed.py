@@ -46,6 +46,17 @@ def onednn_available(dtype: torch.dtype = torch.float32) -> bool:
     return torch.allclose(y.float(), F.linear(x, weight), atol=1e-5)
 
 
+def bucketed(rows: int) -> int:
+    """The rows a bf16 packed layer computes for ``rows`` (zero rows after them): a multiple
+    of 8 up to 64, of 16 up to 256, of 64 above. oneDNN builds a kernel for every row count
+    (0.2-0.5 ms for AMX's) and keeps 1,024; a server's steps and encoder calls bring thousands
+    of counts, so without buckets it builds them again and again. Every count of a bucket
+    gives its rows the same values (a row's last bits may differ between buckets, as they
+    differ between counts without them: oneDNN's kernel depends on the count)."""
+    step = 8 if rows <= 64 else 16 if rows <= 256 else 64
+    return -(-rows // step) * step
+
+
 class PackedLinear(nn.Module):
     """``y = x W^T + b`` for float32 CPU inputs of any leading shape, W packed for oneDNN in
     ``dtype`` (float32, or bfloat16: input rounded to bf16, float32 output)."""
@@ -70,8 +81,13 @@ class PackedLinear(nn.Module):
         hold the packed weight themselves (:mod:`mtkit.model.compiled`)."""
         if dtype == torch.float32:
             return torch.ops.mkldnn._linear_pointwise(x, packed, bias, "none", [], "")
-        y = torch.ops.mkldnn._linear_pointwise(x.to(dtype), packed, bias, "none", [], "")
-        return y.to(x.dtype)
+        width = x.shape[-1]
+        rows = x.numel() // width if width else 0
+        flat = x.reshape(rows, width).to(dtype)
+        if bucketed(rows) != rows:  # zero rows after x's
+            flat = torch.cat([flat, flat.new_zeros(bucketed(rows) - rows, width)])
+        y = torch.ops.mkldnn._linear_pointwise(flat, packed, bias, "none", [], "")
+        return y[:rows].view(*x.shape[:-1], -1).to(x.dtype)
 
     def extra_repr(self) -> str:
         kind = "onednn" if self.dtype == torch.float32 else "onednn bf16"

@@ -8,7 +8,13 @@ from variants import variant_params
 
 from mtkit.data.tokenizer import BOS_ID
 from mtkit.model.inference import untie_output
-from mtkit.model.packed import Bf16Linear, PackedLinear, onednn_available, pack_linears
+from mtkit.model.packed import (
+    Bf16Linear,
+    PackedLinear,
+    bucketed,
+    onednn_available,
+    pack_linears,
+)
 
 pytestmark = pytest.mark.skipif(not onednn_available(), reason="no oneDNN in this torch build")
 
@@ -60,3 +66,31 @@ def test_bf16_linears_compute_as_autocast(packed: bool) -> None:
     assert y.dtype == torch.float32 and y.shape == (2, 5, 48)
     torch.testing.assert_close(y, expected, atol=2e-2, rtol=1e-2)
     assert (y - linear(x)).abs().max() < 0.1  # close to fp32 too
+
+
+@pytest.mark.skipif(not onednn_available(torch.bfloat16), reason="no oneDNN bf16 kernels")
+@pytest.mark.parametrize("features", [(256, 256), (1024, 256), (256, 800)])
+def test_bf16_rows_are_computed_in_buckets(features) -> None:
+    """A bf16 layer pads its rows to a bucket (a few oneDNN kernels for all row counts): every
+    count of a bucket gives its rows the same values, which are oneDNN's for the bucket's count
+    and autocast's to bf16 rounding."""
+    assert [bucketed(n) for n in (0, 1, 8, 9, 64, 65, 256, 257, 2000)] == [
+        *(0, 8, 8, 16, 64, 80, 256, 320, 2048)
+    ]
+    torch.manual_seed(0)
+    linear = nn.Linear(*features)
+    layer = PackedLinear(linear.weight, linear.bias, torch.bfloat16)
+    x = torch.randn(320, features[0])
+    with torch.inference_mode(), torch.autocast("cpu", dtype=torch.bfloat16):
+        expected = linear(x).float()
+    with torch.inference_mode():
+        for rows in (1, 7, 8, 9, 33, 40, 63, 65, 130, 257, 300):
+            padded = x[: bucketed(rows)].clone()
+            padded[rows:] = 0
+            raw = torch.ops.mkldnn._linear_pointwise(
+                padded.bfloat16(), layer.packed, layer.bias, "none", [], ""
+            )
+            assert torch.equal(layer(x[:rows]), raw[:rows].float())
+            assert torch.equal(layer(x[:rows]), layer(x[: bucketed(rows)])[:rows])
+            torch.testing.assert_close(layer(x[:rows]), expected[:rows], atol=2e-2, rtol=2e-2)
+        assert torch.equal(layer(x[:21].view(3, 7, -1)), layer(x[:21]).view(3, 7, -1))
