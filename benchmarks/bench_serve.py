@@ -332,8 +332,8 @@ def main() -> None:
     # row count: a row's last bits may differ), CTranslate2 (its issue #693) and int8
     # (activation scales per batch) may not, so there the differences are counted
     resolved = resolve_dtype("cpu", args.dtype, args.quantize)
-    exact = args.engine == "mtkit" and resolved.name == "fp32" and not resolved.quantize
-    exact = exact and not args.quantize
+    exact = args.engine == "mtkit" and resolved.name == "fp32"
+    exact = exact and not (args.quantize or resolved.quantize)
     print(f"precision: {args.dtype} -> {'int8' if resolved.quantize else resolved.name}")
     threads = ["--threads", str(args.threads), *flags(runtime)]
     base, expected = offline(ckpt, lines, search, args.threads, runtime)

@@ -83,9 +83,9 @@ class PackedLinear(nn.Module):
             return torch.ops.mkldnn._linear_pointwise(x, packed, bias, "none", [], "")
         width = x.shape[-1]
         rows = x.numel() // width if width else 0
-        flat = x.reshape(rows, width).to(dtype)
-        if bucketed(rows) != rows:  # zero rows after x's
-            flat = torch.cat([flat, flat.new_zeros(bucketed(rows) - rows, width)])
+        flat, padded = x.reshape(rows, width).to(dtype), bucketed(rows)
+        if padded != rows:  # zero rows after x's
+            flat = torch.cat([flat, flat.new_zeros(padded - rows, width)])
         y = torch.ops.mkldnn._linear_pointwise(flat, packed, bias, "none", [], "")
         return y[:rows].view(*x.shape[:-1], -1).to(x.dtype)
 

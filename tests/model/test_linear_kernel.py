@@ -71,10 +71,32 @@ def test_a_step_calls_only_layers_bound_and_active(built: Path) -> None:
         linear_kernel.activate(handle)
 
 
-def _packed(weight: torch.Tensor, bias: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+def test_bf16_rows_go_in_the_buckets_the_eager_layer_uses(built: Path) -> None:
+    """A bf16 layer of 1,024 inputs, whose oneDNN kernel changes with the row count: the C++
+    kernel pads each count to the bucket the eager layer pads it to, so their rows are equal
+    (each count's unpadded rows differ for some of them)."""
+    from mtkit.model.packed import onednn_available
+
+    if not onednn_available(torch.bfloat16):
+        pytest.skip("no oneDNN bf16 kernels in this build")
+    torch.manual_seed(0)
+    layer = opaque.OpaqueLinear("bf16", *_packed(torch.randn(256, 1024), None, torch.bfloat16), 256)
+    handle = opaque.bind([layer], built)
+    try:
+        with opaque.running([layer], handle):
+            for rows in (1, 9, 33, 34, 35, 36, 65, 241, 257, 300):
+                x = torch.randn(rows, 1024)
+                assert torch.equal(torch.ops.mtkit.linear(x.bfloat16(), 0).float(), layer.run(x))
+    finally:
+        linear_kernel.release(handle)
+
+
+def _packed(
+    weight: torch.Tensor, bias: torch.Tensor | None, dtype: torch.dtype = torch.float32
+) -> tuple[torch.Tensor, torch.Tensor | None]:
     from mtkit.model.packed import PackedLinear
 
-    layer = PackedLinear(weight, bias)
+    layer = PackedLinear(weight, bias, dtype)
     return layer.packed, layer.bias
 
 
