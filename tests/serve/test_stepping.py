@@ -39,8 +39,10 @@ def test_a_sentence_sent_during_a_long_request_is_answered_first(start_server: C
 
 def test_a_request_answered_504_stops_being_decoded(start_server: Callable, ckpt) -> None:
     # outputs of 70 pieces in waves of 32 source pieces: several times the timeout anywhere
+    # (2.5 s without it); the single sentence after it, 70 steps too, must fit in the timeout
+    # under CI's load (0.25 s did not, once)
     slow = ["--min-len", "70", "--max-len-b", "70", "--no-guard", "--max-batch-tokens", "32"]
-    server = start_server(*slow, "--timeout", "0.25")
+    server = start_server(*slow, "--timeout", "0.45")
     reply = server.translate({"q": SENTENCES[:60]})
     assert (reply.status, reply.body["field"]) == (504, "timeout")
     deadline = time.monotonic() + 10
