@@ -301,7 +301,8 @@ def test_speculative_decoding_through_compiled_steps_gives_greedy_output() -> No
     """A compiled teacher checks a compiled draft's proposals (the draft's single positions
     through its graph, the check in one eager pass); the output is the teacher's greedy
     output, token for token, and steps went through the graphs. Teacher and draft share one
-    architecture: one library."""
+    architecture: one key. Exported graphs (the check's graph of several positions is built
+    by AOTInductor as the step's is, above)."""
     from mtkit.decoding.speculative import Draft, DraftStats
 
     teacher = prepare_for_inference(tiny(**AOT), CPU)
@@ -309,8 +310,8 @@ def test_speculative_decoding_through_compiled_steps_gives_greedy_output() -> No
     with torch.no_grad():  # a draft close to the teacher, not equal: some proposals fail
         for weight in draft.parameters():
             weight.add_(0.2 * torch.randn(weight.shape, generator=noise))
-    draft = prepare_for_inference(draft, CPU, compile=True)
-    compiled = prepare_for_inference(tiny(**AOT), CPU, compile=True)
+    draft = compile_step(prepare_for_inference(draft, CPU), CPU, build="export")
+    compiled = compile_step(prepare_for_inference(tiny(**AOT), CPU), CPU, build="export")
     assert draft.decode_step.path == compiled.decode_step.path
     calls = []
     for model in (draft, compiled):
