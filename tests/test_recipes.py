@@ -91,9 +91,15 @@ def test_multi30k_recipe_every_target(tmp_path: Path) -> None:
     # demo's path itself ran above)
     demo_de = make(recipe, ["--dry-run", "demo"], **common, SRC="de", TGT="en")
     assert "echo 'Ein kleines Mädchen spielt mit einem roten Ball.' |" in demo_de.stdout
-    last = tmp_path / "work" / "de-en" / "run" / "checkpoint_last.pt"
-    reverse = make(recipe, ["all"], **common, SRC="de", TGT="en", CKPT=str(last))
-    assert "BLEU|nrefs:1" in reverse.stdout
+    # the other direction (what make would run: en-de's commands ran above), a checkpoint named
+    work = tmp_path / "work"
+    last = work / "de-en" / "run" / "checkpoint_last.pt"
+    reverse = make(recipe, ["--dry-run", "all"], **common, SRC="de", TGT="en", CKPT=str(last))
+    assert f"prepare --src-lang de --tgt-lang en --spm {work}/spm.model" in reverse.stdout
+    assert f"--run-dir {work}/de-en/run" in reverse.stdout
+    hyp = f"{work}/de-en/test_2016_flickr.hyp.en"
+    assert f"translate -m {last} -i {work}/raw/test_2016_flickr.de -o {hyp}" in reverse.stdout
+    assert f"evaluate -i {hyp} -r {work}/raw/test_2016_flickr.en" in reverse.stdout
 
 
 def test_multi30k_multi_recipe_every_target(tmp_path: Path) -> None:
