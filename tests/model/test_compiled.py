@@ -1,64 +1,41 @@
-"""The compiled decoding step (``--compile``): the eager engine's output, by one graph a step.
+"""The compiled decoding step (``--compile``): the eager engine's output, by one graph a step,
+built by AOTInductor into a library.
 
 Each compiled model is searched over batches with padding and without, of one sentence and
 several, beam and greedy, and must give the eager model's hypotheses. AOTInductor compiles for
 half a minute on CI's CPUs, so it compiles one architecture, the demo's (pre-norm, rotary) with
-one layer a side, in fp32 and int8, into this module's own cache; the other variants (relative
-positions and ALiBi, whose biases come from the step, grouped-query keys/values, shared layers,
-the paper's model), two-layer models and ensembles are exported into the same graph, which
-torch runs (``build="export"``): what they test is the capture, the dynamic shapes and the
-state handling.
+one layer a side, in fp32 and int8, into this module's own cache; the other variants, two-layer
+models and ensembles are exported into the same graphs, which torch runs: tests/model/
+test_traced.py.
 """
 
 from __future__ import annotations
 
-import copy
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 import torch
-from model_helpers import BEAM, GREEDY, MODERN, SOURCES, batch, hypotheses, tiny
+from model_helpers import (
+    AOT,
+    BEAM,
+    CPU,
+    GREEDY,
+    SOURCES,
+    assert_search_equals_eager,
+    batch,
+    hypotheses,
+    tiny,
+)
 from torch import nn
-from variants import VARIANTS as ALL
 
 from mtkit.config import SearchConfig, TranslateConfig
-from mtkit.decoding.search import generate
 from mtkit.errors import MtkitError
-from mtkit.model.attention import COMPILED_QUERIES
 from mtkit.model.compiled import check_compilable, compile_step
 from mtkit.model.inference import compiles, prepare_for_inference
 from mtkit.model.opaque import OpaqueLinear, opaque_layer
 from mtkit.model.packed import replace_modules
 
 pytestmark = pytest.mark.usefixtures("one_thread", "compiled_dir")
-CPU = torch.device("cpu")
-# the variants exported here (tests/variants.py's): biases from the step (relative positions,
-# ALiBi), one or two key/value heads, a gated feed-forward network, shared layers
-VARIANTS = {name: ALL[name] for name in ("relative", "alibi_mqa_geglu", "relative_gqa_shared")}
-# what AOTInductor compiles: the demo's architecture with one layer a side (a library builds in
-# ~30 s on CI's CPUs instead of ~45 s with two); the traced tests capture two-layer models
-AOT = dict(MODERN, layers=1)
-
-
-@pytest.fixture(scope="module")
-def compiled_dir(tmp_path_factory) -> Iterator[Path]:
-    """This module's cache of compiled steps (the libraries built once, shared by its tests)."""
-    path = tmp_path_factory.mktemp("compiled")
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setenv("MTKIT_COMPILED_DIR", str(path))
-        yield path
-
-
-def assert_search_equals_eager(
-    eager: nn.Module, compiled: nn.Module, configs: tuple[SearchConfig, ...] = (BEAM,)
-) -> None:
-    calls = []
-    graph = compiled.decode_step.graph
-    compiled.decode_step.graph = lambda *args: calls.append(1) or graph(*args)
-    for cfg in configs:
-        assert hypotheses([compiled], cfg) == hypotheses([eager], cfg)
-    assert len(calls) > 20  # the steps went through the graph, not the eager fallback
 
 
 def test_compiled_fp32_search_equals_eager() -> None:
@@ -162,55 +139,6 @@ def test_an_unwritable_folder_or_a_failing_compiler_is_refused_in_one_line(
     assert not list((compiled_dir / "failing").iterdir())  # nothing half-written
 
 
-def test_beams_wider_than_the_graph_run_eagerly() -> None:
-    eager = prepare_for_inference(tiny(**MODERN), CPU)
-    traced = compile_step(prepare_for_inference(tiny(**MODERN), CPU), CPU, build="export")
-    graph, calls = traced.decode_step.graph, []
-    traced.decode_step.graph = lambda *args: calls.append(1) or graph(*args)
-    wide = SearchConfig(beam=COMPILED_QUERIES + 1, max_len_b=4)
-    assert hypotheses([traced], wide, SOURCES[:1]) == hypotheses([eager], wide, SOURCES[:1])
-    assert not calls
-
-
-@pytest.mark.parametrize("variant", VARIANTS)
-def test_traced_variant_search_equals_eager(variant: str) -> None:
-    eager = prepare_for_inference(tiny(**VARIANTS[variant]), CPU)
-    traced = compile_step(
-        prepare_for_inference(tiny(**VARIANTS[variant]), CPU), CPU, build="export"
-    )
-    assert_search_equals_eager(eager, traced)
-
-
-@pytest.mark.parametrize("variant", ["modern", *VARIANTS])
-def test_traced_positions_at_once_equal_eager(variant: str) -> None:
-    """Several positions at once (speculative decoding's check) through their own graph: the
-    eager model's logits after a first step, after 3 positions, and after 4 more once the
-    state was rolled back to 3; a graph built on first use."""
-    config = MODERN if variant == "modern" else VARIANTS[variant]
-    eager = prepare_for_inference(tiny(**config), CPU)
-    traced = compile_step(prepare_for_inference(tiny(**config), CPU), CPU, build="export")
-    src, tokens = batch([7, 4, 5], 23), batch([9, 9, 9], 29, seed=2)
-    found = []
-    with torch.inference_mode():
-        for model in (eager, traced):
-            state = model.start_state(model.encode(src), max_len=9)
-            first = model.decode_steps(tokens[:, :1], state)
-            three = model.decode_steps(tokens[:, 1:4], state)
-            state.truncate(3)
-            found.append((first, three, model.decode_steps(tokens[:, 3:7], state)))
-    assert traced.decode_step.multi is not None
-    for a, b in zip(*found, strict=True):
-        torch.testing.assert_close(a, b, rtol=0, atol=1e-5)
-
-
-def test_traced_ensemble_equals_eager_ensemble() -> None:
-    models = [tiny(), tiny(pre_norm=True)]
-    eager = [prepare_for_inference(copy.deepcopy(m), CPU) for m in models]
-    traced = [compile_step(prepare_for_inference(m, CPU), CPU, build="export") for m in models]
-    cfg = SearchConfig(beam=2, max_len_b=6)
-    assert hypotheses(traced, cfg, SOURCES[:1]) == hypotheses(eager, cfg, SOURCES[:1])
-
-
 def test_compiled_ensemble_of_one_architecture_shares_its_library() -> None:
     """Two checkpoints of one architecture: one library, loaded twice, each with its weights."""
     eager = [prepare_for_inference(m, CPU) for m in (tiny(**AOT), perturbed(tiny(**AOT)))]
@@ -243,23 +171,6 @@ def test_compiled_int8_is_as_close_to_fp32_as_eager_int8() -> None:
     assert 0 < error < 0.5
     assert (compiled - fp32).abs().max() <= 2 * error
     assert (compiled - eager).abs().max() <= 2 * error
-
-
-def test_alignment_steps_run_eagerly_with_the_same_result() -> None:
-    src, tokens = batch([7, 4], 23), batch([5, 5], 29, seed=2)
-    eager = tiny()
-    compiled = compile_step(prepare_for_inference(tiny(), CPU), CPU, build="export")
-    with torch.inference_mode():
-        states = [
-            m.start_state(m.encode(src), max_len=5, alignment_layer=1) for m in (eager, compiled)
-        ]
-        for t in range(tokens.shape[1]):
-            a, b = (
-                m.decode_step(tokens[:, t], s)
-                for m, s in zip((eager, compiled), states, strict=True)
-            )
-            torch.testing.assert_close(a, b)
-        torch.testing.assert_close(states[0].attended(1), states[1].attended(1))
 
 
 def test_refusals_name_what_is_not_compiled() -> None:
@@ -295,37 +206,6 @@ def test_auto_compiles_where_it_can_and_on_refuses_elsewhere() -> None:
         assert TranslateConfig(compile="auto", **other).compile == "auto"
     with pytest.raises(MtkitError, match="--compile must be one of off, on, auto"):
         TranslateConfig(compile="sometimes")
-
-
-def test_speculative_decoding_through_compiled_steps_gives_greedy_output() -> None:
-    """A compiled teacher checks a compiled draft's proposals (the draft's single positions
-    through its graph, the check in one eager pass); the output is the teacher's greedy
-    output, token for token, and steps went through the graphs. Teacher and draft share one
-    architecture: one key. Exported graphs (the check's graph of several positions is built
-    by AOTInductor as the step's is, above)."""
-    from mtkit.decoding.speculative import Draft, DraftStats
-
-    teacher = prepare_for_inference(tiny(**AOT), CPU)
-    draft, noise = tiny(**AOT), torch.Generator().manual_seed(5)
-    with torch.no_grad():  # a draft close to the teacher, not equal: some proposals fail
-        for weight in draft.parameters():
-            weight.add_(0.2 * torch.randn(weight.shape, generator=noise))
-    draft = compile_step(prepare_for_inference(draft, CPU), CPU, build="export")
-    compiled = compile_step(prepare_for_inference(tiny(**AOT), CPU), CPU, build="export")
-    assert draft.decode_step.path == compiled.decode_step.path
-    calls = []
-    for model in (draft, compiled):
-        graph = model.decode_step.graph
-        model.decode_step.graph = lambda *args, graph=graph: calls.append(1) or graph(*args)
-    stats = DraftStats()
-    for src in SOURCES:
-        greedy = generate([teacher], src, GREEDY)
-        found = generate([compiled], src, GREEDY, draft=Draft(draft, 3, stats))
-        assert [[h.tokens for h in hyps] for hyps in found] == [
-            [h.tokens for h in hyps] for hyps in greedy
-        ]
-    assert len(calls) > 20 and 0 < stats.acceptance < 1
-    assert compiled.decode_step.multi is not None  # the check: several positions, one graph
 
 
 def test_libraries_are_kept_in_the_user_cache_unless_told(monkeypatch, tmp_path):
