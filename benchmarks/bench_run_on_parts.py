@@ -6,9 +6,11 @@ The Multi30k val captions, ``--per-line`` to a line, in three forms: lowercased 
 lowercase word), and as written (``marked``). Each line is translated as ``mtkit translate``
 translates a line (no ``--split-sentences``): a line longer than the trained length in its
 own sentences, one still longer in parts at the longest length (``longest``) or, where it
-marks no sentence end, of the typical length (``typical``); with the checkpoint's records, or,
-where the checkpoint is older than them, the records a checkpoint trained today would hold
-(the longest and the 95th-percentile source of the training file, its sentence style). BLEU
+marks no sentence end, of the typical length (``typical``), each at the length's nearest
+space or where the training sentences' edges say a sentence most likely ends (``at edges``);
+with the checkpoint's records, or, where the checkpoint is older than them, the records a
+checkpoint trained today would hold (the longest and the 95th-percentile source of the
+training file, its sentence style and edges). BLEU
 (sacrebleu) of each line against its captions' references joined, and the share of the
 references' words that come back.
 
@@ -28,6 +30,7 @@ from machine import print_machine
 from multi30k import read_text
 
 from mtkit.config import TranslateConfig
+from mtkit.data.sentence_edges import SentenceEdges
 from mtkit.data.sentence_style import LENGTH_SHARE, style_of
 from mtkit.engines import load_engine
 from mtkit.pipeline.translate import text_options
@@ -52,7 +55,8 @@ def main() -> None:
     args = parser.parse_args()
     print_machine()
     engine = load_engine([args.checkpoint], TranslateConfig.from_flat({"dtype": args.dtype}))
-    if engine.trained_pieces is None or not engine.sentence_style.length:
+    style = engine.sentence_style
+    if engine.trained_pieces is None or not style.length or not style.edges:
         train = read_text("train", "en")
         sizes = sorted(len(ids) for ids in engine.src_tokenizer.encode(train))
         typical = sizes[min(len(sizes) - 1, len(sizes) * LENGTH_SHARE // 100)]
@@ -70,10 +74,20 @@ def main() -> None:
     print(f"{len(src)} {args.split} captions, {args.per_line} to a line ({len(refs)} lines)")
     print("| form | parts at | BLEU | words out / reference | seconds |")
     print("|---|---|--:|--:|--:|")
+    typical, edges = engine.sentence_style.length, engine.sentence_style.edges
     for form, texts in forms(src, args.per_line).items():
-        for name, part in (("longest", 0), ("typical", engine.sentence_style.length)):
+        for name, part, cut in (
+            ("longest", 0, SentenceEdges()),
+            ("typical", typical, SentenceEdges()),
+            ("longest, at edges", 0, edges),
+            ("typical, at edges", typical, edges),
+        ):
+            style = replace(options.style, edges=cut)
             start = time.perf_counter()
-            found = [t.text for t in translate_texts(engine, texts, replace(options, part=part))]
+            found = [
+                t.text
+                for t in translate_texts(engine, texts, replace(options, part=part, style=style))
+            ]
             took = time.perf_counter() - start
             bleu = sacrebleu.corpus_bleu(found, [refs]).score
             share = sum(len(t.split()) for t in found) / words

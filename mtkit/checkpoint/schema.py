@@ -13,9 +13,10 @@ On disk (format_version 1, a dict of tensors and plain containers)::
     tag_ids           optional: ids of the source vocabulary's target-language tags
     source_pieces     optional: the longest source of the training data, in pieces (EOS not
                       counted): longer lines are cut to it before decoding
-    sentence_style    optional: {"openers": [...], "final": ".", "length": 23}, how the
-                      training sources' sentences start and end, and their typical length
-                      in pieces (:mod:`mtkit.data.sentence_style`)
+    sentence_style    optional: {"openers": [...], "final": ".", "length": 23, "edges":
+                      {"ends": {word: share}, "starts": {...}}}, how the training sources'
+                      sentences start and end, and their typical length in pieces
+                      (:mod:`mtkit.data.sentence_style`)
     source_words      optional: the training sources' words, most frequent first
                       (:mod:`mtkit.data.source_words`)
     train_config      TrainConfig as a dict (the resolved config of the run); {} when none

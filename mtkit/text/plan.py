@@ -106,11 +106,13 @@ def _parts(
     """A unit longer than ``limit`` pieces in parts, each translated: its own sentences (as
     :func:`~mtkit.text.segment.segment` cuts them: a sentence-level model translates one
     at a time), each longer one cut again (:func:`~mtkit.text.segment.cut_long`, at the
-    typical length where it marks no sentence end: :func:`~mtkit.text.segment.part_limit`).
-    An ALL CAPS or Title Case one is cut at ``limit`` as it is (its pieces, its capitals, are
-    not those of the lowercased text the guard translates). ``openers``: the style's."""
+    typical length where it marks no sentence end: :func:`~mtkit.text.segment.part_limit`;
+    where the style's edges say sentences most likely end). An ALL CAPS or Title Case one is
+    cut at ``limit`` as it is (its pieces, its capitals, are not those of the lowercased text
+    the guard translates). ``openers``: the style's."""
+    edges = options.style.edges
     if case_pattern(sentence) in (UPPER, TITLE):
-        return cut_long(sentence, count, limit, openers)
+        return cut_long(sentence, count, limit, openers, edges)
     inner = segment(sentence, options.lang, openers).all_sentences()
     return [
         part
@@ -118,7 +120,7 @@ def _parts(
         for part in (
             [text]
             if size <= limit
-            else cut_long(text, count, part_limit(text, limit, options.part), openers)
+            else cut_long(text, count, part_limit(text, limit, options.part), openers, edges)
         )
     ]
 

@@ -17,10 +17,13 @@ again by :mod:`mtkit.text.recut`.
 
 from __future__ import annotations
 
+import math
 import re
 from bisect import bisect_left
+from collections import deque
 from collections.abc import Callable, Collection, Iterator, Sequence
 
+from mtkit.data.sentence_edges import EDGE, SentenceEdges
 from mtkit.text.annotated import AnnotatedText
 from mtkit.text.sentence_ends import run_on_cuts
 
@@ -98,14 +101,22 @@ def _trimmed(text: str, start: int, end: int) -> Iterator[tuple[int, int]]:
 # Sentences too long for a model
 
 
-def cut_long(sentence: str, count: Counter, limit: int, openers: Collection[str] = ()) -> list[str]:
+def cut_long(
+    sentence: str,
+    count: Counter,
+    limit: int,
+    openers: Collection[str] = (),
+    edges: SentenceEdges = SentenceEdges(),
+) -> list[str]:
     """``sentence`` in parts of at most ``limit`` pieces each (``count`` gives the pieces of
     each of some texts), in order, cut at a safe point: before the last sentence that the
     stretch that fits runs on into (a word of ``openers``:
     :func:`~mtkit.text.sentence_ends.run_on_cuts`), else after its last ``;`` or else ``,``
     (when it lies in its second half), else at the whitespace nearest the limit, else (a run of
     text with no space, such as a URL or CJK text) where the limit falls. Only the whitespace
-    at the cuts is lost; a sentence that fits is one part.
+    at the cuts is lost; a sentence that fits is one part. With ``edges`` (the training
+    sentences' ends and starts), at the spaces where sentences most likely end instead
+    (:func:`edge_cuts`).
 
     Linear in the sentence's length: its words are counted once (sentencepiece never lets a
     piece span whitespace, so a text's pieces are its words' pieces), a word's pieces taken to
@@ -114,6 +125,8 @@ def cut_long(sentence: str, count: Counter, limit: int, openers: Collection[str]
     offsets = piece_starts(sentence, count)
     if len(offsets) <= limit:
         return [sentence]
+    if edges:
+        return _fitted(edge_cuts(sentence, offsets, limit, openers, edges), count, limit)
     parts, begin, k = [], 0, 0
     while len(offsets) - k > limit:
         end = offsets[k + limit]  # where the first piece that does not fit starts
@@ -126,11 +139,73 @@ def cut_long(sentence: str, count: Counter, limit: int, openers: Collection[str]
         k = bisect_left(offsets, begin)
     if tail := sentence[begin:].rstrip():
         parts.append(tail)
+    return _fitted(parts, count, limit)
+
+
+def _fitted(parts: list[str], count: Counter, limit: int) -> list[str]:
+    """``parts``, each still longer than ``limit`` pieces cut in halves until it fits."""
     return [
         fit
         for part, size in zip(parts, count(parts), strict=True)
         for fit in ([part] if size <= limit else _halves(part, count, limit))
     ]
+
+
+FLOOR = 1e-4  # the score of a space without evidence: every such cut costs the same
+
+
+def edge_cuts(
+    sentence: str,
+    offsets: Sequence[int],
+    limit: int,
+    openers: Collection[str],
+    edges: SentenceEdges,
+) -> list[str]:
+    """``sentence`` (its pieces starting at ``offsets``) cut at spaces into parts of at most
+    ``limit`` pieces (a word longer than that alone in a part) with the least total cost,
+    a cut's cost ``log(EDGE / score)``: its :meth:`~mtkit.data.sentence_edges.SentenceEdges.score`,
+    at least ``EDGE`` after a ``;`` or before a word of ``openers``, ``EDGE / 4`` after a
+    ``,``, :data:`FLOOR` without evidence. Every space scoring above ``EDGE`` is cut (its cost
+    is negative); elsewhere as few cuts as fit, the later of equal ones taken. Linear in the
+    words (the best previous cut over a sliding window of the pieces)."""
+    words = [(m.start(), m.end()) for m in WORDS.finditer(sentence)]
+    runs = {start for start, _ in run_on_cuts(sentence, openers)}
+    first = [bisect_left(offsets, a) for a, _ in words] + [len(offsets)]  # piece before word t
+    costs = [0.0] + [
+        math.log(EDGE / max(_evidence(sentence, words[t - 1], words[t], runs, edges), FLOOR))
+        for t in range(1, len(words))
+    ]
+    best, back, window = [0.0] * (len(words) + 1), [0] * (len(words) + 1), deque([0])
+    for t in range(1, len(words) + 1):  # best[t]: the least cost of a cut before word t
+        while window[0] < t - 1 and first[t] - first[window[0]] > limit:
+            window.popleft()
+        back[t] = window[0]
+        best[t] = best[back[t]] + (costs[t] if t < len(words) else 0.0)
+        while window and best[window[-1]] >= best[t]:
+            window.pop()
+        window.append(t)
+    cuts, t = [], len(words)
+    while t:
+        cuts.append(t)
+        t = back[t]
+    bounds = [0] + [words[t][0] for t in reversed(cuts[1:])]
+    ends = [words[t - 1][1] for t in reversed(cuts[1:])] + [len(sentence)]
+    return [sentence[a:b].strip() for a, b in zip(bounds, ends, strict=True)]
+
+
+def _evidence(
+    sentence: str,
+    before: tuple[int, int],
+    after: tuple[int, int],
+    runs: set[int],
+    edges: SentenceEdges,
+) -> float:
+    """How likely a sentence ends at the space between the words ``before`` and ``after``."""
+    score = edges.score(sentence[before[0] : before[1]], sentence[after[0] : after[1]])
+    mark = sentence[before[1] - 1]
+    if mark == ";" or before[1] in runs:
+        return max(score, EDGE)
+    return max(score, EDGE / 4) if mark == "," else score
 
 
 def part_limit(sentence: str, limit: int, part: int) -> int:

@@ -13,6 +13,7 @@ from engine_helpers import LINES, engine_config
 from mtkit.checkpoint import Checkpoint
 from mtkit.config import TranslateConfig
 from mtkit.data.binarized import ParallelData, load_tokenizers
+from mtkit.data.sentence_edges import edges_of
 from mtkit.data.sentence_style import SentenceStyle, style_of, typical_length
 from mtkit.data.source_words import SourceWords, words_of
 from mtkit.engines import load_engine
@@ -80,6 +81,25 @@ def test_a_longer_line_is_cut_into_parts_of_the_typical_training_length(
     assert translate_with(engine, [short]) == translate_with(
         load_engine([str(with_length(engine_ckpt, tmp_path, 9))], TranslateConfig()), [short]
     )
+
+
+def test_a_longer_run_on_is_cut_where_the_recorded_edges_say_sentences_end(
+    engine_ckpt: Path, tmp_path: Path
+) -> None:
+    """With the training sentences' edges recorded, a run-on longer than the trained length
+    goes in parts cut where its sentences most likely end, not at the length."""
+    ckpt = Checkpoint.load(with_length(engine_ckpt, tmp_path, 9))
+    edges = edges_of(LINES)
+    ckpt.sentence_style = SentenceStyle(edges=edges)
+    ckpt.save(tmp_path / "edges.pt")
+    engine = load_engine([str(tmp_path / "edges.pt")], TranslateConfig())
+    assert engine.sentence_style.edges == edges
+    line = " ".join(LINES[:4])
+    count = lambda texts: [len(ids) for ids in engine.src_tokenizer.encode(texts)]  # noqa: E731
+    parts = cut_long(line, count, 9, edges=edges)
+    assert parts != cut_long(line, count, 9) and max(count(parts)) <= 9
+    [whole] = translate_with(engine, [line])
+    assert whole == " ".join(translate_with(engine, parts))
 
 
 def test_a_longer_line_is_translated_sentence_by_sentence(engine_ckpt: Path, tmp_path) -> None:
