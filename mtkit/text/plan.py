@@ -64,6 +64,9 @@ class TextOptions:
     # (mtkit.text.spelling), but never one of ``keep`` (lowercased: a glossary's source words)
     words: SourceWords = SourceWords()
     keep: frozenset[str] = frozenset()
+    # ALL CAPS and Title Case sentences are translated lowercased (the decoding guard:
+    # mtkit.engines.guard), so their length is that of the lowercased text
+    lowered: bool = False
 
     def __post_init__(self) -> None:
         if self.format not in TEXT_FORMATS:
@@ -108,12 +111,14 @@ def _parts(
     at a time), each longer one cut again (:func:`~mtkit.text.segment.cut_long`, at the
     typical length where it marks no sentence end: :func:`~mtkit.text.segment.part_limit`;
     where the style's edges say sentences most likely end). An ALL CAPS or Title Case one is
-    cut at ``limit`` as it is (its pieces, its capitals, are not those of the lowercased text
-    the guard translates). ``openers``: the style's."""
+    measured lowercased, as the guard translates it (``options.lowered``; its capitals open no
+    sentence), else cut at ``limit`` as it is. ``openers``: the style's."""
     edges = options.style.edges
     if case_pattern(sentence) in (UPPER, TITLE):
-        return cut_long(sentence, count, limit, openers, edges)
-    inner = segment(sentence, options.lang, openers).all_sentences()
+        if not options.lowered:
+            return cut_long(sentence, count, limit, openers, edges)
+        count, openers = _lowered(count), frozenset()  # its capitals open no sentence
+    inner = segment(sentence, options.lang, openers, edges).all_sentences()
     return [
         part
         for text, size in zip(inner, count(inner), strict=True)
@@ -123,6 +128,11 @@ def _parts(
             else cut_long(text, count, part_limit(text, limit, options.part), openers, edges)
         )
     ]
+
+
+def _lowered(count: Counter) -> Counter:
+    """``count`` of texts lowercased (what the guard translates of an ALL CAPS text)."""
+    return lambda texts: count([text.lower() for text in texts])
 
 
 def plan(
@@ -139,13 +149,13 @@ def plan(
     tagged = [_tagged(text, tokenizer.tags) for text in texts]
     openers = frozenset(options.style.openers)
     annotated = [
-        segment(body, options.lang, openers) if options.split else _lines(body)
+        segment(body, options.lang, openers, options.style.edges) if options.split else _lines(body)
         for _, body in tagged
     ]
     plain = [s for text in annotated for s in text.all_sentences()]
     masks = [mask(s) if options.spans else None for s in plain]
     sentences = [m.text if m else s for m, s in zip(masks, plain, strict=True)]
-    lengths = iter(len(ids) for ids in tokenizer.encode(sentences))
+    lengths = iter(len(ids) for ids in tokenizer.encode([_read(s, options) for s in sentences]))
 
     def count(texts: Sequence[str]) -> list[int]:
         return [len(ids) for ids in tokenizer.encode(texts)] if texts else []
@@ -163,7 +173,7 @@ def plan(
             )
             if len(cut) > 1:
                 warn(
-                    f"line {number}: a sentence of {count([sentence])[0]} pieces, more than "
+                    f"line {number}: a sentence of {size} pieces, more than "
                     f"the limit of {limit}, cut into {len(cut)} parts, each translated"
                 )
             units.append(tuple(zip(cut, located(sentence, cut), strict=True)))
@@ -171,6 +181,16 @@ def plan(
         out.append(replace(text, tag=tag, masked=masked, units=tuple(units)))
         at += len(text)
     return out
+
+
+def _read(sentence: str, options: TextOptions) -> str:
+    """``sentence`` as the engine's search reads it: lowercased where ALL CAPS or Title Case
+    and ``options.lowered``."""
+    return (
+        sentence.lower()
+        if options.lowered and case_pattern(sentence) in (UPPER, TITLE)
+        else sentence
+    )
 
 
 def _tagged(text: str, known: Sequence[str]) -> tuple[str, str]:

@@ -42,24 +42,29 @@ def is_gap(char: str) -> bool:
     return char.isspace() or char in EDGES
 
 
-def segment(text: str, lang: str, openers: Collection[str] = ()) -> AnnotatedText:
+def segment(
+    text: str, lang: str, openers: Collection[str] = (), edges: SentenceEdges = SentenceEdges()
+) -> AnnotatedText:
     """``text`` cut into sentences of language ``lang`` (a code sentencex knows, or any other:
     it falls back), every line break and every run of edge whitespace in the gaps; a sentence
-    is cut again where it runs on into one that starts with a word of ``openers``
+    is cut again where it runs on into one that starts with a word of ``openers``, or where
+    the training sentences' ``edges`` say one most likely ends
     (:func:`~mtkit.text.sentence_ends.run_on_cuts`)."""
     ranges: list[tuple[int, int]] = []
     for line in LINES.finditer(text):
         for start, end in _line_cuts(line.group(), lang):
             at = line.start() + start
-            for a, b in _run_ons(text[at : line.start() + end], openers):
+            for a, b in _run_ons(text[at : line.start() + end], openers, edges):
                 ranges.extend(_trimmed(text, at + a, at + b))
     return AnnotatedText(text, tuple(ranges))
 
 
-def _run_ons(sentence: str, openers: Collection[str]) -> list[tuple[int, int]]:
+def _run_ons(
+    sentence: str, openers: Collection[str], edges: SentenceEdges
+) -> list[tuple[int, int]]:
     """``sentence`` as ranges cut at its run-on cuts (the whitespace between them left out)."""
     ranges, last = [], 0
-    for start, end in run_on_cuts(sentence, openers):
+    for start, end in run_on_cuts(sentence, openers, edges):
         ranges.append((last, start))
         last = end
     return [*ranges, (last, len(sentence))]

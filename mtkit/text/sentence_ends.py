@@ -24,26 +24,49 @@ from __future__ import annotations
 import re
 from collections.abc import Collection
 
+from mtkit.data.sentence_edges import SentenceEdges
+from mtkit.decoding.guard import TITLE, UPPER, case_pattern
+
+RUN_ON = 0.1  # an edge score above this between two words: one sentence runs on into the next
+
 # a word that ends in a lowercase letter, the whitespace after it, the next word
 _AFTER_LOWER = re.compile(r"(?<=[^\W\d_])\s+(?=(\S+))")
 
 
-def run_on_cuts(sentence: str, openers: Collection[str]) -> list[tuple[int, int]]:
+def run_on_cuts(
+    sentence: str, openers: Collection[str], edges: SentenceEdges = SentenceEdges()
+) -> list[tuple[int, int]]:
     """The whitespace ``(start, end)`` before each sentence that ``sentence`` runs on into:
     after a word that ends in a lowercase letter, before a word of ``openers`` (as written, or
-    with punctuation after it).
+    with punctuation after it); or after a word that ends in a letter, where the training
+    sentences' ``edges`` score above :data:`RUN_ON` (before a capitalized word only, where the
+    sentence's first letter is a capital). In an ALL CAPS or Title Case sentence no capital
+    opens a sentence.
 
     >>> run_on_cuts("A man sleeps A dog barks in New York", {"A"})
     [(12, 13)]
+    >>> edges = SentenceEdges((("grass", 0.6),), (("a", 0.3),))
+    >>> run_on_cuts("a dog runs on grass a man", (), edges)
+    [(19, 20)]
     """
-    if not openers:
+    if case_pattern(sentence) in (UPPER, TITLE):  # its capitals say nothing of its sentences
+        openers = ()
+    if not openers and not edges:
         return []
     cuts = []
+    # a writer who capitalizes a sentence's first word would the next one's
+    cased = next((char for char in sentence if char.isalpha()), "").isupper()
     for m in _AFTER_LOWER.finditer(sentence):
-        if not sentence[m.start() - 1].islower():
-            continue
         word = m.group(1)
-        if word in openers or word.rstrip(".,;:!?") in openers:
+        if sentence[m.start() - 1].islower() and (
+            word in openers or word.rstrip(".,;:!?") in openers
+        ):
+            cuts.append((m.start(), m.end()))
+        elif (
+            edges
+            and (not cased or word[:1].isupper())
+            and edges.score(sentence[max(0, m.start() - 64) : m.start()], word) > RUN_ON
+        ):
             cuts.append((m.start(), m.end()))
     return cuts
 

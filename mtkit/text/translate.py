@@ -204,7 +204,8 @@ def as_trained(engine: Engine, options: TextOptions, keep: Collection[str] = ())
     """``options`` reading texts as ``engine``'s training data had them where its config says
     so: the sentence ends they leave out (``sentence_ends``), their typos corrected
     (``spelling``), never a word of ``keep`` (a glossary's source terms, any case); a sentence
-    longer than the model was trained on cut into parts of its sentences' typical length."""
+    longer than the model was trained on cut into parts of its sentences' typical length; an
+    ALL CAPS or Title Case one measured lowercased where the guard translates it so."""
     config = engine.config
     return replace(
         options,
@@ -212,6 +213,7 @@ def as_trained(engine: Engine, options: TextOptions, keep: Collection[str] = ())
         style=engine.sentence_style if config.sentence_ends else SentenceStyle(),
         words=engine.source_words if config.spelling else SourceWords(),
         keep=frozenset(word.lower() for word in keep),
+        lowered=config.search.guard,
     )
 
 

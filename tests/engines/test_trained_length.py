@@ -102,7 +102,9 @@ def test_a_longer_run_on_is_cut_where_the_recorded_edges_say_sentences_end(
     assert whole == " ".join(translate_with(engine, parts))
 
 
-def test_a_longer_line_is_translated_sentence_by_sentence(engine_ckpt: Path, tmp_path) -> None:
+def test_a_longer_line_is_translated_sentence_by_sentence(
+    engine_ckpt: Path, tmp_path: Path, capsys
+) -> None:
     """A line longer than the trained length goes in its own sentences (as --split-sentences
     cuts them), not in parts of several at that length; a line within it stays whole."""
     engine = load_engine([str(with_length(engine_ckpt, tmp_path, 13))], TranslateConfig())
@@ -112,11 +114,23 @@ def test_a_longer_line_is_translated_sentence_by_sentence(engine_ckpt: Path, tmp
     assert cut_long(" ".join(sentences), count, 13) != sentences  # the old parts: mid-sentence
     [whole] = translate_with(engine, [" ".join(sentences)])
     assert whole == " ".join(translate_with(engine, sentences))
-    # ALL CAPS and Title Case: cut at the length as they are (the guard lowercases them)
-    for cased in (" ".join(sentences).upper(), " ".join(sentences[:2]).title()):
+    # ALL CAPS and Title Case are measured lowercased, as the guard translates them: in their
+    # own sentences where that is too long (their capitals open none), whole where it fits
+    upper, title = " ".join(sentences).upper(), " ".join(sentences[:2]).title()
+    assert 13 < count([upper.lower()])[0] and count([title.lower()])[0] <= 13 < count([title])[0]
+    [found] = translate_with(engine, [upper])
+    assert found == " ".join(translate_with(engine, [s.upper() for s in sentences]))
+    capsys.readouterr()
+    [found] = translate_with(engine, [title])
+    assert "cut into" not in capsys.readouterr().err
+    # without the guard (they are translated as they are): cut at the length as they are
+    unguarded = load_engine(
+        [str(with_length(engine_ckpt, tmp_path, 13))], TranslateConfig.from_flat({"guard": False})
+    )
+    for cased in (upper, title):
         assert 13 < count([cased])[0] <= 31
-        [found] = translate_with(engine, [cased])
-        assert found == " ".join(translate_with(engine, cut_long(cased, count, 13)))
+        [found] = translate_with(unguarded, [cased])
+        assert found == " ".join(translate_with(unguarded, cut_long(cased, count, 13)))
     two = " ".join(sentences[:2])
     assert count([two])[0] <= 13 and translate_with(engine, [two]) != [
         " ".join(translate_with(engine, sentences[:2]))

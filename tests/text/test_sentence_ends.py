@@ -8,6 +8,7 @@ from dataclasses import replace
 import pytest
 from text_helpers import HOSTILE
 
+from mtkit.data.sentence_edges import SentenceEdges
 from mtkit.data.sentence_style import SentenceStyle
 from mtkit.data.source_words import SourceWords
 from mtkit.engines.base import Engine, Translation
@@ -39,6 +40,39 @@ def test_run_ons_are_cut_after_a_lowercase_word_before_an_opener(text, cuts) -> 
     assert [text[:s].split()[-1] for s, _ in found] == cuts
     assert all(text[s:e].isspace() for s, e in found)
     assert run_on_cuts(text, ()) == []
+
+
+EDGES = SentenceEdges((("grass", 0.6), ("bike", 0.2)), (("a", 0.3), ("two", 0.8)))
+
+
+@pytest.mark.parametrize(
+    "text, cuts",
+    [
+        ("a dog runs in the grass a man rides a bike two kids", ["grass", "bike"]),
+        ("a man rides a bike a dog runs", []),  # 0.2 x 0.3: too weak
+        ("A dog runs in the grass a man rides", []),  # cased, the next word not capitalized
+        ("A dog runs in the grass A man rides", ["grass"]),
+        ("A DOG RUNS IN THE GRASS A MAN RIDES A BIKE TWO KIDS", ["GRASS", "BIKE"]),
+        ("A Dog Runs In The Grass A Man Rides", ["Grass"]),
+        ("a dog runs in the grass, a man rides", []),  # after a mark: the writer's own
+        ("a dog runs in grass 2 men a man", []),  # after a digit
+    ],
+)
+def test_run_ons_are_cut_where_the_edges_say_a_sentence_ends(text, cuts) -> None:
+    found = run_on_cuts(text, (), EDGES)
+    assert [text[:s].split()[-1] for s, _ in found] == cuts
+    assert all(text[s:e].isspace() for s, e in found)
+    assert run_on_cuts(text, ()) == []
+    parts = segment(text, "en", (), EDGES).all_sentences()
+    assert [part.split()[-1] for part in parts[:-1]] == cuts and " ".join(parts) == text
+
+
+def test_no_capital_opens_a_sentence_in_title_case_or_all_caps(engine: Engine) -> None:
+    assert run_on_cuts("A Man Sleeps On A Bench", OPENERS) == []  # "On A" opens nothing
+    assert run_on_cuts("A man sleeps on A bench", OPENERS) == [(15, 16)]
+    recorder = Recorder(engine, STYLE)
+    translate_text(recorder, ["A Man Sleeps On A Bench Two Dogs Play"], "en")  # type: ignore[arg-type]
+    assert recorder.calls == [["A Man Sleeps On A Bench Two Dogs Play."]]
 
 
 def test_segment_cuts_run_ons_and_keeps_every_character() -> None:
