@@ -52,6 +52,7 @@ class Stepper(ABC):
         self.found: list[list[Hypothesis]] = [[] for _ in self.limits]
         self.steps = 0  # decoder steps taken (positions, for speculative decoding)
         self._handed: set[int] = set()
+        self._watched = set(range(len(self.limits)))  # live at the last hand-out, or since
         # stop_loops: per input, the longest run of one piece its translation may hold
         self.loop_limits: list[int] | None = None
 
@@ -109,6 +110,7 @@ class Stepper(ABC):
         self.found += [[] for _ in limits]
         new = list(range(first, len(self.limits)))
         self.joined(new)
+        self._watched.update(new)
         return new
 
     def joined(self, inputs: list[int]) -> None:
@@ -181,13 +183,12 @@ class Stepper(ABC):
         self.steps -= dropped
 
     def finished(self) -> list[tuple[int, list[Hypothesis]]]:
-        """The inputs done since the last call, each with its ``cfg.nbest`` best hypotheses."""
+        """The inputs done since the last call, each with its ``cfg.nbest`` best hypotheses, in
+        order; in time of the live inputs, not of all a long-lived search has taken."""
         live = set(self.inputs)
-        out = [
-            (i, best_first(hyps, self.cfg.nbest))
-            for i, hyps in enumerate(self.found)
-            if i not in live and i not in self._handed
-        ]
+        done = sorted(i for i in self._watched if i not in live and i not in self._handed)
+        self._watched = live
+        out = [(i, best_first(self.found[i], self.cfg.nbest)) for i in done]
         for i, _ in out:
             self._handed.add(i)
             self.found[i] = []  # handed out: a long-lived search keeps no hypotheses

@@ -138,32 +138,24 @@ def test_handed_out_hypotheses_are_not_kept() -> None:
     assert search.found == [[], []]
 
 
-@pytest.fixture
-def compiled_dir(tmp_path, monkeypatch) -> None:
-    monkeypatch.setenv("MTKIT_COMPILED_DIR", str(tmp_path))
+class NoScan(list):
+    """A search's ``found`` that may be indexed but not gone through."""
+
+    def __iter__(self):
+        raise AssertionError("a hand-out went through every input the search has taken")
 
 
-@pytest.mark.usefixtures("compiled_dir")
-@pytest.mark.parametrize("variant", ["rope", "relative_gqa"])
-def test_a_compiled_step_takes_joining_inputs(variant: str) -> None:
-    """``--compile``'s step (its graph exported and run by torch; the library AOTInductor
-    builds from it: tests/model/test_compiled.py) with inputs joining and a drained search
-    compacted: pointer caches joined, each row at its own position through a third graph."""
-    from mtkit.model.compiled import compile_step
-    from mtkit.model.inference import prepare_for_inference
-
-    cpu = torch.device("cpu")
-    eager = prepare_for_inference(tiny(**MODELS[variant]), cpu, cpu_matmul="default")
-    model = prepare_for_inference(tiny(**MODELS[variant]), cpu, cpu_matmul="default")
-    model = compile_step(model, cpu, build="export")
-    assert model.joinable and model.decode_step.joined is None
-    model.decode_step.prepare_joins()  # what a scheduling engine does at once
-    graph, encoder, encoded = model.decode_step.joined, model.decode_step.encoder, []
-    model.decode_step.encoder = lambda src: encoded.append(len(src)) or encoder(src)
-    for cfg in (SEARCHES["greedy"], SEARCHES["beam"]):
-        expected = alone(eager, cfg)
-        assert same(joined(model, cfg, JOINS), dict(enumerate(expected)))
-    got = joined(model, cfg, {1: 1, 4: 9})
-    assert same(got, {0: expected[0], 1: expected[1], 4: expected[4]})
-    assert graph is not None and model.decode_step.joined is graph  # built once, beforehand
-    assert len(encoded) > 5  # every start and join encoded through the encoder's graph
+def test_a_hand_out_reads_the_inputs_live_since_the_last_not_all_taken() -> None:
+    """A server's search takes up to 10,000 inputs and hands out after every step: each
+    hand-out looks at the inputs live since the last one (it went through all of them)."""
+    search = stepper(tiny(), SEARCHES["beam"], SOURCES[1])
+    handed, step = [], 0
+    search.found = NoScan(search.found)
+    with torch.inference_mode():
+        while not search.done:
+            if step in (1, 2, 4):
+                search.join(SOURCES[step][None])
+            search.step()
+            handed += [i for i, _ in search.finished()]
+            step += 1
+    assert sorted(handed) == [0, 1, 2, 3]
