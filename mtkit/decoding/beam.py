@@ -89,8 +89,12 @@ def constrain(
         lprobs[:, end] = torch.where(stuck, eos, lprobs[:, end])
     if isinstance(step, Tensor) or step >= force_from:
         forced = max_lens.le(step)  # (R,)
-        lprobs.masked_fill_(forced[:, None], -math.inf)
-        lprobs[:, end] = torch.where(forced, eos, lprobs[:, end])
+        if lprobs.device.type != "cpu":  # (no host sync a step)
+            lprobs.masked_fill_(forced[:, None], -math.inf)
+            lprobs[:, end] = torch.where(forced, eos, lprobs[:, end])
+        elif bool(forced.any()):  # on a CPU the forced rows only, not R x V values a step
+            lprobs[forced] = -math.inf
+            lprobs[:, end] = torch.where(forced, eos, lprobs[:, end])
     return lprobs
 
 

@@ -99,6 +99,21 @@ def test_constrain_forcing_one_row_keeps_min_len_on_the_others() -> None:
     assert out[1, EOS_ID] == -INF  # row 1 is below min_len: still no EOS
 
 
+@pytest.mark.parametrize("ages", [[0, 1, 2, 3], [5, 6, 7, 8], [9, 9, 9, 9]])
+def test_constrain_with_each_rows_own_step_forces_only_the_rows_at_their_limit(ages) -> None:
+    """Rows that joined a running decode each count their own steps: the rows at their length
+    limit may only end (exactly the full-width rule), the others are untouched."""
+    lprobs = torch.randn(4, 50, generator=torch.Generator().manual_seed(sum(ages)))
+    lens, step = torch.tensor([3, 9, 7, 20]), torch.tensor(ages)
+    out = constrain(lprobs.clone(), step, torch.full((4, 1), 5), lens, 3)
+    expected = lprobs.clone()
+    expected[:, [PAD_ID, BOS_ID]] = -INF
+    forced = lens.le(step)
+    expected[forced] = -INF
+    expected[forced, EOS_ID] = lprobs[forced, EOS_ID]
+    assert torch.equal(out, expected)
+
+
 def test_constrain_no_repeat_falls_back_to_eos_when_everything_is_banned() -> None:
     lprobs = torch.zeros(1, 6)  # UNK, 4 and 5 all used, EOS banned by min_len
     history = torch.tensor([[UNK_ID, 4, 5]])
