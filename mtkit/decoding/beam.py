@@ -93,7 +93,7 @@ def constrain(
             lprobs.masked_fill_(forced[:, None], -math.inf)
             lprobs[:, end] = torch.where(forced, eos, lprobs[:, end])
         elif bool(forced.any()):  # on a CPU the forced rows only, not R x V values a step
-            lprobs[forced] = -math.inf
+            lprobs.index_fill_(0, forced.nonzero().squeeze(1), -math.inf)
             lprobs[:, end] = torch.where(forced, eos, lprobs[:, end])
     return lprobs
 
