@@ -89,11 +89,8 @@ def constrain(
         lprobs[:, end] = torch.where(stuck, eos, lprobs[:, end])
     if isinstance(step, Tensor) or step >= force_from:
         forced = max_lens.le(step)  # (R,)
-        if lprobs.device.type != "cpu":  # (no host sync a step)
+        if lprobs.device.type != "cpu" or bool(forced.any()):  # a CPU: no R x V pass for none
             lprobs.masked_fill_(forced[:, None], -math.inf)
-            lprobs[:, end] = torch.where(forced, eos, lprobs[:, end])
-        elif bool(forced.any()):  # on a CPU the forced rows only, not R x V values a step
-            lprobs.index_fill_(0, forced.nonzero().squeeze(1), -math.inf)
             lprobs[:, end] = torch.where(forced, eos, lprobs[:, end])
     return lprobs
 
@@ -188,5 +185,4 @@ def max_target_lengths(
     pieces = src.ne(pad).sum(1) - 1
     if tags:
         pieces = pieces - torch.isin(src[:, 0], torch.tensor(tags, device=src.device)).long()
-    lens = torch.floor(a * pieces.double() + b).long()
-    return lens.clamp(min=min_len).clamp(max=cap)
+    return torch.floor(a * pieces.double() + b).long().clamp(min=min_len, max=cap)

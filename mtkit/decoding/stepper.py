@@ -52,7 +52,7 @@ class Stepper(ABC):
         self.found: list[list[Hypothesis]] = [[] for _ in self.limits]
         self.steps = 0  # decoder steps taken (positions, for speculative decoding)
         self._handed: set[int] = set()
-        self._watched = set(range(len(self.limits)))  # live at the last hand-out, or since
+        self._watched = set(range(len(self.limits)))  # a hand-out's: live at the last or since
         # stop_loops: per input, the longest run of one piece its translation may hold
         self.loop_limits: list[int] | None = None
 
@@ -183,8 +183,7 @@ class Stepper(ABC):
         self.steps -= dropped
 
     def finished(self) -> list[tuple[int, list[Hypothesis]]]:
-        """The inputs done since the last call, each with its ``cfg.nbest`` best hypotheses, in
-        order; in time of the live inputs, not of all a long-lived search has taken."""
+        """The inputs done since the last call, each with its ``cfg.nbest`` best hypotheses."""
         live = set(self.inputs)
         done = sorted(i for i in self._watched if i not in live and i not in self._handed)
         self._watched = live
