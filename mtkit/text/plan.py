@@ -117,7 +117,7 @@ def _parts(
     if case_pattern(sentence) in (UPPER, TITLE):
         if not options.lowered:
             return cut_long(sentence, count, limit, openers, edges)
-        count, openers = _lowered(count), frozenset()  # its capitals open no sentence
+        count = _lowered(count)
     inner = segment(sentence, options.lang, openers, edges).all_sentences()
     return [
         part

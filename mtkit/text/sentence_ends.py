@@ -53,7 +53,7 @@ def run_on_cuts(
     >>> run_on_cuts("a dog runs on grass a man", (), edges)
     [(19, 20)]
     """
-    if case_pattern(sentence) in (UPPER, TITLE):  # its capitals say nothing of its sentences
+    if openers and case_pattern(sentence) in (UPPER, TITLE):  # capitals that say nothing
         openers = ()
     if not openers and not edges:
         return []
