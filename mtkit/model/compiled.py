@@ -12,7 +12,7 @@ empty tensor), so one graph serves every later step, sentence, batch and beam si
 :data:`~mtkit.model.layers.COMPILED_QUERIES` rows a sentence (the first step, with one
 position cached, and wider beams: eager steps).
 
-The caches are pointer caches (:class:`~mtkit.model.state.PointerCache`): as beams move, the
+The caches are pointer caches (:class:`~mtkit.model.pointer_cache.PointerCache`): as beams move, the
 search's reorder gathers each row's pointers to the buffer rows that hold its keys/values, not
 the keys and values themselves (a copy of every cached position a step, 1-2.5 ms of a 6-10 ms
 step at 160 rows); the graph reads them through the pointers, in the attention's own loops.
@@ -71,7 +71,8 @@ from mtkit.model import linear_kernel
 from mtkit.model.attention import COMPILED_QUERIES
 from mtkit.model.opaque import OpaqueLinear, bind, opaque_layer, running
 from mtkit.model.packed import replace_modules
-from mtkit.model.state import DecoderState, KeyValueCache, LayerState, PointerCache, SourceCache
+from mtkit.model.pointer_cache import PointerCache
+from mtkit.model.state import DecoderState, KeyValueCache, LayerState, SourceCache
 from mtkit.model.transformer import EncoderOut, Transformer
 
 _TRACED = Path(__file__).parent  # the model's source files: traced into the graph
@@ -131,7 +132,7 @@ def _start_state(
     """The model's start state with one step more room in its caches than asked (the last
     step then never fills its buffer: the graph is exported for a cache prefix shorter than
     its buffer, whose strides differ from a full buffer's; it guards on that), each a
-    :class:`~mtkit.model.state.PointerCache`: as the beams move, the search's reorder moves
+    :class:`~mtkit.model.pointer_cache.PointerCache`: as the beams move, the search's reorder moves
     pointers, and the graph reads each row's keys/values through them."""
     state = Transformer.start_state(model, enc, max_len + 1, alignment_layer)
     for layer in state.layers:

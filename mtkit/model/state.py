@@ -103,7 +103,7 @@ class KeyValueCache:
         k, v = self.room or (self.k, self.v)
         need = n + other.k.shape[2]
         if k.shape[0] < r + more or k.shape[2] < need:  # grown by half again: joins are many
-            shape = ((r + more) * 3 // 2, heads, _grown(k.shape[2], need), dim)
+            shape = ((r + more) * 3 // 2, heads, grown(k.shape[2], need), dim)
             k, v = self.k.new_empty(shape), self.v.new_empty(shape)
             k[:r, :, :n], v[:r, :, :n] = self.k[:, :, :n], self.v[:, :, :n]
             self.spare = None
@@ -121,87 +121,9 @@ class KeyValueCache:
         self.length = n - steps
 
 
-def _grown(have: int, need: int) -> int:
+def grown(have: int, need: int) -> int:
     """A buffer dimension of ``have`` that must hold ``need``: as it is, or half again."""
     return have if have >= need else max(need, have * 3 // 2)
-
-
-@dataclass
-class PointerCache(KeyValueCache):
-    """A :class:`KeyValueCache` whose keys/values never move (``--compile``'s steps): each
-    position stays in the buffer row that computed it, and ``origin`` (R, max_len) says, for
-    every row and position, which buffer row holds it. A reorder gathers these pointers (R x
-    max_len integers) instead of the keys and values (R x steps x Hkv x Dh numbers each);
-    ``append`` returns the rows' keys/values read through them, a gather that a compiled graph
-    fuses into the attention reading it (eagerly it is a copy, as a reorder was). ``k``/``v``
-    are the buffers (P >= R rows), not the rows' keys/values."""
-
-    origin: Tensor | None = None  # (R, max_len) long: the buffer row of each row's position
-
-    @classmethod
-    def of(cls, cache: KeyValueCache) -> PointerCache:
-        """An empty cache's buffers, each row its own buffer row."""
-        rows, _, max_len, _ = cache.k.shape
-        origin = torch.arange(rows, device=cache.k.device)[:, None].repeat(1, max_len)
-        return cls(cache.k, cache.v, cache.length, origin=origin)
-
-    def append(self, k: Tensor, v: Tensor) -> tuple[Tensor, Tensor]:
-        """Store n steps' k, v (R, Hkv, n, Dh) in buffer rows 0..R-1; returns every filled
-        step's keys/values of the R rows (R, Hkv, t + n, Dh)."""
-        assert self.origin is not None
-        t, n, rows = self.length, k.shape[-2], k.shape[0]
-        here = torch.arange(rows, device=k.device)  # (an index, not a slice: no P >= R guard)
-        self.k[:, :, t : t + n].index_copy_(0, here, k)
-        self.v[:, :, t : t + n].index_copy_(0, here, v)
-        self.origin[:, t : t + n] = here[:, None].expand(rows, n)
-        self.length = t + n
-        where = self.origin[:, None, : t + n]  # (R, 1, t + n)
-        heads = torch.arange(k.shape[1], device=k.device)[None, :, None]
-        steps = torch.arange(t + n, device=k.device)[None, None, :]
-        return self.k[where, heads, steps], self.v[where, heads, steps]
-
-    def reorder(self, rows: Tensor) -> None:
-        assert self.origin is not None
-        if len(rows) > self.k.shape[0]:  # more rows than buffer rows (a beam's first step)
-            n, held = self.length, self.k.shape[0]
-            k, v = (x.new_empty((len(rows), *x.shape[1:])) for x in (self.k, self.v))
-            k[:held, :, :n], v[:held, :, :n] = self.k[:, :, :n], self.v[:, :, :n]
-            self.k, self.v = k, v
-        self.origin = self.origin.index_select(0, rows)
-
-    def join(self, other: KeyValueCache) -> None:
-        """Add ``other``'s rows (a new pointer cache: rows joining a running decode) after
-        these. Their slots before ``length`` point at buffer row 0, which every step writes
-        (finite keys that :class:`DecoderState`'s key mask hides); their own positions go to
-        the buffer rows after the live ones, as :meth:`append` writes them. The buffers grow
-        by half again, rows or steps, where they must (joins are many, and each growth copies
-        them); a buffer row that a live row points into before ``length`` is never written
-        again."""
-        if not isinstance(other, PointerCache) or other.length or other.origin is None:
-            raise ValueError("rows joining a compiled decode must be a new pointer cache")
-        assert self.origin is not None
-        n, (rows, more) = self.length, (self.origin.shape[0], other.origin.shape[0])
-        held, heads, steps, dim = self.k.shape
-        want = (_grown(held, rows + more), _grown(steps, n + other.k.shape[2]))
-        if want != (held, steps):
-            k, v = (x.new_zeros((want[0], heads, want[1], dim)) for x in (self.k, self.v))
-            k[:held, :, :n], v[:held, :, :n] = self.k[:, :, :n], self.v[:, :, :n]
-            self.k, self.v = k, v
-        origin = self.origin.new_zeros((rows + more, want[1]))
-        origin[:rows, : self.origin.shape[1]] = self.origin
-        origin[rows:, n:] = torch.arange(rows, rows + more, device=origin.device)[:, None]
-        self.origin = origin
-
-    def compact(self, steps: int) -> None:
-        """Forget the first ``steps`` slots: every buffer row's positions and every row's
-        pointers move ``steps`` slots back."""
-        assert self.origin is not None
-        n = self.length
-        super().compact(steps)
-        self.origin[:, : n - steps] = self.origin[:, steps:n].clone()
-
-    def nbytes(self) -> int:
-        return super().nbytes() + (0 if self.origin is None else self.origin.nbytes)
 
 
 @dataclass
@@ -256,29 +178,48 @@ class AttentionHistory:
 
 @dataclass
 class SourceCache:
-    """Cross-attention keys/values of one layer, one row per source sentence."""
+    """Cross-attention keys/values of one layer, one row per source sentence. Once sources
+    joined (a server's decode), the buffers keep room for more, and sources leave into a spare
+    pair (as :class:`KeyValueCache`'s rows): a join writes only the new rows."""
 
     k: Tensor  # (N, Hkv, S, Dh)
     v: Tensor  # (N, Hkv, S, Dh)
+    room: tuple[Tensor, Tensor] | None = None  # joined: the buffers k, v are the first rows of
+    spare: tuple[Tensor, Tensor] | None = None
 
     def reorder(self, sources: Tensor) -> None:
-        self.k = self.k.index_select(0, sources)
-        self.v = self.v.index_select(0, sources)
+        room = self._room()
+        if room is None:
+            self.k, self.v = self.k.index_select(0, sources), self.v.index_select(0, sources)
+            return
+        if self.spare is None or self.spare[0].shape != room[0].shape:
+            self.spare = (torch.empty_like(room[0]), torch.empty_like(room[1]))
+        k, v = (x[: len(sources)] for x in self.spare)
+        torch.index_select(self.k, 0, sources, out=k)
+        torch.index_select(self.v, 0, sources, out=v)
+        self.spare, self.room, self.k, self.v = room, self.spare, k, v
+
+    def _room(self) -> tuple[Tensor, Tensor] | None:
+        """The buffers k, v are the first rows of, while they are."""
+        return self.room if self.room and self.room[0].data_ptr() == self.k.data_ptr() else None
 
     def nbytes(self) -> int:
         return self.k.nbytes + self.v.nbytes
 
     def join(self, other: SourceCache) -> None:
-        """Add ``other``'s source rows after these, both padded with zeros to the longer
-        source (the source mask hides the padding)."""
-        width = max(self.k.shape[2], other.k.shape[2])
-        self.k = torch.cat([_padded(self.k, width), _padded(other.k, width)])
-        self.v = torch.cat([_padded(self.v, width), _padded(other.v, width)])
-
-
-def _padded(x: Tensor, width: int) -> Tensor:
-    """x (N, H, S, Dh) with zeros after its S positions up to ``width``."""
-    return F.pad(x, (0, 0, 0, width - x.shape[2])) if x.shape[2] < width else x
+        """Add ``other``'s source rows after these, the shorter padded with zeros to the
+        longer source (the source mask hides the padding); the buffers grow by half again, or
+        wider, where they must."""
+        (n, heads, s, dim), (more, _, width, _) = self.k.shape, other.k.shape
+        room = self._room()
+        if room is None or room[0].shape[0] < n + more or room[0].shape[2] < width:
+            shape = ((n + more) * 3 // 2, heads, max(s, width), dim)
+            room = (self.k.new_zeros(shape), self.v.new_zeros(shape))
+            room[0][:n, :, :s], room[1][:n, :, :s] = self.k, self.v
+        k, v = room
+        k[n : n + more, :, :width], v[n : n + more, :, :width] = other.k, other.v
+        k[n : n + more, :, width:], v[n : n + more, :, width:] = 0, 0
+        self.room, self.k, self.v = room, k[: n + more], v[: n + more]
 
 
 def joined_keep(
@@ -319,9 +260,7 @@ class LayerState:
 
     def join(self, other: LayerState) -> None:
         """Add ``other``'s rows and sources after these (see :meth:`DecoderState.join`)."""
-        if type(self.own) not in (KeyValueCache, PointerCache) or type(other.own) is not type(
-            self.own
-        ):
+        if not isinstance(self.own, KeyValueCache) or type(other.own) is not type(self.own):
             raise ValueError(f"a {type(self.own).__name__} cannot take rows joining a decode")
         self.own.join(other.own)
         self.source.join(other.source)

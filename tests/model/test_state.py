@@ -7,10 +7,12 @@ import copy
 import pytest
 import torch
 from model_helpers import batch, tiny
+from torch import Tensor
 from variants import variant_params
 
 from mtkit.data.tokenizer import BOS_ID
-from mtkit.model.state import KeyValueCache, PointerCache
+from mtkit.model.pointer_cache import PointerCache
+from mtkit.model.state import KeyValueCache, SourceCache
 
 
 @pytest.mark.parametrize("variant", variant_params())
@@ -196,3 +198,35 @@ def test_slots_no_row_reads_are_dropped_once_they_are_half_the_slots() -> None:
             got = model.decode_step(tokens[5 - joins_at : 6 - joins_at], state)
             want = model.decode_step(tokens[5 - joins_at : 6 - joins_at], before)
         torch.testing.assert_close(got, want, atol=1e-5, rtol=1e-5)
+
+
+def test_joined_sources_are_written_into_room_and_leave_into_the_spare_pair() -> None:
+    """Sources joining (narrower, wider) and leaving hold exactly what concatenating,
+    zero-padding and selecting them gives; once room is kept, a join or a reorder allocates
+    nothing (every buffer is one of two pairs)."""
+    gen = torch.Generator().manual_seed(0)
+
+    def padded(x: Tensor, width: int) -> Tensor:
+        return torch.nn.functional.pad(x, (0, 0, 0, width - x.shape[2]))
+
+    k, v = (torch.randn((3, 2, 5, 4), generator=gen) for _ in range(2))
+    cache, held = SourceCache(k, v), []  # (held: no buffer freed and its address reused)
+    for n, width, keep in [
+        (2, 3, [0, 2, 4]),
+        (1, 7, [3, 0]),
+        (4, 2, [1, 2, 3, 4, 5]),
+        (1, 7, [0, 5, 1]),
+    ]:
+        new_k, new_v = (torch.randn((n, 2, width, 4), generator=gen) for _ in range(2))
+        cache.join(SourceCache(new_k, new_v))
+        wide = max(k.shape[2], width)
+        k = torch.cat([padded(k, wide), padded(new_k, wide)])
+        v = torch.cat([padded(v, wide), padded(new_v, wide)])
+        assert torch.equal(cache.k, k) and torch.equal(cache.v, v)
+        held.append(cache.k)
+        cache.reorder(torch.tensor(keep))
+        k, v = k[keep], v[keep]
+        assert torch.equal(cache.k, k) and torch.equal(cache.v, v) and cache.k.is_contiguous()
+        held.append(cache.k)
+    # from the third join on (no wider source, room for the rows): the same two buffers
+    assert len({x.data_ptr() for x in held[4:]}) == 2
