@@ -18,7 +18,6 @@ def pad_batch(
     >>> pad_batch([[5, 3], [7, 8, 3]]).tolist()
     [[5, 3, 0], [7, 8, 3]]
     """
-    out = torch.full((len(rows), max(len(r) for r in rows)), pad, dtype=torch.long)
-    for i, row in enumerate(rows):
-        out[i, : len(row)] = torch.tensor(row, dtype=torch.long)
-    return out.to(device)
+    width = max(len(r) for r in rows)  # one tensor from lists: no tensor a row
+    padded = [[*row, *[pad] * (width - len(row))] for row in rows]
+    return torch.tensor(padded, dtype=torch.long, device=device)
