@@ -30,7 +30,7 @@ for _r, _row in enumerate(_ROWS):
         NEIGHBOURS[_key] = "".join(_near)
 TYPO_KINDS = ("drop", "swap", "double", "neighbour")
 # sentence-final punctuation that a run-on leaves out (closing quotes and brackets stay)
-FINAL = re.compile(r"[.!?。！？…;]+\s*$")
+FINAL = re.compile(r"[.!?。！？…;][.!?。！？…;\s]*$")
 _WORD = re.compile(r"\S+")
 # what noise lines are made of: emoji, symbols and numbers
 EMOJI = "😀😂😍🤔👍🙏🎉🔥❤✨🚀🌍🐶🍕⚽🎵📷💡✅❌"

@@ -68,6 +68,8 @@ def test_strip_final_removes_final_punctuation_only(text: str) -> None:
         ('He said "hi."', 'He said "hi."'),
         ("3.5", "3.5"),
         ("Ende。", "Ende"),
+        ("Wow ! !", "Wow"),  # marks apart: all of them (hypothesis found '! !' + '.' -> '!')
+        ("! !.", ""),
     ],
 )
 def test_strip_final_examples(text: str, expected: str) -> None:
