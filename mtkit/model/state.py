@@ -189,7 +189,7 @@ class SourceCache:
 
     def reorder(self, sources: Tensor) -> None:
         room = self._room()
-        if room is None:
+        if room is None or len(sources) > room[0].shape[0]:  # (more rows than room: new ones)
             self.k, self.v = self.k.index_select(0, sources), self.v.index_select(0, sources)
             return
         if self.spare is None or self.spare[0].shape != room[0].shape:

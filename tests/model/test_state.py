@@ -3,6 +3,7 @@ rows (beam moves, sentences leaving, beams sharing their source) decode as a ful
 their history would, and the key/value buffers are reused rather than allocated."""
 
 import copy
+import warnings
 
 import pytest
 import torch
@@ -230,3 +231,10 @@ def test_joined_sources_are_written_into_room_and_leave_into_the_spare_pair() ->
         held.append(cache.k)
     # from the third join on (no wider source, room for the rows): the same two buffers
     assert len({x.data_ptr() for x in held[4:]}) == 2
+    # more sources than the room holds (each repeated): gathered into new buffers, not into
+    # the spare pair's too-short views (a resize torch deprecates, and warns of)
+    many = torch.arange(k.shape[0]).repeat_interleave(20)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        cache.reorder(many)
+    assert torch.equal(cache.k, k[many]) and torch.equal(cache.v, v[many])
