@@ -26,6 +26,7 @@ from machine import print_machine
 from multi30k import read_text
 
 from mtkit.config import TranslateConfig
+from mtkit.decoding.scheduler import JOIN_EVERY
 from mtkit.engines import load_engine
 from mtkit.text import translate_text
 
@@ -87,6 +88,7 @@ def main() -> None:
     parser.add_argument("--max-tokens", type=int, default=2048, help="serve's --max-batch-tokens")
     parser.add_argument("--share-tokens", type=int, default=64, help="serve's --slice-tokens")
     parser.add_argument("--join-every", type=int, default=0, help="steps between intakes")
+    parser.add_argument("--decoders", type=int, default=1, help="serve's --decoders")
     args = parser.parse_args()
     print_machine()
     torch.set_num_threads(args.threads)
@@ -98,8 +100,9 @@ def main() -> None:
     start = time.perf_counter()
     engine.translate(lines)
     offline = len(lines) / (time.perf_counter() - start)
-    scheduler = engine.schedule(args.max_tokens, args.share_tokens)
-    scheduler.join_every = args.join_every or scheduler.join_every
+    scheduler = engine.schedule(args.max_tokens, args.share_tokens, args.decoders)
+    if args.join_every and args.decoders == 1:  # (decoders: each process's own default)
+        scheduler.join_every = args.join_every
     translate_text(engine, lines[:16], "en")  # the joining graph's first call
     start = time.perf_counter()
     translate_text(engine, [text], "en")
@@ -118,7 +121,9 @@ def main() -> None:
     print(
         f"model {args.checkpoint}; beam {args.beam}; --dtype {args.dtype} --compile "
         f"{args.compile} (compiled: {engine.compiled}); budget {args.max_tokens}, share "
-        f"{args.share_tokens}, rows join every {scheduler.join_every} steps\n"
+        f"{args.share_tokens}, rows join every "
+        f"{getattr(scheduler, 'join_every', JOIN_EVERY)} steps, "
+        f"{args.decoders} decoding process(es)\n"
         f"offline batched: {offline:.1f} sentences/s; long text ({long_sentences} sentences) "
         f"alone {alone:.1f} s\n"
         f"| clients | sentences/s | vs offline | p50 ms | p95 ms | p99 ms | long text (s) "

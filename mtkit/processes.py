@@ -22,18 +22,20 @@ from mtkit.errors import MtkitError
 PR_SET_PDEATHSIG = 1  # prctl(2): the signal a process gets when its parent dies
 
 
-def stop_with_parent() -> None:
+def stop_with_parent(death_signal: bool = True) -> None:
     """Ctrl-C is the main process's to handle (it stops the pool: :func:`stop_now`); SIGTERM
     ends a worker quietly (the handler forked from the main process is undone); and on Linux a
     worker dies with it, even by SIGKILL, instead of printing a traceback when it returns its
     result. The kernel closes a dying process's pipes before it sends the death signal, so a
     worker can still write its result into the closed result pipe in between: SIGPIPE's
     default action ends it there just as quietly (Python's own ignores SIGPIPE and raises
-    BrokenPipeError, which the pool would print)."""
+    BrokenPipeError, which the pool would print). ``death_signal`` False: no death signal (it
+    comes when the *thread* that started the process ends; a process started from a thread
+    that ends before it must watch its pipe instead)."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
     signal.signal(signal.SIGPIPE, signal.SIG_DFL)
-    if sys.platform.startswith("linux"):
+    if death_signal and sys.platform.startswith("linux"):
         with contextlib.suppress(OSError, AttributeError):
             ctypes.CDLL(None).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
 

@@ -71,6 +71,12 @@ def served_search_options(func: Any) -> Any:
     "(--batching request: per batch, beside the short ones; 0: no limit).",
 )
 @option(
+    "--decoders",
+    type=click.IntRange(0),
+    help="--batching step on a CPU: processes decoding at once, the --threads shared among "
+    "them (0: one per thread, at most 4; 1: one decoding thread in the server's process).",
+)
+@option(
     "--max-wait-ms",
     type=click.FloatRange(0),
     help="How long a request may wait for others to batch with (0: never waits).",

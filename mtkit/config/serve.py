@@ -44,7 +44,9 @@ class ServeConfig:
     batching: str = "step"  # step: sentences join and leave a running search; request: batches
     max_batch_tokens: int = 2048  # source pieces (+EOS) per batch, over all requests in it
     max_wait_ms: float = 5.0  # how long the oldest waiting request may wait for others
-    slice_tokens: int = 64  # a long request's source pieces decoding beside others (0: no cap)
+    # a long request's source pieces decoding beside others, per decoding process (0: no cap)
+    slice_tokens: int = 256
+    decoders: int = 0  # step-level batching's decoding processes (0: one per core, at most 4)
     queue_size: int = 256  # requests waiting for the model; beyond: 503 with Retry-After
     timeout: float = 30.0  # seconds from arrival to answer; beyond: 504
     max_body_bytes: int = 1_000_000  # beyond: 413
@@ -70,6 +72,7 @@ class ServeConfig:
             (self.max_batch_tokens >= 1, "--max-batch-tokens must be positive"),
             (self.max_wait_ms >= 0, "--max-wait-ms must be >= 0"),
             (self.slice_tokens >= 0, "--slice-tokens must be >= 0"),
+            (self.decoders >= 0, "--decoders must be >= 0"),
             (self.queue_size >= 1, "--queue-size must be positive"),
             (self.timeout > 0, "--timeout must be positive"),
             (self.max_body_bytes >= 1, "--max-body-bytes must be positive"),

@@ -61,11 +61,14 @@ class Submission:
     left: int = 0  # rows not handed back yet
     error: BaseException | None = None
     done: threading.Event = field(default_factory=threading.Event)
+    on_done: Callable[[Submission], None] | None = None  # called once, on the decoding thread
 
     def finish(self, error: BaseException | None = None) -> None:
         if not self.done.is_set():
             self.error = error
             self.done.set()
+            if self.on_done is not None:
+                self.on_done(self)
 
 
 @dataclass(eq=False)
@@ -117,17 +120,33 @@ class Scheduler:
         calling context's :data:`CANCELLED` says so, or what the search raised."""
         if not rows:
             return []
-        cancelled = cancellation()
+        sub = self.submit(rows, key, start, cancellation())
+        sub.done.wait()
+        if sub.error is not None:
+            raise sub.error
+        return sub.found
+
+    def submit(
+        self,
+        rows: list[list[int]],
+        key: Hashable | None,
+        start: Callable[[Tensor], Stepper],
+        cancelled: Callable[[], bool],
+        on_done: Callable[[Submission], None] | None = None,
+    ) -> Submission:
+        """:meth:`decode` without the wait: the submission, ``done`` once its rows are (its
+        ``found`` or its ``error`` set, ``on_done`` called on the decoding thread)."""
         sub = Submission(rows, key, start, cancelled, [[] for _ in rows], left=len(rows))
+        sub.on_done = on_done
+        if not rows:
+            sub.finish()
+            return sub
         with self._cond:
             if self._closed:
                 raise RuntimeError("the decoder is shut down")
             self._pending.append(sub)
             self._cond.notify()
-        sub.done.wait()
-        if sub.error is not None:
-            raise sub.error
-        return sub.found
+        return sub
 
     def close(self, timeout: float | None = None) -> bool:
         """Finish what was submitted, take nothing more; True if the thread ended in time."""

@@ -8,7 +8,7 @@ Lines are encoded with the checkpoint's source spm model, cut into batches of at
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import torch
@@ -40,6 +40,7 @@ from mtkit.engines.base import (
     one_line,
 )
 from mtkit.engines.confidence import piece_confidence
+from mtkit.engines.decoders import DecoderPool
 from mtkit.engines.draft import describe_draft, load_draft
 from mtkit.errors import MtkitError
 from mtkit.languages import Languages
@@ -68,7 +69,8 @@ class NativeEngine(Engine):
     # per model, its output projection's weight before packing (what output_rows needs)
     projection_weights: list[Tensor | None] | None = None
     shortlist_rows: int = ROWS  # decoder rows whose sentences share one shortlist union
-    scheduler: Scheduler | None = None  # :meth:`schedule`: searches step with other callers'
+    scheduler: Scheduler | DecoderPool | None = None  # :meth:`schedule`: searches step together
+    checkpoints: list[str] = field(default_factory=list)  # what it was loaded from
 
     @property
     def compiled(self) -> bool:
@@ -227,18 +229,28 @@ class NativeEngine(Engine):
                 progress.update(len(rows))
         return out
 
-    def schedule(self, max_tokens: int, share_tokens: int | None = None) -> Scheduler:
+    def schedule(
+        self, max_tokens: int, share_tokens: int | None = None, decoders: int = 1
+    ) -> Scheduler | DecoderPool:
         """From now on every search runs on one decoding thread, step by step, with those of
         other callers (threads): rows of greedy and beam searches join a running one
         (:mod:`mtkit.decoding.scheduler`: ``max_tokens`` source tokens at a time, at most
         ``share_tokens`` of one caller's while others decode); a compiled step builds the
-        graph that joined rows need at once."""
+        graph that joined rows need at once. ``decoders`` > 1: the joining rows decode in
+        that many processes, the threads shared among them (:mod:`mtkit.engines.decoders`)."""
         if self.scheduler is None:
             pad = self.src_tokenizer.specials.pad
-            self.scheduler = Scheduler(max_tokens, self.device, pad, share_tokens)
+            local = Scheduler(max_tokens, self.device, pad, share_tokens)
             for model in self.models:  # rows will join: a compiled step's graph for it, now
-                if isinstance(model.decode_step, CompiledStep):
+                if isinstance(model.decode_step, CompiledStep):  # (in the cache, for decoders)
                     model.decode_step.prepare_joins()
+            self.scheduler = local
+            if decoders > 1:
+                threads = max(1, torch.get_num_threads() // decoders)
+                each = replace(self.config, threads=threads, workers=1)
+                self.scheduler = DecoderPool(
+                    __name__, self.checkpoints, each, max_tokens, share_tokens, decoders, local
+                )
         return self.scheduler
 
     def _joins(self, models: list[Any], search: SearchConfig) -> bool:
@@ -488,6 +500,7 @@ def load(checkpoints: list[str], config: TranslateConfig, announce: bool = True)
         first.languages,
         shortlist=shortlist,
         projection_weights=weights,
+        checkpoints=list(checkpoints),
     )
     engine.trained_pieces = trained_pieces(item.source_pieces for item in loaded)
     engine.sentence_style, engine.source_words = first.sentence_style, first.source_words

@@ -18,6 +18,8 @@ import threading
 from pathlib import Path
 from typing import Any
 
+import torch
+
 from mtkit.config import ServeConfig, TranslateConfig
 from mtkit.engines import load_engine
 from mtkit.engines.base import Engine
@@ -31,6 +33,7 @@ from mtkit.serve.service import Model, Service, token_counter
 from mtkit.text.glossary import read_glossary
 
 log = logging.getLogger("mtkit.serve")
+AUTO_DECODERS = 4  # --decoders 0: one per thread, at most this many (each loads the model)
 GRACE = 5.0  # seconds beyond the request timeout that a shutdown waits for requests in flight
 
 
@@ -61,8 +64,12 @@ def batcher(engine: Engine, serve: ServeConfig) -> Batcher | Dispatcher:
     """Step-level batching where asked (the default) and the engine steps its searches
     (mtkit's own, in this process), else whole batches of requests; the log says which."""
     if serve.batching == "step" and isinstance(engine, NativeEngine):
-        log.info("batching: step-level (sentences join and leave the running search)")
-        return Dispatcher(engine, serve.max_batch_tokens, serve.queue_size, serve.slice_tokens)
+        count = decoders(engine, serve.decoders)
+        where = f"{count} decoding processes" if count > 1 else "one decoding thread"
+        log.info("batching: step-level in %s (sentences join and leave a running search)", where)
+        return Dispatcher(
+            engine, serve.max_batch_tokens, serve.queue_size, serve.slice_tokens, count
+        )
     if serve.batching == "step":
         log.info("batching: whole requests (%s decodes batches whole)", type(engine).__name__)
     return Batcher(
@@ -73,6 +80,17 @@ def batcher(engine: Engine, serve: ServeConfig) -> Batcher | Dispatcher:
         token_counter(engine),
         serve.slice_tokens,
     )
+
+
+def decoders(engine: NativeEngine, asked: int) -> int:
+    """``--decoders``, or with 0 one per thread on a CPU (at most AUTO_DECODERS; a step at a
+    server's few hundred rows hardly gains from a second thread, a second process doubles
+    the steps: benchmarks/results/serve-decoders-2026-11-29.txt) and one on a GPU."""
+    if asked:
+        return asked
+    if engine.device.type != "cpu":
+        return 1
+    return max(1, min(torch.get_num_threads(), AUTO_DECODERS))
 
 
 def bind(host: str, port: int) -> socket.socket:

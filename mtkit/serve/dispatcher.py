@@ -32,10 +32,15 @@ class Dispatcher:
     """Jobs, each ``engine.translate`` in a thread, their searches on one scheduler."""
 
     def __init__(
-        self, engine: NativeEngine, max_tokens: int, queue_size: int, share_tokens: int = 0
+        self,
+        engine: NativeEngine,
+        max_tokens: int,
+        queue_size: int,
+        share_tokens: int = 0,
+        decoders: int = 1,
     ) -> None:
         self.engine, self.queue_size = engine, queue_size
-        self.scheduler = engine.schedule(max_tokens, share_tokens or max_tokens)
+        self.scheduler = engine.schedule(max_tokens, share_tokens or max_tokens, decoders)
         self.stats = BatchStats()
         self._jobs: set[Job] = set()
         self._lock = threading.Lock()

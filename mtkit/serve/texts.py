@@ -26,6 +26,7 @@ from mtkit.data.tokenizer import Tokenizer
 from mtkit.decoding.scheduler import Cancelled
 from mtkit.engines.base import Translation
 from mtkit.engines.confidence import Confidence
+from mtkit.engines.decoders import DecoderLost
 from mtkit.errors import MtkitError
 from mtkit.serve.api import TranslateRequest
 from mtkit.serve.batcher import Batcher, Closed, QueueFull
@@ -187,7 +188,7 @@ def api_error(err: Exception) -> ApiError:
         return err
     if isinstance(err, QueueFull):
         return ApiError(503, "queue", f"the server is busy: {err}", {"Retry-After": "1"})
-    if isinstance(err, Closed):
+    if isinstance(err, (Closed, DecoderLost)):
         return ApiError(503, "server", str(err), {"Retry-After": "5"})
     if isinstance(err, MtkitError):
         return ApiError(400, "q", str(err))
