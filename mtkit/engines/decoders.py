@@ -343,6 +343,7 @@ def _decoder_main(
     try:
         engine = importlib.import_module(module).load(models, config, announce=False)
         scheduler = engine.schedule(max_tokens, share_tokens)
+        engine.translate(["warm up"], config.search)  # first-call costs here, not in a request
     except Exception as err:  # noqa: BLE001 - said to the server, which refuses to start
         conn.send(("failed", str(err) or type(err).__name__))
         return

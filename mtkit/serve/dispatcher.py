@@ -41,7 +41,7 @@ class Dispatcher:
     ) -> None:
         self.engine, self.queue_size = engine, queue_size
         self.scheduler = engine.schedule(max_tokens, share_tokens or max_tokens, decoders)
-        self.stats = BatchStats()
+        self._stats = BatchStats()
         self._jobs: set[Job] = set()
         self._lock = threading.Lock()
         self._closed = False
@@ -129,7 +129,14 @@ class Dispatcher:
 
     def _record(self, job: Job) -> None:
         with self._lock:
-            stats = self.stats
-            stats.batches = self.scheduler.stats.started
-            stats.jobs += 1
-            stats.lines += len(job.lines)
+            self._stats.jobs += 1
+            self._stats.lines += len(job.lines)
+
+    @property
+    def stats(self) -> BatchStats:
+        """Jobs and lines answered, and as ``batches`` the searches started (asked of the
+        scheduler when read: decoding processes answer through their pipes)."""
+        with self._lock:
+            stats = BatchStats(jobs=self._stats.jobs, lines=self._stats.lines)
+        stats.batches = self.scheduler.stats.started
+        return stats
