@@ -99,10 +99,9 @@ def test_a_request_that_goes_away_is_dropped_in_its_process(pooled) -> None:
     assert pool.stats.steps == steps  # nothing of it decoded since
 
 
-def test_a_process_that_dies_fails_its_rows_alone_and_is_replaced(ckpt: str, offline) -> None:
-    engine = load_engine([ckpt], TranslateConfig(threads=1))
-    pool = engine.schedule(2048, 64, decoders=2)
-    steps = pool.stats.steps  # (the processes' warm-ups)
+def test_a_process_that_dies_fails_its_rows_alone_and_is_replaced(offline, pooled) -> None:
+    engine, pool = pooled, pooled.scheduler
+    steps = pool.stats.steps
     with ThreadPoolExecutor(1) as thread:
         long = thread.submit(engine.translate, LINES[:1], LONG)
         deadline = time.monotonic() + 30
@@ -119,9 +118,10 @@ def test_a_process_that_dies_fails_its_rows_alone_and_is_replaced(ckpt: str, off
         assert time.monotonic() < deadline + 60
         time.sleep(0.05)
     assert all(d.process.is_alive() for d in pool._decoders)
-    assert pool.stats.started >= 1  # the new process answers
+    (fresh,) = [d for d in pool._decoders if d.number == holder.number]
+    before = pool._asked_stats(fresh).steps
     assert texts(engine.translate(LINES, search)) == expected
-    assert pool.close(30)
+    assert pool._asked_stats(fresh).steps > before  # the new process decoded some of them
 
 
 def test_a_process_that_cannot_load_is_refused_in_one_line(tmp_path) -> None:
