@@ -338,8 +338,6 @@ def _decoder_main(
     (what was submitted is finished), or until the pipe closes (the server is gone: at once)."""
     stop_with_parent(death_signal=False)  # (started from threads that end: the pipe tells)
     signal.signal(signal.SIGTERM, signal.SIG_IGN)  # the server's to handle: it closes the pipe
-    from mtkit.decoding.search import start_search
-
     try:
         engine = importlib.import_module(module).load(models, config, announce=False)
         scheduler = engine.schedule(max_tokens, share_tokens)
@@ -363,9 +361,6 @@ def _decoder_main(
         found = sub.found if error is None else None
         send(("done", job, found, error, dataclasses.asdict(scheduler.stats)))
 
-    def started(search: Any, stop: bool) -> Callable[[Tensor], Stepper]:
-        return lambda src: start_search(engine.models, src, search, None, None, None, True, stop)
-
     while True:
         try:
             message = conn.recv()
@@ -376,7 +371,7 @@ def _decoder_main(
             scheduler.submit(
                 rows,
                 key,
-                started(*key),
+                engine.starter(engine.models, key[0], None, True, key[1]),
                 lambda job=job: job in gone,
                 lambda sub, job=job: answer(job, sub),
             )

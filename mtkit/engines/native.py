@@ -28,6 +28,7 @@ from mtkit.decoding.scheduler import Scheduler
 from mtkit.decoding.search import Hypothesis, generate, joinable, start_search
 from mtkit.decoding.search import check as check_search
 from mtkit.decoding.speculative import Draft
+from mtkit.decoding.stepper import Stepper
 from mtkit.devices import torch_device
 from mtkit.engines.alignment import word_alignment
 from mtkit.engines.base import (
@@ -149,17 +150,16 @@ class NativeEngine(Engine):
     ) -> list[list[Hypothesis]]:
         """Each row's hypotheses (target vocabulary ids), searched here or on the scheduler's
         thread, beside (or joining) other requests' rows; ``stop``: loops stopped."""
-        generator, ids = self._generator(search), self.src_tokenizer.specials
+        ids = self.src_tokenizer.specials
         if self.scheduler is None:
+            generator = self._generator(search)
             found = generate(models, src, search, generator, constraints, self.draft, stop)
         else:
             joins = self._joins(models, search)
             found = self.scheduler.decode(
                 [row + [ids.eos] for row in rows],
                 (search, stop) if joins else None,
-                lambda part: start_search(
-                    models, part, search, generator, constraints, self.draft, joins, stop
-                ),
+                self.starter(models, search, constraints, joins, stop),
             )
         if isinstance(models[0], Shortlisted):  # its columns as the vocabulary's ids
             to_vocab = models[0].vocabulary_ids
@@ -175,6 +175,22 @@ class NativeEngine(Engine):
                 for i, hyps in enumerate(found)
             ]
         return found
+
+    def starter(
+        self,
+        models: list[Any],
+        search: SearchConfig,
+        constraints: list[Constraints] | None,
+        joins: bool,
+        stop: bool,
+    ) -> Callable[[Tensor], Stepper]:
+        """How a scheduler starts this engine's search over source rows (B, S): ``joins``,
+        built to take rows joining it; ``stop``: loops stopped (a decoding process starts its
+        own from a submission's key, :mod:`mtkit.engines.decoders`)."""
+        generator = self._generator(search)
+        return lambda src: start_search(
+            models, src, search, generator, constraints, self.draft, joins, stop
+        )
 
     def _loops_of_the_source(
         self,
