@@ -17,11 +17,12 @@ cached under .bench/translate/, as bench_translate.py builds it) is used, and ev
 forced to ``--random-len`` tokens so that all rows compare equal work.
 
 ``--mixed``: beside the clients of each level, one more client sends odd work in a loop: a
-text of about ``--long-words`` words on one line (test sentences joined), then requests the
-server must refuse (malformed JSON, a lone surrogate, a wrong type), one a second. The table
-then gives the single sentences' latency under that load, for step-level batching (the
-default: sentences join and leave the running search) and whole-request batching
-(``--batching request``, slices of a long request beside the short ones), and the long text's
+text of about ``--long-words`` words on one line (test sentences joined; ``--run-on``:
+lowercased, without punctuation, as a paste without sentence ends), then requests the server
+must refuse (malformed JSON, a lone surrogate, a wrong type), one a second. The table then
+gives the single sentences' latency under that load, for step-level batching (the default:
+sentences join and leave the running search) and whole-request batching (``--batching
+request``, slices of a long request beside the short ones), and the long text's
 time alone on the idle server beside its times under the load;
 every single-sentence answer is checked against offline translation through the same text
 layer (CTranslate2 and int8, whose output may depend on the other sentences of a batch: the
@@ -305,6 +306,11 @@ def main() -> None:
     )
     parser.add_argument("--long-words", type=int, default=3000)
     parser.add_argument(
+        "--run-on",
+        action="store_true",
+        help="--mixed's long text as a run-on: lowercased, without punctuation",
+    )
+    parser.add_argument(
         "--server",
         action="append",
         metavar="NAME=OPTIONS",
@@ -343,9 +349,12 @@ def main() -> None:
         while sum(len(s.split()) for s in taken) < args.long_words and len(taken) < len(pool):
             taken.append(pool[len(taken)])
         long_text, long_sentences = " ".join(taken), len(taken)
+        if args.run_on:  # one sentence as typed, of the same words
+            long_text = re.sub(r"[^\w\s']", "", long_text).lower()
+        shape = "a run-on (no punctuation, lowercased)" if args.run_on else "a text"
         print(
-            f"mixed load: a text of {len(long_text.split())} words ({long_sentences} sentences) "
-            "on one line and "
+            f"mixed load: {shape} of {len(long_text.split())} words ({long_sentences} "
+            "sentences) on one line and "
             f"{len(ODD)} invalid requests, in turn, one a second"
         )
     print(
