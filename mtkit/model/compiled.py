@@ -133,12 +133,27 @@ def _start_state(
     step then never fills its buffer: the graph is exported for a cache prefix shorter than
     its buffer, whose strides differ from a full buffer's; it guards on that), each a
     :class:`~mtkit.model.pointer_cache.PointerCache`: as the beams move, the search's reorder moves
-    pointers, and the graph reads each row's keys/values through them."""
+    pointers, and the graph reads each row's keys/values through them (values in bf16 where
+    a bf16 layer made them: :func:`_values_dtype`)."""
     state = Transformer.start_state(model, enc, max_len + 1, alignment_layer)
+    values = _values_dtype(model)
     for layer in state.layers:
         if isinstance(layer.own, KeyValueCache):
-            layer.own = PointerCache.of(layer.own)
+            layer.own = PointerCache.of(layer.own, values)
     return state
+
+
+def _values_dtype(model: nn.Module) -> torch.dtype | None:
+    """bf16 where every decoder layer's values come out of a bf16 layer (its kernel rounds
+    them: kept in bf16 they are the same numbers), else None (the keys' dtype). Attention
+    over the cache reads keys and values from memory (the gather through the pointers), so
+    bf16 values save a quarter of its bytes: 160 rows over 30 slots, a step 0.84x as long."""
+    projections = [
+        getattr(layer.self_attn, "qkv", None) or getattr(layer.self_attn, "kv", None)
+        for layer in model.decoder_stack()
+    ]
+    bf16 = [isinstance(p, OpaqueLinear) and p.kind == "bf16" for p in projections]
+    return torch.bfloat16 if bf16 and all(bf16) else None
 
 
 def _dense(x: Tensor) -> Tensor:

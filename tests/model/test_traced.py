@@ -123,3 +123,32 @@ def test_speculative_decoding_through_compiled_steps_gives_greedy_output() -> No
         ]
     assert len(calls) > 20 and 0 < stats.acceptance < 1
     assert compiled.decode_step.multi is not None  # the check: several positions, one graph
+
+
+def test_values_of_bf16_layers_are_kept_in_bf16_with_the_same_logits(monkeypatch) -> None:
+    """Values that a bf16 layer made are bf16 numbers: kept in bf16 (half the bytes a step
+    reads), the steps' logits are exactly those of the same model keeping them in float32,
+    through the first (eager) step and the graph's, and after a beam reorder."""
+    from mtkit.model import compiled as compiled_module
+    from mtkit.model.packed import onednn_available
+
+    if not onednn_available(torch.bfloat16):
+        pytest.skip("no oneDNN bf16 kernels in this build: no bf16 layers")
+    src, tokens = batch([7, 4, 5], 23), batch([9, 9, 9], 29, seed=2)
+    found = []
+    for values in ("bf16", "float32"):
+        if values == "float32":
+            monkeypatch.setattr(compiled_module, "_values_dtype", lambda model: None)
+        model = compile_step(
+            prepare_for_inference(tiny(**MODERN), CPU, "bf16"), CPU, build="export"
+        )
+        with torch.inference_mode():
+            state = model.start_state(model.encode(src), max_len=9)
+            logits = []
+            for t in range(6):
+                logits.append(model.decode_step(tokens[:, t], state))
+                if t == 2:
+                    state.reorder(torch.tensor([2, 0, 0]))
+        found.append((state.layers[0].own.v.dtype, torch.stack(logits)))
+    assert [dtype for dtype, _ in found] == [torch.bfloat16, torch.float32]
+    assert torch.equal(found[0][1], found[1][1])
