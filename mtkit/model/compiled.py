@@ -147,7 +147,8 @@ def _values_dtype(model: nn.Module) -> torch.dtype | None:
     """bf16 where every decoder layer's values come out of a bf16 layer (its kernel rounds
     them: kept in bf16 they are the same numbers), else None (the keys' dtype). Attention
     over the cache reads keys and values from memory (the gather through the pointers), so
-    bf16 values save a quarter of its bytes: 160 rows over 30 slots, a step 0.84x as long."""
+    bf16 values save a quarter of its bytes: at 160 rows over 30-45 slots a step took
+    0.80-0.92x as long on one thread (benchmarks/bench_compiled_step.py)."""
     projections = [
         getattr(layer.self_attn, "qkv", None) or getattr(layer.self_attn, "kv", None)
         for layer in model.decoder_stack()
