@@ -133,31 +133,28 @@ def _start_state(
     step then never fills its buffer: the graph is exported for a cache prefix shorter than
     its buffer, whose strides differ from a full buffer's; it guards on that), each a
     :class:`~mtkit.model.pointer_cache.PointerCache`: as the beams move, the search's reorder moves
-    pointers, and the graph reads each row's keys/values through them (in bf16 where a bf16
-    layer made them: :func:`_cache_dtypes`)."""
+    pointers, and the graph reads each row's keys/values through them (values in bf16 where
+    a bf16 layer made them: :func:`_values_dtype`)."""
     state = Transformer.start_state(model, enc, max_len + 1, alignment_layer)
-    keys, values = _cache_dtypes(model)
+    values = _values_dtype(model)
     for layer in state.layers:
         if isinstance(layer.own, KeyValueCache):
-            layer.own = PointerCache.of(layer.own, keys, values)
+            layer.own = PointerCache.of(layer.own, values)
     return state
 
 
-def _cache_dtypes(model: nn.Module) -> tuple[torch.dtype | None, torch.dtype | None]:
-    """The dtypes the caches keep keys and values in (None: the model's own): bf16 for what
-    comes straight out of a bf16 layer in every decoder layer (its kernel rounds them: kept
-    in bf16 they are the same numbers), the values, and the keys where no rotation (rotary
-    positions) changes them after it. Attention over the cache reads keys and values from
-    memory (the gather through the pointers): at 160 rows over 30-45 slots a step took
-    0.80-0.92x as long on one thread with bf16 values (a quarter of the bytes saved), 0.75-0.81x
-    with bf16 keys and values (half; benchmarks/bench_compiled_step.py)."""
-    layers = [layer.self_attn for layer in model.decoder_stack()]
-    projections = [getattr(a, "qkv", None) or getattr(a, "kv", None) for a in layers]
+def _values_dtype(model: nn.Module) -> torch.dtype | None:
+    """bf16 where every decoder layer's values come out of a bf16 layer (its kernel rounds
+    them: kept in bf16 they are the same numbers), else None (the keys' dtype). Attention
+    over the cache reads keys and values from memory (the gather through the pointers), so
+    bf16 values save a quarter of its bytes: at 160 rows over 30-45 slots a step took
+    0.80-0.92x as long on one thread (benchmarks/bench_compiled_step.py)."""
+    projections = [
+        getattr(layer.self_attn, "qkv", None) or getattr(layer.self_attn, "kv", None)
+        for layer in model.decoder_stack()
+    ]
     bf16 = [isinstance(p, OpaqueLinear) and p.kind == "bf16" for p in projections]
-    if not (bf16 and all(bf16)):
-        return None, None
-    rotated = any(a.positions.rotates for a in layers)
-    return (None if rotated else torch.bfloat16), torch.bfloat16
+    return torch.bfloat16 if bf16 and all(bf16) else None
 
 
 def _dense(x: Tensor) -> Tensor:

@@ -25,22 +25,14 @@ class PointerCache(KeyValueCache):
     origin: Tensor | None = None  # (R, max_len) long: the buffer row of each row's position
 
     @classmethod
-    def of(
-        cls,
-        cache: KeyValueCache,
-        keys: torch.dtype | None = None,
-        values: torch.dtype | None = None,
-    ) -> PointerCache:
-        """An empty cache's buffers, each row its own buffer row; ``keys``, ``values``: those
-        buffers in that dtype (bf16 where a bf16 layer made them: the same numbers, half the
-        bytes a step reads), read back in the dtype of the keys and values appended."""
+    def of(cls, cache: KeyValueCache, values: torch.dtype | None = None) -> PointerCache:
+        """An empty cache's buffers, each row its own buffer row; ``values``: the values'
+        buffer in that dtype (bf16 where the values come out of a bf16 layer: the same
+        numbers, half the bytes a step reads), read back in the keys' dtype."""
         rows, _, max_len, _ = cache.k.shape
         origin = torch.arange(rows, device=cache.k.device)[:, None].repeat(1, max_len)
-        k, v = (
-            x if dtype is None else x.new_empty(x.shape, dtype=dtype)
-            for x, dtype in ((cache.k, keys), (cache.v, values))
-        )
-        return cls(k, v, cache.length, origin=origin)
+        v = cache.v if values is None else cache.v.new_empty(cache.v.shape, dtype=values)
+        return cls(cache.k, v, cache.length, origin=origin)
 
     def append(self, k: Tensor, v: Tensor) -> tuple[Tensor, Tensor]:
         """Store n steps' k, v (R, Hkv, n, Dh) in buffer rows 0..R-1; returns every filled
@@ -48,14 +40,14 @@ class PointerCache(KeyValueCache):
         assert self.origin is not None
         t, n, rows = self.length, k.shape[-2], k.shape[0]
         here = torch.arange(rows, device=k.device)  # (an index, not a slice: no P >= R guard)
-        self.k[:, :, t : t + n].index_copy_(0, here, k.to(self.k.dtype))
+        self.k[:, :, t : t + n].index_copy_(0, here, k)
         self.v[:, :, t : t + n].index_copy_(0, here, v.to(self.v.dtype))
         self.origin[:, t : t + n] = here[:, None].expand(rows, n)
         self.length = t + n
         where = self.origin[:, None, : t + n]  # (R, 1, t + n)
         heads = torch.arange(k.shape[1], device=k.device)[None, :, None]
         steps = torch.arange(t + n, device=k.device)[None, None, :]
-        return self.k[where, heads, steps].to(k.dtype), self.v[where, heads, steps].to(v.dtype)
+        return self.k[where, heads, steps], self.v[where, heads, steps].to(k.dtype)
 
     def reorder(self, rows: Tensor) -> None:
         assert self.origin is not None

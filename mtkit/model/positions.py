@@ -114,8 +114,6 @@ def as_bias(mask_or_bias: Tensor | None, dtype: torch.dtype) -> Tensor | None:
 class AttentionPositions(nn.Module):
     """No attention-time positions: ``rotate`` is the identity, ``attend`` is SDPA."""
 
-    rotates = False  # whether ``rotate`` changes queries and keys (else the identity)
-
     def rotate(self, x: Tensor, offset: int | Tensor) -> Tensor:
         """x (B, H, T, Dh) at positions offset..offset+T-1 -> (B, H, T, Dh); ``offset`` a
         tensor (B,): each row's one position (T = 1), rows at different positions."""
@@ -166,8 +164,6 @@ class Rotary(AttentionPositions):
     self-attention only; q/k weights go over unpermuted (CTranslate2's
     ``permute_for_sliced_rotary`` is for interleaved checkpoints).
     """
-
-    rotates = True
 
     def __init__(self, head_dim: int, max_positions: int, base: float = 10000.0) -> None:
         super().__init__()

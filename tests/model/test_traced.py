@@ -125,14 +125,8 @@ def test_speculative_decoding_through_compiled_steps_gives_greedy_output() -> No
     assert compiled.decode_step.multi is not None  # the check: several positions, one graph
 
 
-@pytest.mark.parametrize(
-    ("positions", "kept"), [("rope", "values"), ("sinusoidal", "keys and values")]
-)
-def test_what_bf16_layers_made_is_kept_in_bf16_with_the_same_logits(
-    monkeypatch, positions: str, kept: str
-) -> None:
-    """Values that a bf16 layer made are bf16 numbers, and so are keys that no rotation
-    changes after it (sinusoidal positions, not rotary): kept in bf16 (fewer bytes a step
+def test_values_of_bf16_layers_are_kept_in_bf16_with_the_same_logits(monkeypatch) -> None:
+    """Values that a bf16 layer made are bf16 numbers: kept in bf16 (half the bytes a step
     reads), the steps' logits are exactly those of the same model keeping them in float32,
     through the first (eager) step and the graph's, and after a beam reorder."""
     from mtkit.model import compiled as compiled_module
@@ -142,13 +136,11 @@ def test_what_bf16_layers_made_is_kept_in_bf16_with_the_same_logits(
         pytest.skip("no oneDNN bf16 kernels in this build: no bf16 layers")
     src, tokens = batch([7, 4, 5], 23), batch([9, 9, 9], 29, seed=2)
     found = []
-    for dtypes in ("bf16", "float32"):
-        if dtypes == "float32":
-            monkeypatch.setattr(compiled_module, "_cache_dtypes", lambda model: (None, None))
+    for values in ("bf16", "float32"):
+        if values == "float32":
+            monkeypatch.setattr(compiled_module, "_values_dtype", lambda model: None)
         model = compile_step(
-            prepare_for_inference(tiny(pre_norm=True, positions=positions), CPU, "bf16"),
-            CPU,
-            build="export",
+            prepare_for_inference(tiny(**MODERN), CPU, "bf16"), CPU, build="export"
         )
         with torch.inference_mode():
             state = model.start_state(model.encode(src), max_len=9)
@@ -157,9 +149,6 @@ def test_what_bf16_layers_made_is_kept_in_bf16_with_the_same_logits(
                 logits.append(model.decode_step(tokens[:, t], state))
                 if t == 2:
                     state.reorder(torch.tensor([2, 0, 0]))
-        cache = state.layers[0].own
-        found.append(((cache.k.dtype, cache.v.dtype), torch.stack(logits)))
-    bf16, f32 = torch.bfloat16, torch.float32
-    assert found[0][0] == ((f32, bf16) if kept == "values" else (bf16, bf16))
-    assert found[1][0] == (f32, f32)
+        found.append((state.layers[0].own.v.dtype, torch.stack(logits)))
+    assert [dtype for dtype, _ in found] == [torch.bfloat16, torch.float32]
     assert torch.equal(found[0][1], found[1][1])
