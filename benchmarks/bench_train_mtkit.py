@@ -118,7 +118,7 @@ def bench_train_mtkit(
     exact, approx = pair_flops(mcfg, train.src_lengths[timed], train.tgt_lengths[timed])
     tgt_tokens = int((train.tgt_lengths[timed] + 1).sum())
     padded = sum(len(b) * int(train.tgt_lengths[b.numpy()].max() + 1) for b in batches[warmup:])
-    size = 4096 if step.device.type == "cuda" else 1024
+    size = 8192 if step.device.type == "cuda" else 1024
     peak_fp32 = matmul_peak(step.device, torch.float32, size, repeats=10)
     train_dtype = step.amp_dtype or torch.float32
     peak_train = peak_fp32

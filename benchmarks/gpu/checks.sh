@@ -4,6 +4,7 @@
 # scaler), and bitwise determinism of CUDA training (same seed twice; resumed vs straight).
 #   MODEL=checkpoint.pt bash benchmarks/gpu/checks.sh          (from the repository root)
 #   DEV=cpu QUICK=1 MODEL=... bash benchmarks/gpu/checks.sh    (a dry run on 40 lines, on CPU)
+#   TRAIN=0 MODEL=... bash benchmarks/gpu/checks.sh            (decoding only: ~4 minutes)
 # MODEL: an inference checkpoint of the demo's vocabulary (mtkit average -c
 # work/demo/en-de/demo-run/checkpoint_last.pt -o demo.pt); OUT: where logs are copied.
 set -u
@@ -61,6 +62,7 @@ $S $W/gpu-sample1.hyp $W/gpu-sample2.hyp gpu-sample-again
 for v in align scores cons gloss html split; do $S $W/cpu-$v.hyp $W/gpu-$v.hyp gpu-$v; done
 for v in cpu-fp32 gpu-fp32 gpu-bf16 gpu-fp16 gpu-greedy; do bleu $v; done
 cp $W/gpu-html.hyp $O/gpu.html; cp $W/cpu-html.hyp $O/cpu.html
+[ "${TRAIN:-1}" = 0 ] && echo done && exit 0
 echo "== training on $DEV"
 $MT spm train --train $W/train --src-lang en --tgt-lang de --vocab-size 8000 --model-prefix $W/spm >/dev/null 2>&1
 $MT prepare --src-lang en --tgt-lang de --spm $W/spm.model --train $W/train --valid $W/val --test $W/test_2016_flickr -o $W/data --force >/dev/null 2>&1; echo prepare rc $?

@@ -30,6 +30,7 @@ from bench_train_mtkit import bench_train_mtkit, write_synthetic  # noqa: E402
 # NVIDIA's DeepLearningExamples (PyTorch Transformer, fairseq-based), WMT14 en-de, big model,
 # AMP: tokens/s as their README's training performance table reports them
 FAIRSEQ_BIG = {"1x A100 80GB, AMP": 82_000, "8x A100 80GB, AMP": 552_000}
+A100_BF16_PEAK = 312e12  # NVIDIA's datasheet, dense
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -76,6 +77,15 @@ def main(argv: list[str] | None = None) -> None:
         if "on" in mine and "off" in mine:
             print(f"{preset}: compiled / eager {mine['on'] / mine['off']:.2f}x")
     print("NVIDIA fairseq Transformer-big (tokens/s as they report them):", FAIRSEQ_BIG)
+    for r in rows:  # their tokens/s at this row's FLOPs per target token, against an A100
+        if r["preset"] == "transformer-big" and r["mode"] == "off":
+            per_token = r["model_flops_per_s"] / r["tgt_tokens_per_s"]
+            mfu = FAIRSEQ_BIG["1x A100 80GB, AMP"] * per_token / A100_BF16_PEAK
+            print(
+                f"  1x A100 at {per_token / 1e9:.2f} GFLOP per target token (these lengths): "
+                f"MFU {100 * mfu:.1f}% of the A100's {A100_BF16_PEAK / 1e12:.0f} TFLOP/s "
+                "dense bf16 (if their tokens are target tokens)"
+            )
 
 
 if __name__ == "__main__":
