@@ -5,7 +5,9 @@ the bf16 matmul peak measured in the same run, with NVIDIA's fairseq figures bes
 Each row runs real mtkit updates (benchmarks/bench_train_mtkit.py: the Stepper `mtkit train`
 uses, its bucketed token batches, label-smoothed loss, Adam, clipping) on random ids with
 Multi30k-like lengths and an 8,000-piece vocabulary; the compiled rows' warmup updates compile,
-and their seconds are printed. About 4 minutes on an H100 at the defaults; on CPU, a dry run:
+and their seconds are printed. On an H200 the defaults take about 7.5 minutes, most of them the
+two compiled rows' first compiles (199 s each there); ``--compile off`` about a minute. On CPU,
+a dry run:
 
     python benchmarks/gpu/train_throughput.py                      # on the GPU machine
     python benchmarks/gpu/train_throughput.py --device cpu --precision fp32 --presets \\
@@ -40,12 +42,16 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--compile", default="off,on", help="the modes to run, comma-separated")
     p.add_argument("--precision", default="bf16")
     p.add_argument("--max-tokens", type=int, default=16384)
-    p.add_argument("--updates", type=int, default=30)
-    p.add_argument("--warmup", type=int, default=6)
+    p.add_argument("--updates", type=int, default=20)
+    p.add_argument("--warmup", type=int, default=4)
     p.add_argument("--pairs", type=int, default=60000, help="synthetic pairs")
     args = p.parse_args(argv)
     if args.device.startswith("cuda"):
         print("device:", torch.cuda.get_device_name(), "| torch", torch.__version__)
+    if "on" in args.compile.split(","):  # the first compile's time depends on its workers
+        from torch._inductor import config as inductor_config
+
+        print("inductor compile threads:", inductor_config.compile_threads)
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         data = str(write_synthetic(Path(tmp) / "data", args.pairs))
@@ -68,7 +74,7 @@ def main(argv: list[str] | None = None) -> None:
                     f"{preset:18s} {'compiled' if r['compiled'] else 'eager':8s} "
                     f"{r['precision']:5s} {r['tgt_tokens_per_s']:>10,.0f} tgt tok/s  "
                     f"MFU {100 * r['mfu_vs_train_dtype_peak']:5.1f}% of "
-                    f"{r['matmul_peak_train_dtype'] / 1e12:,.0f} TFLOP/s  "
+                    f"{r['matmul_peak_train_dtype'] / 1e12:,.1f} TFLOP/s  "
                     f"warmup {r['warmup_seconds']:5.1f} s  row {r['total']:5.1f} s",
                     flush=True,
                 )
