@@ -86,7 +86,8 @@ class BeamSearch(Stepper):
         width = min(k, cand.tokens.shape[1] - w)  # K unless the vocabulary is tiny
         pos = select_active(cand.tokens, width, ids.eos)  # (N, K) surviving candidates, best first
         keep = torch.arange(n, device=self.device)
-        if len(alive) < n:  # finished sentences leave the batch
+        if len(alive) < n:  # finished sentences leave the batch, the last ones taking their
+            alive = filled(alive)  # places: the others' source rows stay where they are
             keep = torch.tensor(alive, device=self.device)
             pos, cand_logprobs = pos.index_select(0, keep), cand_logprobs.index_select(0, keep)
             cand_steps = cand_steps.index_select(0, keep)
@@ -103,6 +104,15 @@ class BeamSearch(Stepper):
             cand_steps.gather(1, pos).view(-1),
         )
         self._stop_loops()
+
+
+def filled(alive: list[int]) -> list[int]:
+    """The positions ``alive`` (ascending) in the order that leaves each below ``len(alive)``
+    where it is and puts the others, in order, into the places left free below it."""
+    m = len(alive)
+    movers = iter(i for i in alive if i >= m)
+    stay = set(alive)
+    return [i if i in stay else next(movers) for i in range(m)]
 
 
 def finalize(

@@ -179,8 +179,10 @@ class AttentionHistory:
 @dataclass
 class SourceCache:
     """Cross-attention keys/values of one layer, one row per source sentence. Once sources
-    joined (a server's decode), the buffers keep room for more, and sources leave into a spare
-    pair (as :class:`KeyValueCache`'s rows): a join writes only the new rows."""
+    joined (a server's decode), the buffers keep room for more: a join writes only the new
+    rows, and when sentences leave a beam search, the last ones take their places (the others
+    stay put); in any other order sources leave into a spare pair (as :class:`KeyValueCache`'s
+    rows)."""
 
     k: Tensor  # (N, Hkv, S, Dh)
     v: Tensor  # (N, Hkv, S, Dh)
@@ -191,6 +193,14 @@ class SourceCache:
         room = self._room()
         if room is None or len(sources) > room[0].shape[0]:  # (more rows than room: new ones)
             self.k, self.v = self.k.index_select(0, sources), self.v.index_select(0, sources)
+            return
+        n = len(sources)
+        moved = sources.ne(torch.arange(n, device=sources.device)).nonzero()[:, 0]
+        if n <= self.k.shape[0] and bool(sources[moved].ge(n).all()):
+            # sentences left and the last ones took their places (a beam search's order): only
+            # those move, from rows that are not kept where they are
+            self.k[moved], self.v[moved] = self.k[sources[moved]], self.v[sources[moved]]
+            self.k, self.v = self.k[:n], self.v[:n]
             return
         if self.spare is None or self.spare[0].shape != room[0].shape:
             self.spare = (torch.empty_like(room[0]), torch.empty_like(room[1]))

@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from mtkit.config import SearchConfig
-from mtkit.decoding.beam_search import BeamSearch
+from mtkit.decoding.beam_search import BeamSearch, filled
 from mtkit.decoding.ensemble import Ensemble
 from mtkit.decoding.greedy import GreedySearch
 from mtkit.decoding.search import generate
@@ -159,3 +159,14 @@ def test_a_hand_out_reads_the_inputs_live_since_the_last_not_all_taken() -> None
             handed += [i for i, _ in search.finished()]
             step += 1
     assert sorted(handed) == [0, 1, 2, 3]
+
+
+def test_sentences_leaving_keep_their_places_where_they_can() -> None:
+    """``filled``, over every set of sentences staying out of 7: the same sentences, each
+    below the new count where it was, the others (in order) in the places left free."""
+    for mask in range(1, 2**7):
+        alive = [i for i in range(7) if mask >> i & 1]
+        order, m = filled(alive), len(alive)
+        assert sorted(order) == alive
+        assert all(order[i] == i for i in alive if i < m)
+        assert [i for i in order if i >= m] == [i for i in alive if i >= m]

@@ -201,6 +201,26 @@ def test_slots_no_row_reads_are_dropped_once_they_are_half_the_slots() -> None:
         torch.testing.assert_close(got, want, atol=1e-5, rtol=1e-5)
 
 
+def test_sources_leaving_in_a_beam_search_order_move_in_place_only_the_last_ones() -> None:
+    """Where the sources below the new count keep their places and the last ones fill the
+    holes (a beam search's order, ``filled``), a reorder copies only those, within the room:
+    the same buffer, holding what selecting gives. Another order goes through the spare pair,
+    with the same result."""
+    from mtkit.decoding.beam_search import filled
+
+    gen = torch.Generator().manual_seed(0)
+    k, v = (torch.randn((6, 2, 5, 4), generator=gen) for _ in range(2))
+    cache = SourceCache(k[:4].clone(), v[:4].clone())
+    cache.join(SourceCache(k[4:].clone(), v[4:].clone()))  # room from now on
+    address = cache.k.data_ptr()
+    for keep, in_place in [(filled([0, 2, 3, 5]), True), ([0, 2, 3], False)]:
+        assert (keep == [0, 5, 2, 3]) == in_place
+        cache.reorder(torch.tensor(keep))
+        k, v = k[keep], v[keep]
+        assert torch.equal(cache.k, k) and torch.equal(cache.v, v) and cache.k.is_contiguous()
+        assert (cache.k.data_ptr() == address) == in_place
+
+
 def test_joined_sources_are_written_into_room_and_leave_into_the_spare_pair() -> None:
     """Sources joining (narrower, wider) and leaving hold exactly what concatenating,
     zero-padding and selecting them gives; once room is kept, a join or a reorder allocates
