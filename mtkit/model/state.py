@@ -196,10 +196,11 @@ class SourceCache:
             return
         n = len(sources)
         moved = sources.ne(torch.arange(n, device=sources.device)).nonzero()[:, 0]
-        if n <= self.k.shape[0] and bool(sources[moved].ge(n).all()):
+        taken = sources[moved]
+        if bool(taken.ge(n).all()):
             # sentences left and the last ones took their places (a beam search's order): only
             # those move, from rows that are not kept where they are
-            self.k[moved], self.v[moved] = self.k[sources[moved]], self.v[sources[moved]]
+            self.k[moved], self.v[moved] = self.k[taken], self.v[taken]
             self.k, self.v = self.k[:n], self.v[:n]
             return
         if self.spare is None or self.spare[0].shape != room[0].shape:
