@@ -316,10 +316,29 @@ def prepare_multi_dataset(directory: Path, n: int = 60, n_valid: int = 8) -> Pat
     return out
 
 
+def built_once(factory: pytest.TempPathFactory, name: str, build: Callable[[Path], None]) -> Path:
+    """The folder ``name``, filled by ``build`` once per test run: under pytest-xdist the first
+    worker to ask builds it in the folder the workers' own temporary folders share, while the
+    others wait on a lock, then read it (the fixtures using this only read what they get)."""
+    import fcntl
+
+    root = factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        root = root.parent
+    folder, done = root / name, root / f"{name}.done"
+    with open(root / f"{name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not done.exists():
+            folder.mkdir()
+            build(folder)
+            done.touch()
+    return folder
+
+
 @pytest.fixture(scope="session")
 def multi_dataset(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A prepared three-direction dataset (see :func:`prepare_multi_dataset`)."""
-    return prepare_multi_dataset(tmp_path_factory.mktemp("multi"))
+    """A prepared three-direction dataset (see :func:`prepare_multi_dataset`), built once."""
+    return built_once(tmp_path_factory, "multi", prepare_multi_dataset) / "bin"
 
 
 MULTI_TRAIN = [
@@ -360,22 +379,22 @@ MULTI_TRAIN = [
 
 
 @pytest.fixture(scope="session")
-def multi_run(multi_dataset: Path) -> Path:
+def multi_run(tmp_path_factory: pytest.TempPathFactory, multi_dataset: Path) -> Path:
     """The run directory of a tiny model trained on ``multi_dataset`` (about 8 s on one CPU
-    thread) until it follows the tags: BLEU 100 per direction on the first training pairs."""
-    import torch
+    thread, once per test run) until it follows the tags: BLEU 100 per direction on the first
+    training pairs."""
     from click.testing import CliRunner
 
     from mtkit.cli import cli
 
-    run = multi_dataset.parent / "run"
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        result = CliRunner().invoke(
-            cli, ["train", "--data", str(multi_dataset), "--run-dir", str(run), *MULTI_TRAIN]
-        )
-    finally:
-        torch.set_num_threads(threads)
-    assert result.exit_code == 0, result.output
-    return run
+    def train(run: Path) -> None:
+        threads = torch.get_num_threads()
+        torch.set_num_threads(1)
+        try:
+            args = ["train", "--data", str(multi_dataset), "--run-dir", str(run), *MULTI_TRAIN]
+            result = CliRunner().invoke(cli, args)
+        finally:
+            torch.set_num_threads(threads)
+        assert result.exit_code == 0, result.output
+
+    return built_once(tmp_path_factory, "multi/run", train)  # beside its corpus

@@ -38,23 +38,10 @@ def test_beams_wider_than_the_graph_run_eagerly() -> None:
     assert not calls
 
 
-@pytest.mark.parametrize("variant", VARIANTS)
-def test_traced_variant_search_equals_eager(variant: str) -> None:
-    eager = prepare_for_inference(tiny(**VARIANTS[variant]), CPU)
-    traced = compile_step(
-        prepare_for_inference(tiny(**VARIANTS[variant]), CPU), CPU, build="export"
-    )
-    model_helpers.assert_search_equals_eager(eager, traced)
-
-
-@pytest.mark.parametrize("variant", ["modern", *VARIANTS])
-def test_traced_positions_at_once_equal_eager(variant: str) -> None:
+def assert_positions_at_once_equal_eager(eager: torch.nn.Module, traced: torch.nn.Module) -> None:
     """Several positions at once (speculative decoding's check) through their own graph: the
     eager model's logits after a first step, after 3 positions, and after 4 more once the
     state was rolled back to 3; a graph built on first use."""
-    config = MODERN if variant == "modern" else VARIANTS[variant]
-    eager = prepare_for_inference(tiny(**config), CPU)
-    traced = compile_step(prepare_for_inference(tiny(**config), CPU), CPU, build="export")
     src, tokens = batch([7, 4, 5], 23), batch([9, 9, 9], 29, seed=2)
     found = []
     with torch.inference_mode():
@@ -67,6 +54,23 @@ def test_traced_positions_at_once_equal_eager(variant: str) -> None:
     assert traced.decode_step.multi is not None
     for a, b in zip(*found, strict=True):
         torch.testing.assert_close(a, b, rtol=0, atol=1e-5)
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_traced_variant_searches_and_steps_as_eager(variant: str) -> None:
+    """One export per variant: its searches, then several positions at once."""
+    eager = prepare_for_inference(tiny(**VARIANTS[variant]), CPU)
+    traced = compile_step(
+        prepare_for_inference(tiny(**VARIANTS[variant]), CPU), CPU, build="export"
+    )
+    model_helpers.assert_search_equals_eager(eager, traced)
+    assert_positions_at_once_equal_eager(eager, traced)
+
+
+def test_traced_positions_at_once_equal_eager() -> None:
+    eager = prepare_for_inference(tiny(**MODERN), CPU)
+    traced = compile_step(prepare_for_inference(tiny(**MODERN), CPU), CPU, build="export")
+    assert_positions_at_once_equal_eager(eager, traced)
 
 
 def test_traced_ensemble_equals_eager_ensemble() -> None:
