@@ -5,9 +5,10 @@ the bf16 matmul peak measured in the same run, with NVIDIA's fairseq figures bes
 Each row runs real mtkit updates (benchmarks/bench_train_mtkit.py: the Stepper `mtkit train`
 uses, its bucketed token batches, label-smoothed loss, Adam, clipping) on random ids with
 Multi30k-like lengths and an 8,000-piece vocabulary; the compiled rows' warmup updates compile,
-and their seconds are printed. On an H200 the defaults take about 7.5 minutes, most of them the
-two compiled rows' first compiles (199 s each there); ``--compile off`` about a minute. On CPU,
-a dry run:
+and their seconds are printed. On an H200 the defaults took about 7.5 minutes, most of them the
+two compiled rows' first compiles (199 s each there, 2026-11-29, when dynamo still traced the
+model twice: 9d2f993 traces it once, 27-29 % less compiling on CPU); ``--compile off`` about a
+minute. On CPU, a dry run:
 
     python benchmarks/gpu/train_throughput.py                      # on the GPU machine
     python benchmarks/gpu/train_throughput.py --device cpu --precision fp32 --presets \\

@@ -1,0 +1,120 @@
+"""How long `mtkit train --compile on` takes to compile, where that time goes, and the step it
+buys (issue 53): one process, the Stepper `mtkit train` uses, synthetic Multi30k-like batches.
+
+Modes: ``off`` (eager), ``graph`` (``--compile on``: the model's pass as one graph), ``layers``
+(an experiment, not an mtkit option: each encoder and decoder layer compiled on its own, as
+PyTorch's "regional compilation" recipe does, one graph per kind of layer, the rest eager).
+``--cold`` compiles into a fresh inductor cache, so the first updates pay the whole compile.
+
+    python benchmarks/bench_compile_time.py --mode graph --preset transformer-base --cold
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+sys.path.insert(0, str(HERE.parent))
+
+import torch  # noqa: E402
+import torch._dynamo.config as dynamo_config  # noqa: E402
+import torch._functorch.config as functorch_config  # noqa: E402
+import torch.fx.experimental._config as fx_config  # noqa: E402
+from bench_train_mtkit import model_config, write_synthetic  # noqa: E402
+from machine import print_machine  # noqa: E402
+
+from mtkit.config import TrainConfig  # noqa: E402
+from mtkit.data.binarized import ParallelData  # noqa: E402
+from mtkit.training.batching import epoch_batches, iterate_groups, sentence_sizes  # noqa: E402
+from mtkit.training.step import Stepper  # noqa: E402
+
+# the compile phases dynamo's timers report (a second compile_attempt: the trace restarted)
+PHASES = (
+    "_compile.compile_inner",
+    "compile_attempt_0",
+    "compile_attempt_1",
+    "aot_trace_joint_graph",
+    "fx_codegen_and_compile",
+)
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--mode", choices=["off", "graph", "layers"], default="graph")
+    p.add_argument("--preset", default="transformer-small")
+    p.add_argument("--precision", default="fp32")
+    p.add_argument("--max-tokens", type=int, default=4096)
+    p.add_argument("--warmup", type=int, default=4, help="updates before the timed ones")
+    p.add_argument("--updates", type=int, default=12, help="timed updates per round")
+    p.add_argument("--rounds", type=int, default=2)
+    p.add_argument("--threads", type=int, default=2)
+    p.add_argument("--cold", action="store_true", help="compile into a fresh inductor cache")
+    args = p.parse_args()
+    torch.set_num_threads(args.threads)
+    print_machine()
+    print("threads:", args.threads)
+    with tempfile.TemporaryDirectory() as tmp:
+        if args.cold:  # read when inductor first compiles
+            os.environ["TORCHINDUCTOR_CACHE_DIR"] = str(Path(tmp) / "inductor")
+        run(args, str(write_synthetic(Path(tmp) / "data", 20000)))
+
+
+def run(args: argparse.Namespace, data: str) -> None:
+    cfg = TrainConfig(
+        data=data,
+        device="cpu",
+        precision=args.precision,
+        max_tokens=args.max_tokens,
+        warmup_updates=4000,
+        compile="on" if args.mode == "graph" else "off",
+    )
+    step = Stepper(cfg, model_config(data, args.preset))
+    if args.mode == "layers":
+        for layer in [*step.model.encoder, *step.model.decoder]:
+            layer.compile(dynamic=True, fullgraph=True, options={"fallback_random": True})
+    train = ParallelData(data, "train")
+    sizes = sentence_sizes(train.src_lengths, train.tgt_lengths)
+    batches = epoch_batches(sizes, args.max_tokens, cfg.seed, 1)
+    batches = batches[: args.warmup + args.updates * args.rounds]
+    groups = list(iterate_groups(train, batches, 0, 0, 1, 1, {"num_workers": 0}))
+
+    def update(group) -> None:  # the patches compile_graph makes, for the layers' graphs too
+        with (
+            fx_config.patch(use_duck_shape=False),
+            functorch_config.patch(recompute_views=True),
+            dynamo_config.patch(specialize_float=True),
+        ):
+            step.forward_backward(group)
+        step.optimizer_step()
+
+    began = time.perf_counter()
+    for group in groups[: args.warmup]:
+        update(group)
+    print(
+        f"{args.mode} {args.preset} {args.precision}: {args.warmup} first updates (compiling) "
+        f"{time.perf_counter() - began:.1f} s",
+        flush=True,
+    )
+    times = torch._dynamo.utils.compilation_time_metrics
+    for phase in PHASES:
+        if phase in times:
+            print(f"  {phase:28s} {sum(times[phase]):7.1f} s")
+    print("  graphs:", torch._dynamo.utils.counters["stats"]["unique_graphs"])
+    for r in range(args.rounds):
+        began = time.perf_counter()
+        rows = groups[args.warmup + r * args.updates : args.warmup + (r + 1) * args.updates]
+        for group in rows:
+            update(group)
+        print(
+            f"  round {r + 1}: {len(rows)} updates {time.perf_counter() - began:.2f} s", flush=True
+        )
+
+
+if __name__ == "__main__":
+    main()
