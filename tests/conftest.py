@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import random
+import shutil
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -329,6 +330,7 @@ def built_once(factory: pytest.TempPathFactory, name: str, build: Callable[[Path
     with open(root / f"{name}.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         if not done.exists():
+            shutil.rmtree(folder, ignore_errors=True)  # a build that failed in another worker
             folder.mkdir()
             build(folder)
             done.touch()
