@@ -26,22 +26,13 @@ import torch  # noqa: E402
 import torch._dynamo.config as dynamo_config  # noqa: E402
 import torch._functorch.config as functorch_config  # noqa: E402
 import torch.fx.experimental._config as fx_config  # noqa: E402
-from bench_train_mtkit import model_config, write_synthetic  # noqa: E402
+from bench_train_mtkit import compile_phases, model_config, write_synthetic  # noqa: E402
 from machine import print_machine  # noqa: E402
 
 from mtkit.config import TrainConfig  # noqa: E402
 from mtkit.data.binarized import ParallelData  # noqa: E402
 from mtkit.training.batching import epoch_batches, iterate_groups, sentence_sizes  # noqa: E402
 from mtkit.training.step import Stepper  # noqa: E402
-
-# the compile phases dynamo's timers report (a second compile_attempt: the trace restarted)
-PHASES = (
-    "_compile.compile_inner",
-    "compile_attempt_0",
-    "compile_attempt_1",
-    "aot_trace_joint_graph",
-    "fx_codegen_and_compile",
-)
 
 
 def main() -> None:
@@ -101,10 +92,8 @@ def run(args: argparse.Namespace, data: str) -> None:
         f"{time.perf_counter() - began:.1f} s",
         flush=True,
     )
-    times = torch._dynamo.utils.compilation_time_metrics
-    for phase in PHASES:
-        if phase in times:
-            print(f"  {phase:28s} {sum(times[phase]):7.1f} s")
+    for phase, seconds in compile_phases().items():
+        print(f"  {phase:28s} {seconds:7.1f} s")
     print("  graphs:", torch._dynamo.utils.counters["stats"]["unique_graphs"])
     for r in range(args.rounds):
         began = time.perf_counter()

@@ -68,6 +68,22 @@ def model_config(
     return resolve_model_config(preset, len(src), len(tgt), values)
 
 
+# the compile phases dynamo's timers report (a second compile_attempt: the trace restarted)
+COMPILE_PHASES = (
+    "_compile.compile_inner",
+    "compile_attempt_0",
+    "compile_attempt_1",
+    "aot_trace_joint_graph",
+    "fx_codegen_and_compile",
+)
+
+
+def compile_phases() -> dict[str, float]:
+    """Seconds of each of :data:`COMPILE_PHASES` dynamo has timed in this process so far."""
+    times = torch._dynamo.utils.compilation_time_metrics
+    return {phase: sum(times[phase]) for phase in COMPILE_PHASES if phase in times}
+
+
 def bench_train_mtkit(
     data_dir: str,
     max_tokens: int = 4096,
@@ -104,6 +120,7 @@ def bench_train_mtkit(
     batches = batches[: warmup + updates]
     args = {"num_workers": 0, "pin_memory": step.device.type == "cuda"}
     groups = iterate_groups(train, batches, 0, 0, 1, 1, args)  # loads batches as training does
+    torch._dynamo.utils.compilation_time_metrics.clear()
     began = time.perf_counter()
     for i, group in enumerate(groups):
         if i == warmup:
@@ -129,6 +146,7 @@ def bench_train_mtkit(
         "precision": step.precision,
         "compiled": step.compiling.on,
         "warmup_seconds": warmup_seconds,
+        "compile_phases": compile_phases(),
         "threads": torch.get_num_threads(),
         "params": count_parameters(step.model),
         "max_tokens": max_tokens,

@@ -79,6 +79,10 @@ def main(argv: list[str] | None = None) -> None:
                     f"warmup {r['warmup_seconds']:5.1f} s  row {r['total']:5.1f} s",
                     flush=True,
                 )
+                if r["compile_phases"]:  # where the first compile went (dynamo's timers)
+                    print(
+                        "    " + ", ".join(f"{k} {v:.1f} s" for k, v in r["compile_phases"].items())
+                    )
     for preset in args.presets.split(","):
         mine = {r["mode"]: r["tgt_tokens_per_s"] for r in rows if r["preset"] == preset}
         if "on" in mine and "off" in mine:
