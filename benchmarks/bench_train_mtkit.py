@@ -33,7 +33,12 @@ from flops import matmul_peak, train_matmul_flops  # noqa: E402
 from mtkit.config import ModelConfig, TrainConfig  # noqa: E402
 from mtkit.data.binarized import ParallelData, load_tokenizers, read_manifest  # noqa: E402
 from mtkit.model.transformer import count_parameters, resolve_model_config  # noqa: E402
-from mtkit.training.batching import epoch_batches, iterate_groups, sentence_sizes  # noqa: E402
+from mtkit.training.batching import (  # noqa: E402
+    epoch_batches,
+    iterate_groups,
+    resolve_workers,
+    sentence_sizes,
+)
 from mtkit.training.step import Stepper  # noqa: E402
 
 
@@ -118,7 +123,8 @@ def bench_train_mtkit(
         batches += epoch_batches(sizes, max_tokens, cfg.seed, epoch)
         epoch += 1
     batches = batches[: warmup + updates]
-    args = {"num_workers": 0, "pin_memory": step.device.type == "cuda"}
+    workers = resolve_workers(cfg.num_workers, step.device)[0]  # as mtkit train: 2 on CUDA
+    args = {"num_workers": workers, "pin_memory": step.device.type == "cuda"}
     groups = iterate_groups(train, batches, 0, 0, 1, 1, args)  # loads batches as training does
     torch._dynamo.utils.compilation_time_metrics.clear()
     began = time.perf_counter()
@@ -148,6 +154,7 @@ def bench_train_mtkit(
         "warmup_seconds": warmup_seconds,
         "compile_phases": compile_phases(),
         "threads": torch.get_num_threads(),
+        "loader_workers": workers,
         "params": count_parameters(step.model),
         "max_tokens": max_tokens,
         "updates": updates,

@@ -99,7 +99,7 @@ class TrainConfig:
     keep_last: int = 5
     patience: int = 0  # early stop after this many validations without BLEU gain; 0: never
     log_every: int = 50
-    num_workers: int = 0
+    num_workers: int = -1  # processes loading batches; -1: auto (training.batching.resolve_workers)
     nan_policy: str = "stop"  # stop | skip
     max_skipped_batches: int = 10
     # multilingual data: sample directions by size ** (1 / T); 1: every pair once per epoch

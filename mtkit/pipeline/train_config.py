@@ -145,7 +145,7 @@ def check_train_config(cfg: TrainConfig) -> None:
         ("keep_last", cfg.keep_last >= 0, ">= 0"),
         ("patience", cfg.patience >= 0, ">= 0"),
         ("log_every", cfg.log_every >= 1, ">= 1"),
-        ("num_workers", cfg.num_workers >= 0, ">= 0"),
+        ("num_workers", cfg.num_workers >= -1, ">= 0, or -1 (auto)"),
         ("nan_policy", cfg.nan_policy in ("stop", "skip"), "stop or skip"),
         ("compile", cfg.compile in COMPILE_MODES, " or ".join(COMPILE_MODES)),
         ("max_skipped_batches", cfg.max_skipped_batches >= 0, ">= 0"),

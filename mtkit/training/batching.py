@@ -140,6 +140,25 @@ def rank_slots(
     return slots
 
 
+AUTO_WORKERS = -1  # num_workers: as resolve_workers chooses
+CUDA_WORKERS = 2
+
+
+def resolve_workers(requested: int, device: torch.device) -> tuple[int, str]:
+    """How many processes load batches for ``num_workers`` (-1: auto) on ``device``, and why.
+    The training process checks each update's loss and gradient norm on the host, so a batch
+    it loaded itself would be loaded while the GPU waits."""
+    if requested != AUTO_WORKERS:
+        return requested, "as asked"
+    if device.type == "cuda":
+        return CUDA_WORKERS, (
+            "auto: on CUDA, loading in worker processes while the GPU computes (a 16,384-token "
+            "batch took 18 ms to load on a 2-core Xeon, a compiled transformer-base update 75 ms "
+            "on an H200)"
+        )
+    return 0, "auto: on CPU, loading a batch took 0.5 % of an update (4.6 ms of ~0.9 s)"
+
+
 def iterate_groups(
     data: ParallelData,
     batches: list[Tensor],

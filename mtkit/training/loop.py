@@ -42,7 +42,13 @@ from mtkit.languages import Languages
 from mtkit.model.transformer import count_parameters
 from mtkit.training import distributed as D
 from mtkit.training.augment import Augmenter
-from mtkit.training.batching import Group, epoch_batches, iterate_groups, sentence_sizes
+from mtkit.training.batching import (
+    Group,
+    epoch_batches,
+    iterate_groups,
+    resolve_workers,
+    sentence_sizes,
+)
 from mtkit.training.logs import Meter, RunLog, format_duration
 from mtkit.training.signals import StopSignal
 from mtkit.training.state import (
@@ -89,6 +95,7 @@ class Trainer:
             cfg, model_cfg, data.tgt_tokenizer.specials, data.init, data.src_tokenizer.tag_ids
         )
         self.where, self.device = self.step.where, self.step.device
+        self.workers = resolve_workers(cfg.num_workers, self.device)
         self.state = TrainState(precision=self.step.resolved.name)
         self.sizes = sentence_sizes(data.train.src_lengths, data.train.tgt_lengths)
         self.augmenter = None
@@ -219,6 +226,7 @@ class Trainer:
         self.log.message(f"precision: {self.step.precision_note}")
         compiling = self.step.compiling
         self.log.message(f"compiled step: {'on' if compiling.on else 'off'} ({compiling.reason})")
+        self.log.message(f"data loading: {self.workers[0]} worker process(es) ({self.workers[1]})")
         self.log.message(
             f"model: {count_parameters(self.step.model):,} parameters on {self.device} "
             f"({self.step.precision}), "
@@ -286,7 +294,7 @@ class Trainer:
 
     def _loader_args(self) -> dict[str, Any]:
         return {
-            "num_workers": self.cfg.num_workers,
+            "num_workers": self.workers[0],
             "pin_memory": self.device.type == "cuda",
             # its own generator: creating a loader must not draw from the global torch RNG
             "generator": torch.Generator().manual_seed(self.cfg.seed),

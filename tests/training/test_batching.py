@@ -15,6 +15,7 @@ from mtkit.training.batching import (
     epoch_batches,
     iterate_groups,
     rank_slots,
+    resolve_workers,
     sentence_sizes,
 )
 
@@ -127,6 +128,28 @@ def test_iterate_groups_resumes_mid_epoch(tiny_dataset) -> None:
         for p, q in zip(a.batches, b.batches, strict=True):
             assert all(torch.equal(x, y) for x, y in zip(p, q, strict=True))
         assert a.ntokens == b.ntokens == sum(int(x.tgt_out.ne(PAD_ID).sum()) for x in a.batches)
+
+
+def test_worker_processes_load_the_groups_the_training_process_loads(tiny_dataset) -> None:
+    """DataLoader workers (auto on CUDA): the same tensors, in the same groups and order."""
+    data = ParallelData(tiny_dataset, "train")
+    batches = epoch_batches(sentence_sizes(data.src_lengths, data.tgt_lengths), 128, 1, 1)
+    alone, workers = (
+        list(iterate_groups(data, batches, 2, 0, 1, 2, {"num_workers": n})) for n in (0, 2)
+    )
+    assert len(alone) == len(workers) > 3
+    for a, b in zip(alone, workers, strict=True):
+        assert (a.consumed, a.ntokens, a.sentences) == (b.consumed, b.ntokens, b.sentences)
+        for p, q in zip(a.batches, b.batches, strict=True):
+            assert all(torch.equal(x, y) for x, y in zip(p, q, strict=True))
+
+
+def test_auto_loads_in_worker_processes_on_cuda_only() -> None:
+    cpu, cuda = torch.device("cpu"), torch.device("cuda")
+    assert resolve_workers(-1, cpu)[0] == 0 and "auto: on CPU" in resolve_workers(-1, cpu)[1]
+    assert resolve_workers(-1, cuda)[0] == 2 and "auto: on CUDA" in resolve_workers(-1, cuda)[1]
+    assert resolve_workers(0, cuda) == (0, "as asked")
+    assert resolve_workers(3, cpu) == (3, "as asked")
 
 
 def test_max_tokens_counts_the_longer_side_plus_one() -> None:

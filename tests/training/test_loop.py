@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 import torch
 import yaml
+from subprocess_helpers import assert_same_run
 from training_helpers import train_args
 
 from mtkit.checkpoint import load_checkpoint, load_for_inference
@@ -129,6 +130,22 @@ def test_max_epochs_and_max_time(tmp_path: Path, tiny_dataset: Path, mtkit) -> N
     result = mtkit(*train_args(tiny_dataset, tmp_path / "b", "--max-time", "1e-6"))
     assert result.exit_code == 0 and "max_time" in result.output, result.output
     assert load_checkpoint(tmp_path / "b" / "checkpoint_last.pt")["update"] == 1
+
+
+def test_worker_processes_train_the_same_weights(tmp_path: Path, tiny_dataset: Path, mtkit) -> None:
+    """Batches loaded by two worker processes (what auto does on CUDA), over an epoch boundary,
+    train bitwise the weights the training process's own loading does, and the log says how
+    they were loaded."""
+    runs = {"alone": [], "workers": ["--set", "num_workers=2"]}
+    outputs = []
+    for name, extra in runs.items():
+        args = train_args(tiny_dataset, tmp_path / name, "--max-epochs", "2", "--max-tokens", "512")
+        result = mtkit(*[a for a in args if a != "-q"], *extra, "--set", "log_every=1")
+        assert result.exit_code == 0, result.output
+        outputs.append(result.output)
+    assert_same_run(tmp_path / "alone", tmp_path / "workers")
+    assert "data loading: 0 worker process(es) (auto: on CPU" in outputs[0]
+    assert "data loading: 2 worker process(es) (as asked)" in outputs[1]
 
 
 def test_validation_best_and_early_stopping(
