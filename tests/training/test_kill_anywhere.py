@@ -42,8 +42,9 @@ RUN_FILES = re.compile(  # everything a run directory holds, besides hidden temp
 )
 
 
-def start(args: list[str], **delays: float) -> subprocess.Popen:
-    """`mtkit ARGS` in a subprocess: `python -m mtkit`, or slow_mtkit.py with test delays."""
+def start(args: list[str], group: bool = False, **delays: float) -> subprocess.Popen:
+    """`mtkit ARGS` in a subprocess: `python -m mtkit`, or slow_mtkit.py with test delays;
+    ``group``: in a process group of its own (its pid the group's), as a job is."""
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
     env.update({f"MTKIT_TEST_{k.upper()}": str(v) for k, v in delays.items()})
     launcher = [str(SLOW_MTKIT)] if delays else ["-m", "mtkit"]
@@ -53,6 +54,7 @@ def start(args: list[str], **delays: float) -> subprocess.Popen:
         env=env,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
+        process_group=0 if group else None,
     )
 
 
@@ -186,3 +188,16 @@ def test_kill_anywhere_then_resume_is_bitwise_identical(tmp_path: Path, tiny_dat
     a, _ = assert_same_run(straight_dir, run_dir)
     assert a["update"] == 40
     assert not list(run_dir.glob(".*.tmp"))  # the killed writes' temporaries were removed
+
+
+def test_a_sigterm_to_the_whole_job_stops_a_run_with_loader_workers(tmp_path, tiny_dataset):
+    """Schedulers (Slurm, a shell's job control) signal a job's whole process group: the
+    DataLoader workers (auto on CUDA) ignore it, and the training process checkpoints the
+    update in progress and exits 128 + 15, as it does without workers."""
+    run_dir = tmp_path / "run"
+    args = train_args(tiny_dataset, run_dir, *OPTIONS, "--set", "num_workers=2")
+    process = start(args, group=True, update_delay=0.03)
+    assert wait_for(lambda: logged_update(run_dir) >= 3, process), process.stderr.read().decode()
+    os.killpg(process.pid, signal.SIGTERM)
+    assert process.wait(timeout=60) == 128 + signal.SIGTERM, process.stderr.read().decode()
+    assert resume_point(run_dir) == logged_update(run_dir) >= 3
