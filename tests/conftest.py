@@ -5,12 +5,12 @@ from __future__ import annotations
 import json
 import os
 import random
-import shutil
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 import torch
+from shared_folders import built_once
 
 from mtkit.data.tokenizer import train_spm
 
@@ -315,26 +315,6 @@ def prepare_multi_dataset(directory: Path, n: int = 60, n_valid: int = 8) -> Pat
         )
     )
     return out
-
-
-def built_once(factory: pytest.TempPathFactory, name: str, build: Callable[[Path], None]) -> Path:
-    """The folder ``name``, filled by ``build`` once per test run: under pytest-xdist the first
-    worker to ask builds it in the folder the workers' own temporary folders share, while the
-    others wait on a lock, then read it (the fixtures using this only read what they get)."""
-    import fcntl
-
-    root = factory.getbasetemp()
-    if os.environ.get("PYTEST_XDIST_WORKER"):
-        root = root.parent
-    folder, done = root / name, root / f"{name}.done"
-    with open(root / f"{name}.lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        if not done.exists():
-            shutil.rmtree(folder, ignore_errors=True)  # a build that failed in another worker
-            folder.mkdir()
-            build(folder)
-            done.touch()
-    return folder
 
 
 @pytest.fixture(scope="session")
