@@ -25,15 +25,18 @@ sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE.parent))
 
 import torch  # noqa: E402
-import torch._dynamo.config as dynamo_config  # noqa: E402
-import torch._functorch.config as functorch_config  # noqa: E402
-import torch.fx.experimental._config as fx_config  # noqa: E402
-from bench_train_mtkit import compile_phases, model_config, write_synthetic  # noqa: E402
+from bench_train_mtkit import (  # noqa: E402
+    compile_phases,
+    load_groups,
+    model_config,
+    training_batches,
+    write_synthetic,
+)
 from machine import print_machine  # noqa: E402
 
 from mtkit.config import TrainConfig  # noqa: E402
 from mtkit.data.binarized import ParallelData  # noqa: E402
-from mtkit.training.batching import epoch_batches, iterate_groups, sentence_sizes  # noqa: E402
+from mtkit.training.compiled import tracing_options  # noqa: E402
 from mtkit.training.step import Stepper  # noqa: E402
 
 
@@ -73,20 +76,11 @@ def run(args: argparse.Namespace, data: str) -> None:
         for layer in [*step.model.encoder, *step.model.decoder]:
             layer.compile(dynamic=True, fullgraph=True, options={"fallback_random": True})
     train = ParallelData(data, "train")
-    sizes = sentence_sizes(train.src_lengths, train.tgt_lengths)
-    need, batches, epoch = args.warmup + args.updates * args.rounds, [], 1
-    while len(batches) < need:  # as many epochs as the updates take
-        batches += epoch_batches(sizes, args.max_tokens, cfg.seed, epoch)
-        epoch += 1
-    batches = batches[:need]
-    groups = list(iterate_groups(train, batches, 0, 0, 1, 1, {"num_workers": 0}))
+    batches = training_batches(train, cfg, args.warmup + args.updates * args.rounds)
+    groups = list(load_groups(train, batches, cfg, step.device)[0])
 
-    def update(group) -> None:  # the patches compile_graph makes, for the layers' graphs too
-        with (
-            fx_config.patch(use_duck_shape=False),
-            functorch_config.patch(recompute_views=True),
-            dynamo_config.patch(specialize_float=True),
-        ):
+    def update(group) -> None:  # compile_graph's tracing options, for the layers' graphs too
+        with tracing_options():
             step.forward_backward(group)
         step.optimizer_step()
         if step.device.type == "cuda":  # the update's kernels done before the clock is read

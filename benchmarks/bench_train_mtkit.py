@@ -18,7 +18,7 @@ import json
 import sys
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -34,6 +34,7 @@ from mtkit.config import ModelConfig, TrainConfig  # noqa: E402
 from mtkit.data.binarized import ParallelData, load_tokenizers, read_manifest  # noqa: E402
 from mtkit.model.transformer import count_parameters, resolve_model_config  # noqa: E402
 from mtkit.training.batching import (  # noqa: E402
+    Group,
     epoch_batches,
     iterate_groups,
     resolve_workers,
@@ -89,6 +90,27 @@ def compile_phases() -> dict[str, float]:
     return {phase: sum(times[phase]) for phase in COMPILE_PHASES if phase in times}
 
 
+def training_batches(train: ParallelData, cfg: TrainConfig, n: int) -> list[torch.Tensor]:
+    """The first ``n`` batches of ``cfg.max_tokens`` that training draws, over as many epochs
+    as they take."""
+    sizes = sentence_sizes(train.src_lengths, train.tgt_lengths)
+    batches, epoch = [], 1
+    while len(batches) < n:
+        batches += epoch_batches(sizes, cfg.max_tokens, cfg.seed, epoch)
+        epoch += 1
+    return batches[:n]
+
+
+def load_groups(
+    train: ParallelData, batches: list[torch.Tensor], cfg: TrainConfig, device: torch.device
+) -> tuple[Iterator[Group], int]:
+    """One-batch update groups loaded as `mtkit train` loads them (worker processes as
+    ``cfg.num_workers`` resolves on ``device``: 2 on CUDA), and the number of workers."""
+    workers = resolve_workers(cfg.num_workers, device)[0]
+    args = {"num_workers": workers, "pin_memory": device.type == "cuda"}
+    return iterate_groups(train, batches, 0, 0, 1, 1, args), workers
+
+
 def bench_train_mtkit(
     data_dir: str,
     max_tokens: int = 4096,
@@ -117,15 +139,8 @@ def bench_train_mtkit(
     mcfg = model_config(data_dir, preset, overrides)
     step = Stepper(cfg, mcfg)  # nothing is written: the run directory is not used
     train = ParallelData(data_dir, "train")
-    sizes = sentence_sizes(train.src_lengths, train.tgt_lengths)
-    batches, epoch = [], 1
-    while len(batches) < warmup + updates:
-        batches += epoch_batches(sizes, max_tokens, cfg.seed, epoch)
-        epoch += 1
-    batches = batches[: warmup + updates]
-    workers = resolve_workers(cfg.num_workers, step.device)[0]  # as mtkit train: 2 on CUDA
-    args = {"num_workers": workers, "pin_memory": step.device.type == "cuda"}
-    groups = iterate_groups(train, batches, 0, 0, 1, 1, args)  # loads batches as training does
+    batches = training_batches(train, cfg, warmup + updates)
+    groups, workers = load_groups(train, batches, cfg, step.device)
     torch._dynamo.utils.compilation_time_metrics.clear()
     began = time.perf_counter()
     for i, group in enumerate(groups):

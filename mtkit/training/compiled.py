@@ -31,7 +31,8 @@ demo step on an H200 that left the GPU idle most of the time, its compiled figur
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import contextlib
+from collections.abc import Callable, Iterator
 from typing import Any, NamedTuple
 
 import torch
@@ -120,6 +121,18 @@ def loss_function(
     return projected
 
 
+@contextlib.contextmanager
+def tracing_options() -> Iterator[None]:
+    """The options the training graphs are traced with (see the module docstring): no duck
+    sizing, views recomputed in the backward pass, Python floats the graph's constants."""
+    with (
+        fx_config.patch(use_duck_shape=False),
+        functorch_config.patch(recompute_views=True),
+        dynamo_config.patch(specialize_float=True),
+    ):
+        yield
+
+
 def compile_graph(fn: Callable[..., Any], fullgraph: bool = True) -> Callable[..., Any]:
     """``fn`` of tensors as one dynamic-shape graph (see the module docstring). ``fullgraph``
     False under DDP, whose graph dynamo splits at the gradient buckets."""
@@ -127,11 +140,7 @@ def compile_graph(fn: Callable[..., Any], fullgraph: bool = True) -> Callable[..
     graph = torch.compile(fn, backend=BACKEND, dynamic=True, fullgraph=fullgraph, options=options)
 
     def compiled(*tensors: Tensor) -> Any:
-        with (
-            fx_config.patch(use_duck_shape=False),
-            functorch_config.patch(recompute_views=True),
-            dynamo_config.patch(specialize_float=True),
-        ):
+        with tracing_options():
             return graph(*tensors)
 
     return compiled
