@@ -90,6 +90,15 @@ def compile_phases() -> dict[str, float]:
     return {phase: sum(times[phase]) for phase in COMPILE_PHASES if phase in times}
 
 
+def cache_counts() -> dict[str, int]:
+    """Hits and misses of inductor's FX graph cache and AOTAutograd's cache on disk in this
+    process so far (dynamo's counters): a graph compiled before in another process is a hit."""
+    counters = torch._dynamo.utils.counters
+    found = {**counters["inductor"], **counters["aot_autograd"]}
+    names = ("fxgraph_cache_hit", "fxgraph_cache_miss", "autograd_cache_hit", "autograd_cache_miss")
+    return {name: found[name] for name in names if found.get(name)}
+
+
 def training_batches(train: ParallelData, cfg: TrainConfig, n: int) -> list[torch.Tensor]:
     """The first ``n`` batches of ``cfg.max_tokens`` that training draws, over as many epochs
     as they take."""
@@ -142,6 +151,7 @@ def bench_train_mtkit(
     batches = training_batches(train, cfg, warmup + updates)
     groups, workers = load_groups(train, batches, cfg, step.device)
     torch._dynamo.utils.compilation_time_metrics.clear()
+    torch._dynamo.utils.counters.clear()
     began = time.perf_counter()
     for i, group in enumerate(groups):
         if i == warmup:
@@ -168,6 +178,7 @@ def bench_train_mtkit(
         "compiled": step.compiling.on,
         "warmup_seconds": warmup_seconds,
         "compile_phases": compile_phases(),
+        "compile_cache": cache_counts(),
         "threads": torch.get_num_threads(),
         "loader_workers": workers,
         "params": count_parameters(step.model),

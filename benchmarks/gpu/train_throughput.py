@@ -4,20 +4,28 @@ the bf16 matmul peak measured in the same run, with NVIDIA's fairseq figures bes
 
 Each row runs real mtkit updates (benchmarks/bench_train_mtkit.py: the Stepper `mtkit train`
 uses, its bucketed token batches, label-smoothed loss, Adam, clipping) on random ids with
-Multi30k-like lengths and an 8,000-piece vocabulary; the compiled rows' warmup updates compile,
-and their seconds are printed. On an H200 the defaults took about 7.5 minutes, most of them the
-two compiled rows' first compiles (199 s each there, 2026-11-29, when dynamo still traced the
-model twice: 9d2f993 traces it once, 27-29 % less compiling on CPU); ``--compile off`` about a
-minute. On CPU, a dry run:
+Multi30k-like lengths and an 8,000-piece vocabulary.
+
+Compiling took most of the first H200 run (7.5 minutes, 199 s per preset, 2026-11-29, when
+dynamo still traced the model twice: 9d2f993 traces it once, 27-29 % less compiling on CPU). So
+before any row is measured, one child process per preset compiles that preset's graphs (the
+warmup updates of its compiled row, the same batches), all presets at once, into inductor's
+and AOTAutograd's caches on disk; each compiled row then loads its graphs from there (its line
+shows the cache hits) and its warmup seconds are dynamo's trace and the loading. The children's
+cold compile seconds are printed as they end. Nothing is measured while they run. ``--warm
+none``: each compiled row compiles cold in turn, as before. On CPU, a dry run:
 
     python benchmarks/gpu/train_throughput.py                      # on the GPU machine
     python benchmarks/gpu/train_throughput.py --device cpu --precision fp32 --presets \\
-        transformer-small --max-tokens 1024 --updates 2 --warmup 2 --pairs 2000  # dry run
+        transformer-small,transformer-base --max-tokens 1024 --updates 2 --warmup 2 \\
+        --pairs 2000  # dry run
 """
 
 from __future__ import annotations
 
 import argparse
+import os
+import subprocess
 import sys
 import tempfile
 import time
@@ -46,7 +54,16 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--updates", type=int, default=20)
     p.add_argument("--warmup", type=int, default=4)
     p.add_argument("--pairs", type=int, default=60000, help="synthetic pairs")
+    p.add_argument(
+        "--warm",
+        choices=("parallel", "none"),
+        default="parallel",
+        help="compile every preset's graphs at once in child processes before measuring",
+    )
+    p.add_argument("--warm-data", help=argparse.SUPPRESS)  # a child: compile on this data
     args = p.parse_args(argv)
+    if args.warm_data:
+        return compile_once(args)
     if args.device.startswith("cuda"):
         print("device:", torch.cuda.get_device_name(), "| torch", torch.__version__)
     if "on" in args.compile.split(","):  # the first compile's time depends on its workers
@@ -56,6 +73,8 @@ def main(argv: list[str] | None = None) -> None:
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         data = str(write_synthetic(Path(tmp) / "data", args.pairs))
+        if args.warm == "parallel" and "on" in args.compile.split(","):
+            warm_caches(args, data)
         for preset in args.presets.split(","):
             for mode in args.compile.split(","):
                 began = time.perf_counter()
@@ -80,9 +99,7 @@ def main(argv: list[str] | None = None) -> None:
                     flush=True,
                 )
                 if r["compile_phases"]:  # where the first compile went (dynamo's timers)
-                    print(
-                        "    " + ", ".join(f"{k} {v:.1f} s" for k, v in r["compile_phases"].items())
-                    )
+                    print("    " + compile_report(r))
     for preset in args.presets.split(","):
         mine = {r["mode"]: r["tgt_tokens_per_s"] for r in rows if r["preset"] == preset}
         if "on" in mine and "off" in mine:
@@ -97,6 +114,54 @@ def main(argv: list[str] | None = None) -> None:
                 f"MFU {100 * mfu:.1f}% of the A100's {A100_BF16_PEAK / 1e12:.0f} TFLOP/s "
                 "dense bf16 (if their tokens are target tokens)"
             )
+
+
+def compile_report(r: dict) -> str:
+    """A compiled row's compile phases (dynamo's timers) and its hits in the caches on disk."""
+    phases = [f"{k} {v:.1f} s" for k, v in r["compile_phases"].items()]
+    return ", ".join(phases + [f"{k} {v}" for k, v in r["compile_cache"].items()])
+
+
+def compile_once(args: argparse.Namespace) -> None:
+    """A child of :func:`warm_caches`: the warmup updates of ``args.presets``' compiled row, on
+    the same data, so that the graphs it compiles are those the row will ask for."""
+    r = bench_train_mtkit(
+        args.warm_data,
+        args.max_tokens,
+        1,
+        args.warmup,
+        args.device,
+        args.precision,
+        args.presets,
+        compile="on",
+    )
+    print(f"{args.presets}: compiled cold in {r['warmup_seconds']:.1f} s; {compile_report(r)}")
+
+
+def warm_caches(args: argparse.Namespace, data: str) -> None:
+    """Compile each preset's graphs in a child process of its own, all at once, into the caches
+    on disk the measured rows then load (inductor's and AOTAutograd's: each process's default,
+    or TORCHINDUCTOR_CACHE_DIR's). A child that fails leaves its row to compile cold."""
+    began = time.perf_counter()
+    options = ["--device", args.device, "--precision", args.precision, "--warm-data", data]
+    options += ["--max-tokens", str(args.max_tokens), "--warmup", str(args.warmup)]
+    children = [
+        subprocess.Popen(
+            [sys.executable, __file__, "--presets", preset, *options],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            env={**os.environ, "PYTHONUNBUFFERED": "1"},
+        )
+        for preset in args.presets.split(",")
+    ]
+    for preset, child in zip(args.presets.split(","), children, strict=True):
+        out, _ = child.communicate()
+        if child.returncode == 0:
+            print("warm:", out.strip().splitlines()[-1], flush=True)
+        else:  # the row compiles cold; say why not here
+            print(f"warm: {preset} failed (rc {child.returncode}):", out[-2000:], flush=True)
+    print(f"warm: all presets compiled in {time.perf_counter() - began:.1f} s", flush=True)
 
 
 if __name__ == "__main__":
