@@ -5,6 +5,8 @@ Modes: ``off`` (eager), ``graph`` (``--compile on``: the model's pass as one gra
 (an experiment, not an mtkit option: each encoder and decoder layer compiled on its own, as
 PyTorch's "regional compilation" recipe does, one graph per kind of layer, the rest eager).
 ``--cold`` compiles into a fresh inductor cache, so the first updates pay the whole compile.
+``--profile N`` then profiles N more updates (torch.profiler) and prints the operators that took
+the most time of their own, with the matrix products' rates.
 
     python benchmarks/bench_compile_time.py --mode graph --preset transformer-base --cold
     python benchmarks/bench_compile_time.py --mode layers --device cuda --precision bf16 \
@@ -52,6 +54,8 @@ def main() -> None:
     p.add_argument("--device", default="cpu", help="cpu, or cuda (the GPU the next lease has)")
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--cold", action="store_true", help="compile into a fresh inductor cache")
+    p.add_argument("--profile", type=int, default=0, help="updates profiled after the rounds")
+    p.add_argument("--top", type=int, default=25, help="operators the profile prints")
     args = p.parse_args()
     torch.set_num_threads(args.threads)
     print_machine()
@@ -76,7 +80,7 @@ def run(args: argparse.Namespace, data: str) -> None:
         for layer in [*step.model.encoder, *step.model.decoder]:
             layer.compile(dynamic=True, fullgraph=True, options={"fallback_random": True})
     train = ParallelData(data, "train")
-    batches = training_batches(train, cfg, args.warmup + args.updates * args.rounds)
+    batches = training_batches(train, cfg, args.warmup + args.updates * args.rounds + args.profile)
     groups = list(load_groups(train, batches, cfg, step.device)[0])
 
     def update(group) -> None:  # compile_graph's tracing options, for the layers' graphs too
@@ -105,6 +109,27 @@ def run(args: argparse.Namespace, data: str) -> None:
         print(
             f"  round {r + 1}: {len(rows)} updates {time.perf_counter() - began:.2f} s", flush=True
         )
+    if args.profile:
+        profile(groups[len(groups) - args.profile :], update, args.top)
+
+
+def profile(groups: list, update, top: int) -> None:
+    """The operators of ``groups``' updates by time of their own, and each one's rate."""
+    from torch.profiler import ProfilerActivity
+    from torch.profiler import profile as profiler
+
+    with profiler(activities=[ProfilerActivity.CPU], with_flops=True) as prof:
+        began = time.perf_counter()
+        for group in groups:
+            update(group)
+        wall = time.perf_counter() - began
+    events = sorted(prof.key_averages(), key=lambda e: -e.self_cpu_time_total)
+    total = sum(e.self_cpu_time_total for e in events) / 1e6
+    print(f"profile: {len(groups)} updates, {wall:.2f} s, {total:.2f} s of operators' own time")
+    for e in events[:top]:
+        own = e.self_cpu_time_total / 1e6
+        rate = f"{e.flops / own / 1e9:6.0f} GFLOP/s" if e.flops else ""
+        print(f"  {e.key[:48]:48s} {own:7.3f} s {100 * own / total:5.1f} % {e.count:6d} {rate}")
 
 
 if __name__ == "__main__":
