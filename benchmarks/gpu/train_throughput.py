@@ -135,7 +135,7 @@ def compile_once(args: argparse.Namespace) -> None:
         args.presets,
         compile="on",
     )
-    print(f"{args.presets}: compiled cold in {r['warmup_seconds']:.1f} s; {compile_report(r)}")
+    print(f"{args.presets}: compiled in {r['warmup_seconds']:.1f} s; {compile_report(r)}")
 
 
 def warm_caches(args: argparse.Namespace, data: str) -> None:
