@@ -13,7 +13,7 @@ from types import SimpleNamespace
 
 import pytest
 import torch
-from serve_helpers import best, sentences
+from serve_helpers import best, random_checkpoint, sentences
 
 from mtkit.config import SearchConfig, TranslateConfig
 from mtkit.decoding.scheduler import CANCELLED, Cancelled, Scheduler
@@ -29,7 +29,10 @@ SEARCHES = {
     "nbest": SearchConfig(beam=3, nbest=3, max_len_a=0.0, max_len_b=6),
     "constrained": SearchConfig(beam=2, max_len_a=0.0, max_len_b=6, constraints="unordered"),
 }
-LONG = SearchConfig(beam=2, min_len=60, max_len_a=0.0, max_len_b=60, guard=False)
+# Decoding a request whose process is told it went away, or is killed, while it decodes: 500
+# steps of a wider model (~1 s), so that it is still decoding when the news arrives (the pool
+# looks at its requests every WATCH_S, 50 ms; 60 steps of the tiny model could end before that)
+LONG = SearchConfig(beam=2, min_len=500, max_len_a=0.0, max_len_b=500, guard=False)
 
 
 def texts(found: list) -> list[list[str]]:
@@ -41,13 +44,29 @@ def offline(ckpt: str):
     return load_engine([ckpt], TranslateConfig(threads=1))
 
 
-@pytest.fixture(scope="module")
-def pooled(ckpt: str):
+def pool_of(ckpt: str):
     engine = load_engine([ckpt], TranslateConfig(threads=1))
     pool = engine.schedule(2048, 64, decoders=2)
     assert isinstance(pool, DecoderPool)
     yield engine
     assert pool.close(30)
+
+
+@pytest.fixture(scope="module")
+def pooled(ckpt: str):
+    yield from pool_of(ckpt)
+
+
+@pytest.fixture(scope="module")
+def slow(tmp_path_factory: pytest.TempPathFactory) -> str:
+    """A model whose decoding steps take a millisecond or more, for :data:`LONG`."""
+    path = tmp_path_factory.mktemp("slow") / "slow.pt"
+    return random_checkpoint(path, d_model=256, ffn_dim=1024, heads=4, max_positions=600)
+
+
+@pytest.fixture(scope="module")
+def slow_pooled(slow: str):
+    yield from pool_of(slow)
 
 
 @pytest.mark.parametrize("kind", list(SEARCHES))
@@ -69,7 +88,8 @@ def test_answers_equal_offline_translation(kind: str, offline, pooled) -> None:
     assert texts(one) == expected[:12]
 
 
-def test_a_request_that_goes_away_is_dropped_in_its_process(pooled) -> None:
+def test_a_request_that_goes_away_is_dropped_in_its_process(slow_pooled) -> None:
+    pooled = slow_pooled
     gone, raised = threading.Event(), []
 
     def request() -> None:
@@ -99,8 +119,9 @@ def test_a_request_that_goes_away_is_dropped_in_its_process(pooled) -> None:
     assert pool.stats.steps == steps  # nothing of it decoded since
 
 
-def test_a_process_that_dies_fails_its_rows_alone_and_is_replaced(offline, pooled) -> None:
-    engine, pool = pooled, pooled.scheduler
+def test_a_process_that_dies_fails_its_rows_alone_and_is_replaced(slow, slow_pooled) -> None:
+    engine, pool = slow_pooled, slow_pooled.scheduler
+    offline = load_engine([slow], TranslateConfig(threads=1))
     steps = pool.stats.steps
     with ThreadPoolExecutor(1) as thread:
         long = thread.submit(engine.translate, LINES[:1], LONG)
