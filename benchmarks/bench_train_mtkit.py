@@ -207,8 +207,11 @@ def write_synthetic(out: Path, pairs: int, vocab: int = 8000, seed: int = 0) -> 
     out.mkdir(parents=True, exist_ok=True)
     words = [f"w{i}" for i in range(4000)]
     lines = [" ".join(rng.choice(words, 12)) for _ in range(40000)]
-    model = train_spm(lines, vocab_size=vocab)
-    vocab = len(Tokenizer(model))  # sentencepiece may stop short of the requested size
+    # BPE on these words stops near 4,040 pieces: symbols of their own make up the rest, so
+    # that the vocabulary (the output projection's width) is the one asked for
+    fill = [f"<s{i}>" for i in range(max(0, vocab - 4000))]
+    model = train_spm(lines, vocab_size=vocab, user_defined_symbols=fill)
+    vocab = len(Tokenizer(model))
     for side in binarized.SIDES:
         (out / f"spm.{side}.model").write_bytes(model)
     lengths = np.clip(rng.normal(14, 6, size=(2, pairs)).round(), 4, 40).astype(int)
