@@ -18,15 +18,12 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-import torch
 from click.testing import CliRunner
+from random_models import random_checkpoint as random_model
 
-from mtkit.checkpoint import save_checkpoint
 from mtkit.cli import cli
-from mtkit.config import ModelConfig, SearchConfig, TranslateConfig
-from mtkit.data.tokenizer import train_spm
+from mtkit.config import SearchConfig, TranslateConfig
 from mtkit.engines.base import Translation
-from mtkit.model.transformer import build_model
 from mtkit.serve.batcher import Batcher
 
 WORDS = "a man woman dog cat runs sits on the red blue street house ball plays with".split()
@@ -215,20 +212,6 @@ def hold(engine: FakeEngine, batcher: Batcher):
 
 
 def random_checkpoint(path: Path, **sizes: int) -> str:
-    """A random model of the 60-piece spm at ``path``: the tiny one, with ``sizes`` instead."""
-    spm = train_spm(sentences(300, seed=0), vocab_size=60)
-    torch.manual_seed(0)
-    tiny = dict(
-        d_model=16, ffn_dim=32, heads=2, encoder_layers=1, decoder_layers=1, max_positions=80
-    )
-    cfg = ModelConfig(src_vocab_size=60, tgt_vocab_size=60, **{**tiny, **sizes})
-    weights = build_model(cfg).state_dict()
-    save_checkpoint(
-        {
-            "model_config": dataclasses.asdict(cfg),
-            "model": weights,
-            "spm": {"src": spm, "tgt": spm},
-        },
-        path,
-    )
-    return str(path)
+    """The serve tests' random model at ``path`` (tests/random_models.py), ``sizes`` over the
+    tiny one's."""
+    return random_model(path, sentences(300, seed=0), **sizes)
