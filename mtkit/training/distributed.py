@@ -7,6 +7,7 @@ DistributedDataParallel. Rank 0 alone validates and writes files; the others wai
 
 from __future__ import annotations
 
+import gc
 import inspect
 import os
 from contextlib import AbstractContextManager, nullcontext
@@ -121,7 +122,15 @@ def init_group(where: Dist, device: torch.device) -> None:
 
 
 def close_group(where: Dist) -> None:
+    """End the process group, once the DDP model around it is gone (the caller drops it first).
+
+    DDP's reducer keeps the group alive, and a reducer freed after the group was destroyed is
+    its last owner: the group's destructor then joins gloo's worker threads with the GIL held,
+    while a worker that frees a finished collective's tensors waits for the GIL (a hang after
+    the last update, seen once in CI). Freed before, the reducer leaves the group to
+    ``destroy_process_group``, whose destructor runs without the GIL."""
     if where.active and dist.is_initialized():
+        gc.collect()  # a DDP model held only by a reference cycle
         dist.destroy_process_group()
 
 

@@ -482,4 +482,5 @@ def train(
             trainer.load(resume)
         return trainer.run()
     finally:
+        del trainer  # its DDP model before the process group: see D.close_group
         D.close_group(where)

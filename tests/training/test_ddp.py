@@ -3,6 +3,7 @@ accumulates 2 batches per update, over the same data, epoch ends included."""
 
 from __future__ import annotations
 
+import gc
 from pathlib import Path
 
 import torch
@@ -11,7 +12,9 @@ from training_helpers import train_args
 
 from mtkit.checkpoint import load_checkpoint
 from mtkit.data.binarized import ParallelData
+from mtkit.training import distributed as D
 from mtkit.training.batching import epoch_batches, sentence_sizes
+from mtkit.training.step import Stepper
 
 TORCHRUN = ["-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2"]
 NO_DROPOUT = ["--set", "model.dropout=0", "--set", "model.attention_dropout=0"]
@@ -57,3 +60,20 @@ def test_two_processes_equal_update_freq_two(tmp_path: Path, tiny_dataset: Path)
         assert abs(ra["valid_loss"] - rb["valid_loss"]) < 1e-4
     for name, tensor in a["model"].items():
         torch.testing.assert_close(b["model"][name], tensor, rtol=0, atol=1e-5, msg=name)
+
+
+def test_the_model_is_freed_before_the_process_group_closes(
+    tmp_path: Path, tiny_dataset: Path, mtkit, monkeypatch
+) -> None:
+    """DDP's reducer freed after the group was destroyed destroyed it itself, with the GIL held,
+    and could hang (distributed.close_group): train() drops its model first."""
+    alive = []
+
+    def close_group(where) -> None:
+        gc.collect()
+        alive.append(sum(isinstance(o, Stepper) for o in gc.get_objects()))
+
+    monkeypatch.setattr(D, "close_group", close_group)
+    result = mtkit(*train_args(tiny_dataset, tmp_path / "run", "--max-updates", "2"))
+    assert result.exit_code == 0, result.output
+    assert alive == [0]
