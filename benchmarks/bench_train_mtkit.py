@@ -207,9 +207,9 @@ def write_synthetic(out: Path, pairs: int, vocab: int = 8000, seed: int = 0) -> 
     out.mkdir(parents=True, exist_ok=True)
     words = [f"w{i}" for i in range(4000)]
     lines = [" ".join(rng.choice(words, 12)) for _ in range(40000)]
-    # BPE on these words stops near 4,040 pieces: symbols of their own make up the rest, so
-    # that the vocabulary (the output projection's width) is the one asked for
-    fill = [f"<s{i}>" for i in range(max(0, vocab - 4000))]
+    # BPE on these words stops a few pieces past their number: symbols of their own make up
+    # the rest, so that the vocabulary (the output projection's width) is the one asked for
+    fill = [f"<s{i}>" for i in range(max(0, vocab - len(words)))]
     model = train_spm(lines, vocab_size=vocab, user_defined_symbols=fill)
     vocab = len(Tokenizer(model))
     for side in binarized.SIDES:

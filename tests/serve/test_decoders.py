@@ -89,19 +89,18 @@ def test_answers_equal_offline_translation(kind: str, offline, pooled) -> None:
 
 
 def test_a_request_that_goes_away_is_dropped_in_its_process(slow_pooled) -> None:
-    pooled = slow_pooled
     gone, raised = threading.Event(), []
 
     def request() -> None:
         token = CANCELLED.set(gone.is_set)
         try:
-            pooled.translate(LINES[:4], LONG)
+            slow_pooled.translate(LINES[:4], LONG)
         except Cancelled as err:
             raised.append(err)
         finally:
             CANCELLED.reset(token)
 
-    pool = pooled.scheduler
+    pool = slow_pooled.scheduler
     steps, dropped = pool.stats.steps, pool.stats.dropped
     thread = threading.Thread(target=request)
     thread.start()
